@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const waitLimit = 10 * time.Second
+
+// syncBuffer is an output that tests can wait on.
+type syncBuffer struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	changed chan struct{}
+}
+
+func newSyncBuffer() *syncBuffer { return &syncBuffer{changed: make(chan struct{})} }
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	close(b.changed)
+	b.changed = make(chan struct{})
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitFor waits until the output holds want as a whole line.
+func (b *syncBuffer) waitFor(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.NewTimer(waitLimit)
+	defer deadline.Stop()
+	for {
+		b.mu.Lock()
+		lines, ch := strings.Split(b.buf.String(), "\n"), b.changed
+		b.mu.Unlock()
+		for _, l := range lines {
+			if l == want {
+				return
+			}
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for line %q; output:\n%s", want, b.String())
+		}
+	}
+}
+
+// run is one in-process ringchat invocation.
+type run struct {
+	stdin          *io.PipeWriter
+	stdout, stderr *syncBuffer
+	done           chan error
+}
+
+// start runs ringchat with args; its stdin is fed by r.stdin. The
+// environment is not consulted unless env is given.
+func start(t *testing.T, env map[string]string, args ...string) *run {
+	t.Helper()
+	pr, pw := io.Pipe()
+	r := &run{stdin: pw, stdout: newSyncBuffer(), stderr: newSyncBuffer(), done: make(chan error, 1)}
+	getenv := func(k string) string { return env[k] }
+	go func() { r.done <- executeWith(context.Background(), getenv, args, pr, r.stdout, r.stderr) }()
+	t.Cleanup(func() { pw.Close() })
+	return r
+}
+
+func (r *run) send(t *testing.T, lines ...string) {
+	t.Helper()
+	for _, l := range lines {
+		if _, err := io.WriteString(r.stdin, l+"\n"); err != nil {
+			t.Fatalf("writing stdin: %v", err)
+		}
+	}
+}
+
+// wait returns the exit status.
+func (r *run) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case err := <-r.done:
+		return exitCode(err)
+	case <-time.After(waitLimit):
+		t.Fatalf("ringchat did not exit; stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
+	return -1
+}
+
+// runOnce runs ringchat with empty stdin and returns status and output.
+func runOnce(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	r := start(t, env, args...)
+	r.stdin.Close()
+	code := r.wait(t)
+	return code, r.stdout.String(), r.stderr.String()
+}

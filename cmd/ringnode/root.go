@@ -1,0 +1,121 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/ringchat/ringchat/internal/logging"
+	"github.com/ringchat/ringchat/internal/nodelist"
+	"github.com/ringchat/ringchat/internal/store"
+)
+
+// globals are the flags every command shares.
+type globals struct {
+	db        string
+	nodes     string
+	logLevel  string
+	logFormat string
+
+	log zerolog.Logger
+}
+
+// envPrefix is the prefix of the environment fallbacks: --log-level falls
+// back to RINGNODE_LOG_LEVEL, and so on.
+const envPrefix = "RINGNODE_"
+
+// envAliases lists extra environment variables for some flags, checked
+// before the RINGNODE_ one.
+var envAliases = map[string][]string{
+	"db": {"RINGCHAT_DB"},
+}
+
+func newRootCmd() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:   "ringnode",
+		Short: "ringchat token-ring chat server node",
+		Long: `ringnode runs one node of a ringchat token ring and administers the ring's store.
+
+Every flag can also be set in the environment: --log-level as RINGNODE_LOG_LEVEL,
+and so on; --db also as RINGCHAT_DB. A flag given on the command line wins.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			fromEnv, err := applyEnv(cmd.Flags())
+			if err != nil {
+				return usageError{err}
+			}
+			log, err := logging.New(os.Stderr, g.logLevel, g.logFormat)
+			if err != nil {
+				for _, f := range []string{"log-level", "log-format"} {
+					if name, ok := fromEnv[f]; ok {
+						err = fmt.Errorf("%w (from environment %s)", err, name)
+					}
+				}
+				return usageError{err}
+			}
+			g.log = log
+			return nil
+		},
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.db, "db", store.DefaultDSN,
+		"store DSN: mysql://user:pass@host:port/db, user:pass@tcp(host:port)/db or sqlite:PATH")
+	pf.StringVarP(&g.nodes, "nodes", "f", "nodes.csv", "node list (CSV: id,host,coordination_port,client_port)")
+	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	pf.StringVar(&g.logFormat, "log-format", logging.FormatAuto, "log format: console, json, or auto (console on a terminal)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newMigrateCmd(g), newStatusCmd(g), newVersionCmd())
+	root.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usageError{fmt.Errorf("unknown command %q (see ringnode --help)", args[0])}
+		}
+		return cmd.Help()
+	}
+	return root
+}
+
+// applyEnv sets every flag not given on the command line from its
+// environment variable, if that is set, and returns which variable set
+// which flag.
+func applyEnv(fs *pflag.FlagSet) (map[string]string, error) {
+	var firstErr error
+	fromEnv := map[string]string{}
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Changed || firstErr != nil {
+			return
+		}
+		names := append(append([]string{}, envAliases[f.Name]...), envPrefix+strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_")))
+		for _, name := range names {
+			v, ok := os.LookupEnv(name)
+			if !ok {
+				continue
+			}
+			if err := fs.Set(f.Name, v); err != nil {
+				firstErr = fmt.Errorf("environment %s=%q: %w", name, v, err)
+			}
+			fromEnv[f.Name] = name
+			return
+		}
+	})
+	return fromEnv, firstErr
+}
+
+// loadNodes reads the node list. A missing file is only an error when the
+// user named it; the store is the truth once it has nodes.
+func (g *globals) loadNodes(cmd *cobra.Command) ([]nodelist.Node, error) {
+	nodes, err := nodelist.Load(g.nodes)
+	if err != nil {
+		if os.IsNotExist(err) && !cmd.Flags().Changed("nodes") && os.Getenv(envPrefix+"NODES") == "" {
+			g.log.Info().Str("nodes", g.nodes).Msg("no node list here; using the nodes already in the store")
+			return nil, nil
+		}
+		return nil, err
+	}
+	return nodes, nil
+}

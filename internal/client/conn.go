@@ -1,0 +1,279 @@
+// Package client talks to a ringnode's client port: newline-delimited JSON,
+// protocol v1 as DESIGN.md ("Chat") fixes it.
+//
+// A Conn has one reader goroutine. Requests that the server echoes (LOGIN,
+// JOIN_GROUP, LEAVE_GROUP) wait for their echo or for an ERROR; since v1 has
+// no request ids, pending requests form a FIFO: an echo completes the oldest
+// pending request of the same type and value, an ERROR fails the oldest
+// pending request. Everything else arrives on Events.
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+)
+
+// MaxLineBytes bounds an incoming line (without its newline). A longer line
+// ends the connection with ErrLineTooLong.
+const MaxLineBytes = 1 << 20
+
+// DefaultTimeout is used when Options.Timeout is zero.
+const DefaultTimeout = 10 * time.Second
+
+const eventBuffer = 128
+
+// Connection errors.
+var (
+	ErrClosed       = errors.New("client: connection closed")
+	ErrServerClosed = errors.New("server closed the connection")
+	ErrLineTooLong  = fmt.Errorf("line from server longer than %d bytes", MaxLineBytes)
+	ErrNotLoggedIn  = errors.New("client: not logged in")
+)
+
+// Options configure a connection.
+type Options struct {
+	// Timeout bounds dialing, and each request or write whose context has
+	// no deadline of its own. Zero means DefaultTimeout.
+	Timeout time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	return o
+}
+
+// Conn is a client connection. Its methods are safe for concurrent use.
+type Conn struct {
+	nc     net.Conn
+	opts   Options
+	now    func() time.Time // stamps sentAt; replaced in tests
+	events chan Event
+
+	wmu sync.Mutex // serialises writes, and keeps pending in wire order
+
+	mu      sync.Mutex
+	user    string
+	pending []*request
+	closing bool  // Close was called
+	err     error // why the connection ended; set when the reader exits
+
+	closeOnce  sync.Once
+	closeErr   error
+	closingCh  chan struct{} // closed by Close
+	readerDone chan struct{} // closed when the reader goroutine has exited
+}
+
+// Dial connects to a client port at addr ("host:port").
+func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
+	opts = opts.withDefaults()
+	d := net.Dialer{Timeout: opts.Timeout}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err // *net.OpError: "dial tcp ADDR: ..."
+	}
+	return NewConn(nc, opts), nil
+}
+
+// NewConn wraps an established connection and starts its reader. The Conn
+// owns nc from now on.
+func NewConn(nc net.Conn, opts Options) *Conn {
+	c := &Conn{
+		nc:         nc,
+		opts:       opts.withDefaults(),
+		now:        time.Now,
+		events:     make(chan Event, eventBuffer),
+		closingCh:  make(chan struct{}),
+		readerDone: make(chan struct{}),
+	}
+	go c.readLoop()
+	return c
+}
+
+// Events delivers chat messages, server errors that no request claimed,
+// unmatched echoes, ProtocolError and, last, Disconnected. It is closed when
+// the reader exits. The reader waits while the channel's buffer is full, and
+// so do echoes behind it: keep receiving while you make requests.
+func (c *Conn) Events() <-chan Event { return c.events }
+
+// User is the name of the logged-in user, "" before a successful Login.
+func (c *Conn) User() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.user
+}
+
+// Err is why the connection ended (ErrClosed after Close), or nil while it
+// is open.
+func (c *Conn) Err() error { return c.ended() }
+
+// Login sends LOGIN and waits for its echo. A refusal is a *ServerError.
+func (c *Conn) Login(ctx context.Context, user string) error {
+	if user == "" {
+		return fmt.Errorf("client: login: %w: empty username", ErrInvalidMessage)
+	}
+	if err := c.request(ctx, Login{Username: user}, TypeLogin, user); err != nil {
+		return fmt.Errorf("login %s: %w", user, err)
+	}
+	return nil
+}
+
+// Join sends JOIN_GROUP and waits for its echo.
+func (c *Conn) Join(ctx context.Context, group string) error {
+	if err := c.request(ctx, JoinGroup{Group: group}, TypeJoinGroup, group); err != nil {
+		return fmt.Errorf("join %s: %w", group, err)
+	}
+	return nil
+}
+
+// Leave sends LEAVE_GROUP and waits for its echo.
+func (c *Conn) Leave(ctx context.Context, group string) error {
+	if err := c.request(ctx, LeaveGroup{Group: group}, TypeLeaveGroup, group); err != nil {
+		return fmt.Errorf("leave %s: %w", group, err)
+	}
+	return nil
+}
+
+// Send writes a CHAT_MESSAGE from the logged-in user, stamped now. v1 has
+// no acknowledgement: an ERROR the server sends about it arrives on Events
+// (or fails a request pending at that moment).
+func (c *Conn) Send(ctx context.Context, to Recipient, text string) error {
+	user := c.User()
+	if user == "" {
+		return ErrNotLoggedIn
+	}
+	if text == "" {
+		return fmt.Errorf("client: send: %w: empty message", ErrInvalidMessage)
+	}
+	msg := ChatMessage{From: user, To: to, Content: text, SentAt: c.now().Format(TimeLayout)}
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := c.writeLocked(ctx, msg); err != nil {
+		return fmt.Errorf("send to %s: %w", to, err)
+	}
+	return nil
+}
+
+// CloseWrite half-closes the connection: the server reads EOF after all
+// that was sent, while replies still arrive on Events until it closes its
+// side (Disconnected with ErrServerClosed).
+func (c *Conn) CloseWrite() error {
+	cw, ok := c.nc.(interface{ CloseWrite() error })
+	if !ok {
+		return errors.New("client: connection cannot be half-closed")
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return cw.CloseWrite()
+}
+
+// Close closes the socket and returns once the reader goroutine has exited.
+// Pending requests fail with ErrClosed. It is safe to call more than once.
+func (c *Conn) Close() error {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closing = true
+		c.mu.Unlock()
+		close(c.closingCh)
+		if err := c.nc.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			c.closeErr = err // net.ErrClosed: the connection had ended already
+		}
+	})
+	<-c.readerDone
+	return c.closeErr
+}
+
+func (c *Conn) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, c.opts.Timeout)
+}
+
+// request writes msg and waits until the reader completes the matching
+// pending entry, the connection ends, or ctx is done.
+func (c *Conn) request(ctx context.Context, msg Event, typ MessageType, key string) error {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	r := &request{typ: typ, key: key, done: make(chan error, 1)}
+
+	c.wmu.Lock()
+	if err := c.enqueue(r); err != nil {
+		c.wmu.Unlock()
+		return err
+	}
+	err := c.writeLocked(ctx, msg)
+	c.wmu.Unlock()
+	if err != nil {
+		c.dequeue(r)
+		return err
+	}
+
+	select {
+	case err := <-r.done:
+		return err
+	case <-ctx.Done():
+		if err, answered := c.abandon(r); answered {
+			return err
+		}
+		return ctx.Err()
+	}
+}
+
+// writeLocked writes one line; c.wmu must be held. A failed write may have
+// left half a line on the wire, so it ends the connection.
+func (c *Conn) writeLocked(ctx context.Context, msg Event) error {
+	b, err := Encode(msg)
+	if err != nil {
+		return err
+	}
+	if err := c.ended(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(c.opts.Timeout)
+	}
+	if err := c.nc.SetWriteDeadline(deadline); err != nil {
+		return c.writeFailed(err)
+	}
+	if _, err := c.nc.Write(append(b, '\n')); err != nil {
+		return c.writeFailed(err)
+	}
+	return nil
+}
+
+func (c *Conn) writeFailed(err error) error {
+	if ended := c.ended(); ended != nil {
+		return ended
+	}
+	c.nc.Close() // the reader notices, fails pending requests and reports
+	return fmt.Errorf("client: write: %w", err)
+}
+
+// ended returns why the connection is unusable, or nil while it is usable.
+func (c *Conn) ended() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.endedLocked()
+}
+
+func (c *Conn) endedLocked() error {
+	switch {
+	case c.closing:
+		return ErrClosed
+	case c.err != nil:
+		return c.err
+	}
+	return nil
+}

@@ -1,0 +1,200 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+)
+
+// request is a pending LOGIN, JOIN_GROUP or LEAVE_GROUP. Its fields other
+// than done are guarded by Conn.mu; done is written once, under Conn.mu.
+type request struct {
+	typ       MessageType
+	key       string
+	done      chan error // buffered 1
+	queued    bool
+	abandoned bool // its caller gave up; the answer is still consumed
+}
+
+func (c *Conn) enqueue(r *request) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.endedLocked(); err != nil {
+		return err
+	}
+	r.queued = true
+	c.pending = append(c.pending, r)
+	return nil
+}
+
+func (c *Conn) dequeue(r *request) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.removeLocked(r)
+}
+
+func (c *Conn) removeLocked(r *request) {
+	if i := slices.Index(c.pending, r); i >= 0 {
+		c.pending = slices.Delete(c.pending, i, i+1)
+	}
+	r.queued = false
+}
+
+// abandon marks r as given up. An answer that arrives later is consumed by
+// r, so that it cannot be taken for the answer to a later request. If r was
+// answered already, abandon returns that answer.
+func (c *Conn) abandon(r *request) (error, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r.queued {
+		r.abandoned = true
+		return nil, false
+	}
+	return <-r.done, true
+}
+
+// readLoop is the connection's one reader goroutine.
+func (c *Conn) readLoop() {
+	defer close(c.readerDone)
+	defer close(c.events)
+
+	br := bufio.NewReaderSize(c.nc, 64<<10)
+	var err error
+	for {
+		var line []byte
+		line, err = readLine(br, MaxLineBytes)
+		if err != nil {
+			break
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		ev, derr := Decode(line)
+		if derr != nil {
+			c.emit(ProtocolError{Line: string(line), Err: derr})
+			continue
+		}
+		c.dispatch(ev)
+	}
+
+	c.mu.Lock()
+	closing := c.closing
+	switch {
+	case closing:
+		err = ErrClosed
+	case errors.Is(err, io.EOF):
+		err = ErrServerClosed
+	case errors.Is(err, ErrLineTooLong):
+	case errors.Is(err, net.ErrClosed): // closed after a failed write
+		err = fmt.Errorf("connection lost: %w", err)
+	default:
+		err = fmt.Errorf("read: %w", err)
+	}
+	c.err = err
+	for _, r := range c.pending {
+		r.queued = false
+		r.done <- err
+	}
+	c.pending = nil
+	c.mu.Unlock()
+
+	if !closing {
+		c.nc.Close()
+		c.emit(Disconnected{Err: err})
+	}
+}
+
+// dispatch completes the pending request an event answers, or delivers it.
+func (c *Conn) dispatch(ev Event) {
+	switch ev := ev.(type) {
+	case Login:
+		if c.answerEcho(TypeLogin, ev.Username) {
+			return
+		}
+	case JoinGroup:
+		if c.answerEcho(TypeJoinGroup, ev.Group) {
+			return
+		}
+	case LeaveGroup:
+		if c.answerEcho(TypeLeaveGroup, ev.Group) {
+			return
+		}
+	case ErrorMessage:
+		if claimed, deliver := c.answerError(ev.Message); claimed && !deliver {
+			return
+		}
+	case Alive:
+		return
+	}
+	c.emit(ev)
+}
+
+// answerEcho completes the oldest pending request of this type and value.
+func (c *Conn) answerEcho(typ MessageType, key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := slices.IndexFunc(c.pending, func(r *request) bool { return r.typ == typ && r.key == key })
+	if i < 0 {
+		return false
+	}
+	r := c.pending[i]
+	c.removeLocked(r)
+	if typ == TypeLogin {
+		c.user = key
+	}
+	r.done <- nil
+	return true
+}
+
+// answerError fails the oldest pending request. An ERROR consumed by an
+// abandoned request is still delivered, so that nobody misses it.
+func (c *Conn) answerError(msg string) (claimed, deliver bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) == 0 {
+		return false, true
+	}
+	r := c.pending[0]
+	c.removeLocked(r)
+	r.done <- &ServerError{Message: msg}
+	return true, r.abandoned
+}
+
+// emit delivers ev, waiting for room unless the Conn is being closed.
+func (c *Conn) emit(ev Event) {
+	select {
+	case c.events <- ev:
+	case <-c.closingCh:
+	}
+}
+
+// readLine reads one line of at most max bytes (not counting "\n" or
+// "\r\n"). It stops reading at max+2 bytes, so a long line costs bounded
+// memory. A last line without newline before EOF is returned with nil error.
+func readLine(br *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		frag, err := br.ReadSlice('\n')
+		line = append(line, frag...)
+		if len(line) > max+2 {
+			return nil, ErrLineTooLong
+		}
+		switch {
+		case err == nil:
+			line = bytes.TrimSuffix(line[:len(line)-1], []byte("\r"))
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && len(line) > 0:
+		default:
+			return nil, err
+		}
+		if len(line) > max {
+			return nil, ErrLineTooLong
+		}
+		return line, nil
+	}
+}

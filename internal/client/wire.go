@@ -1,0 +1,212 @@
+package client
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// MessageType is the value of the "messageType" field of a v1 message.
+type MessageType string
+
+// The v1 message types (DESIGN.md, "Chat").
+const (
+	TypeLogin       MessageType = "LOGIN"
+	TypeJoinGroup   MessageType = "JOIN_GROUP"
+	TypeLeaveGroup  MessageType = "LEAVE_GROUP"
+	TypeChatMessage MessageType = "CHAT_MESSAGE"
+	TypeError       MessageType = "ERROR"
+	TypeAlive       MessageType = "ALIVE"
+)
+
+// TimeLayout is the layout of a CHAT_MESSAGE's "sentAt" field.
+const TimeLayout = "Jan 2, 2006, 3:04:05 PM"
+
+// Decoding errors. Decode wraps one of them, so callers can test with
+// errors.Is and still print a message that says what was wrong.
+var (
+	ErrMalformed      = errors.New("malformed message")
+	ErrMissingType    = errors.New("missing messageType")
+	ErrUnknownType    = errors.New("unknown messageType")
+	ErrInvalidMessage = errors.New("invalid message")
+)
+
+// Wire is the union of every v1 field as it appears on the wire. Decode
+// reads lines into it; the encoder uses one struct per shape instead, so that
+// the bytes sent match DESIGN.md field for field.
+type Wire struct {
+	MessageType    MessageType     `json:"messageType"`
+	Username       string          `json:"username,omitempty"`
+	Group          string          `json:"group,omitempty"`
+	FromName       string          `json:"fromName,omitempty"`
+	ToUsername     string          `json:"toUsername,omitempty"`
+	ToGroup        string          `json:"toGroup,omitempty"`
+	ToName         string          `json:"toName,omitempty"`   // older shape
+	ForGroup       *bool           `json:"forGroup,omitempty"` // older shape
+	MessageContent string          `json:"messageContent,omitempty"`
+	SentAt         json.RawMessage `json:"sentAt,omitempty"`
+	ErrorMessage   string          `json:"errorMessage,omitempty"`
+}
+
+// Decode parses one line of the client port into an Event: Login,
+// JoinGroup, LeaveGroup, ChatMessage, ErrorMessage or Alive. Fields that a
+// type does not use are ignored. A CHAT_MESSAGE may name its destination as
+// "toUsername" or "toGroup", or in the older shape "toName" plus "forGroup";
+// its "sentAt" may be the v1 string or the older {"seconds","nanos"} object,
+// which is converted to the v1 string in local time.
+func Decode(line []byte) (Event, error) {
+	var w Wire
+	if err := json.Unmarshal(line, &w); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	switch w.MessageType {
+	case "":
+		return nil, ErrMissingType
+	case TypeLogin:
+		if w.Username == "" {
+			return nil, fmt.Errorf("%w: LOGIN without username", ErrInvalidMessage)
+		}
+		return Login{Username: w.Username}, nil
+	case TypeJoinGroup, TypeLeaveGroup:
+		if w.Group == "" {
+			return nil, fmt.Errorf("%w: %s without group", ErrInvalidMessage, w.MessageType)
+		}
+		if w.MessageType == TypeJoinGroup {
+			return JoinGroup{Group: w.Group}, nil
+		}
+		return LeaveGroup{Group: w.Group}, nil
+	case TypeChatMessage:
+		return decodeChat(&w)
+	case TypeError:
+		return ErrorMessage{Message: w.ErrorMessage}, nil
+	case TypeAlive:
+		return Alive{}, nil
+	default:
+		return nil, fmt.Errorf("%w %q", ErrUnknownType, string(w.MessageType))
+	}
+}
+
+func decodeChat(w *Wire) (Event, error) {
+	var to Recipient
+	switch {
+	case w.ToUsername != "" && w.ToGroup != "":
+		return nil, fmt.Errorf("%w: CHAT_MESSAGE has both toUsername and toGroup", ErrInvalidMessage)
+	case w.ToUsername != "":
+		to = ToUser(w.ToUsername)
+	case w.ToGroup != "":
+		to = ToGroup(w.ToGroup)
+	case w.ToName != "":
+		to = Recipient{Name: w.ToName, Group: w.ForGroup != nil && *w.ForGroup}
+	default:
+		return nil, fmt.Errorf("%w: CHAT_MESSAGE without toUsername, toGroup or toName", ErrInvalidMessage)
+	}
+	sent, err := decodeSentAt(w.SentAt)
+	if err != nil {
+		return nil, err
+	}
+	return ChatMessage{From: w.FromName, To: to, Content: w.MessageContent, SentAt: sent}, nil
+}
+
+func decodeSentAt(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", fmt.Errorf("%w: sentAt: %v", ErrMalformed, err)
+		}
+		return s, nil
+	case '{': // java.time.Instant as the original client's Gson wrote it
+		var inst struct {
+			Seconds int64 `json:"seconds"`
+			Nanos   int64 `json:"nanos"`
+		}
+		if err := json.Unmarshal(raw, &inst); err != nil {
+			return "", fmt.Errorf("%w: sentAt: %v", ErrMalformed, err)
+		}
+		return time.Unix(inst.Seconds, inst.Nanos).Local().Format(TimeLayout), nil
+	default:
+		return "", fmt.Errorf("%w: sentAt must be a string, got %s", ErrMalformed, raw)
+	}
+}
+
+// The shapes the client sends, one struct each so that field order and
+// presence match DESIGN.md exactly.
+type (
+	loginWire struct {
+		MessageType MessageType `json:"messageType"`
+		Username    string      `json:"username"`
+	}
+	groupWire struct {
+		MessageType MessageType `json:"messageType"`
+		Group       string      `json:"group"`
+	}
+	chatWire struct {
+		MessageType    MessageType `json:"messageType"`
+		FromName       string      `json:"fromName"`
+		ToUsername     string      `json:"toUsername,omitempty"`
+		ToGroup        string      `json:"toGroup,omitempty"`
+		MessageContent string      `json:"messageContent"`
+		SentAt         string      `json:"sentAt"`
+	}
+	errorWire struct {
+		MessageType  MessageType `json:"messageType"`
+		ErrorMessage string      `json:"errorMessage"`
+	}
+	aliveWire struct {
+		MessageType MessageType `json:"messageType"`
+	}
+)
+
+// Encode returns the v1 JSON object for a wire event, without the trailing
+// newline. CHAT_MESSAGE is written in the current shape (toUsername or
+// toGroup). Local events (ProtocolError, Disconnected) cannot be encoded.
+func Encode(ev Event) ([]byte, error) {
+	var v any
+	switch ev := ev.(type) {
+	case Login:
+		if ev.Username == "" {
+			return nil, fmt.Errorf("%w: empty username", ErrInvalidMessage)
+		}
+		v = loginWire{TypeLogin, ev.Username}
+	case JoinGroup:
+		if ev.Group == "" {
+			return nil, fmt.Errorf("%w: empty group", ErrInvalidMessage)
+		}
+		v = groupWire{TypeJoinGroup, ev.Group}
+	case LeaveGroup:
+		if ev.Group == "" {
+			return nil, fmt.Errorf("%w: empty group", ErrInvalidMessage)
+		}
+		v = groupWire{TypeLeaveGroup, ev.Group}
+	case ChatMessage:
+		if ev.To.Name == "" {
+			return nil, fmt.Errorf("%w: empty recipient", ErrInvalidMessage)
+		}
+		w := chatWire{MessageType: TypeChatMessage, FromName: ev.From, MessageContent: ev.Content, SentAt: ev.SentAt}
+		if ev.To.Group {
+			w.ToGroup = ev.To.Name
+		} else {
+			w.ToUsername = ev.To.Name
+		}
+		v = w
+	case ErrorMessage:
+		v = errorWire{TypeError, ev.Message}
+	case Alive:
+		v = aliveWire{TypeAlive}
+	default:
+		return nil, fmt.Errorf("client: %T is not a wire message", ev)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

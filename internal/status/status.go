@@ -1,0 +1,161 @@
+// Package status builds the ring status report that `ringnode status`
+// prints: ring order from the store's successor pointers, the coordinator and
+// its epoch, and who is online where.
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/ringchat/ringchat/internal/ring"
+	"github.com/ringchat/ringchat/internal/store"
+)
+
+// ErrNotMigrated is returned for a store whose schema was never applied.
+var ErrNotMigrated = errors.New("status: store has no schema (run `ringnode migrate` first)")
+
+// Report is the status of the ring as the store records it.
+type Report struct {
+	Store         string       `json:"store"`
+	SchemaVersion int64        `json:"schema_version"`
+	Coordinator   *Coordinator `json:"coordinator"`
+	Epoch         int64        `json:"epoch"`
+	Ring          []int64      `json:"ring"`
+	RingProblems  []string     `json:"ring_problems"`
+	Nodes         []Node       `json:"nodes"`
+	OnlineUsers   int          `json:"online_users"`
+}
+
+// Coordinator names the coordinator node.
+type Coordinator struct {
+	Node  int64 `json:"node"`
+	Epoch int64 `json:"epoch"`
+}
+
+// Node is one node of the report. Successor is null when not in the ring.
+type Node struct {
+	ID               int64    `json:"id"`
+	Host             string   `json:"host"`
+	CoordinationPort int      `json:"coordination_port"`
+	ClientPort       int      `json:"client_port"`
+	InRing           bool     `json:"in_ring"`
+	Successor        *int64   `json:"successor"`
+	Coordinator      bool     `json:"coordinator"`
+	Online           []string `json:"online"`
+}
+
+// Collect reads the report from the store.
+func Collect(ctx context.Context, st store.Store, storeName string) (Report, error) {
+	applied, err := store.AppliedMigrations(ctx, st)
+	if err != nil {
+		return Report{}, err
+	}
+	if len(applied) == 0 {
+		return Report{}, ErrNotMigrated
+	}
+	r := Report{Store: storeName, SchemaVersion: applied[len(applied)-1], RingProblems: []string{}, Ring: []int64{}, Nodes: []Node{}}
+	nodes, err := st.Nodes(ctx)
+	if err != nil {
+		return Report{}, err
+	}
+	coord, err := st.Coordinator(ctx)
+	if err != nil {
+		return Report{}, err
+	}
+	r.Epoch = coord.Epoch
+	if coord.NodeID != 0 {
+		r.Coordinator = &Coordinator{Node: coord.NodeID, Epoch: coord.Epoch}
+	}
+	online, err := st.Online(ctx)
+	if err != nil {
+		return Report{}, err
+	}
+	r.OnlineUsers = len(online)
+	byNode := map[int64][]string{}
+	for _, p := range online {
+		byNode[p.NodeID] = append(byNode[p.NodeID], p.UserName)
+	}
+	succ := map[int64]int64{}
+	for _, n := range nodes {
+		rn := Node{ID: n.ID, Host: n.Host, CoordinationPort: n.CoordPort, ClientPort: n.ClientPort,
+			InRing: n.InRing(), Coordinator: n.ID == coord.NodeID, Online: byNode[n.ID]}
+		if rn.Online == nil {
+			rn.Online = []string{}
+		}
+		delete(byNode, n.ID)
+		if n.InRing() {
+			s := n.Successor
+			rn.Successor = &s
+			succ[n.ID] = s
+		}
+		r.Nodes = append(r.Nodes, rn)
+	}
+	if order, problems := ring.Order(succ); order != nil {
+		r.Ring, r.RingProblems = order, append(r.RingProblems, problems...)
+	}
+	for node, users := range byNode {
+		r.RingProblems = append(r.RingProblems, fmt.Sprintf("users %v are online at node %d, which is not in the node table", users, node))
+	}
+	if r.Coordinator != nil && len(succ) > 0 {
+		if _, ok := succ[r.Coordinator.Node]; !ok {
+			r.RingProblems = append(r.RingProblems, fmt.Sprintf("coordinator node %d is not in the ring", r.Coordinator.Node))
+		}
+	}
+	return r, nil
+}
+
+// WriteText prints the report for people.
+func (r Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "store:        %s (schema %d)\n", r.Store, r.SchemaVersion)
+	if r.Coordinator != nil {
+		fmt.Fprintf(&b, "coordinator:  node %d (epoch %d)\n", r.Coordinator.Node, r.Coordinator.Epoch)
+	} else {
+		fmt.Fprintf(&b, "coordinator:  none (last epoch %d)\n", r.Epoch)
+	}
+	inRing := 0
+	for _, n := range r.Nodes {
+		if n.InRing {
+			inRing++
+		}
+	}
+	if len(r.Ring) == 0 {
+		fmt.Fprintf(&b, "ring:         not formed (0 of %d nodes)\n", len(r.Nodes))
+	} else {
+		parts := make([]string, 0, len(r.Ring)+1)
+		for _, id := range r.Ring {
+			parts = append(parts, strconv.FormatInt(id, 10))
+		}
+		if len(r.RingProblems) == 0 {
+			parts = append(parts, parts[0])
+		}
+		fmt.Fprintf(&b, "ring:         %s (%d of %d nodes)\n", strings.Join(parts, " -> "), inRing, len(r.Nodes))
+	}
+	for _, p := range r.RingProblems {
+		fmt.Fprintf(&b, "problem:      %s\n", p)
+	}
+	fmt.Fprintf(&b, "online users: %d\n\n", r.OnlineUsers)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tHOST\tCOORD\tCLIENT\tIN RING\tSUCCESSOR\tROLE\tONLINE")
+	for _, n := range r.Nodes {
+		in, succ, role, online := "no", "-", "-", "-"
+		if n.InRing {
+			in, succ = "yes", strconv.FormatInt(*n.Successor, 10)
+		}
+		if n.Coordinator {
+			role = "coordinator"
+		}
+		if len(n.Online) > 0 {
+			online = strings.Join(n.Online, ", ")
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", n.ID, n.Host, n.CoordinationPort, n.ClientPort, in, succ, role, online)
+	}
+	tw.Flush()
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,176 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// DefaultDSN is the zero-setup store: an SQLite file under .ringchat/ in the
+// working directory, shared by every node started from that directory.
+const DefaultDSN = "sqlite:.ringchat/ringchat.db"
+
+// ErrBadDSN wraps every DSN parsing error.
+var ErrBadDSN = errors.New("store: bad DSN")
+
+// DSN is a parsed data source name.
+type DSN struct {
+	// Dialect is "mysql" or "sqlite".
+	Dialect string
+	// Path is the SQLite file (sqlite only).
+	Path string
+	// MySQL is the driver configuration (mysql only).
+	MySQL *mysql.Config
+}
+
+// String returns the DSN with any password masked, for logs and errors.
+func (d DSN) String() string {
+	switch d.Dialect {
+	case "sqlite":
+		return "sqlite:" + d.Path
+	case "mysql":
+		user := d.MySQL.User
+		if d.MySQL.Passwd != "" {
+			user += ":xxxxx"
+		}
+		if user != "" {
+			user += "@"
+		}
+		return "mysql://" + user + d.MySQL.Addr + "/" + d.MySQL.DBName
+	}
+	return "(invalid dsn)"
+}
+
+// ParseDSN accepts
+//
+//	mysql://user:pass@host:port/db[?param=value...]
+//	user:pass@tcp(host:port)/db[?param=value...]   (the driver's own form)
+//	sqlite:PATH  (also sqlite://PATH and sqlite3:PATH)
+//
+// An empty string means DefaultDSN.
+func ParseDSN(s string) (DSN, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		s = DefaultDSN
+	}
+	lower := strings.ToLower(s)
+	switch {
+	case strings.HasPrefix(lower, "sqlite://"):
+		return parseSQLite(s[len("sqlite://"):])
+	case strings.HasPrefix(lower, "sqlite3:"):
+		return parseSQLite(s[len("sqlite3:"):])
+	case strings.HasPrefix(lower, "sqlite:"):
+		return parseSQLite(s[len("sqlite:"):])
+	case strings.HasPrefix(lower, "mysql://"), strings.HasPrefix(lower, "mariadb://"):
+		return parseMySQLURL(s)
+	case strings.Contains(s, "@tcp(") || strings.Contains(s, "@unix(") || strings.HasPrefix(s, "tcp(") || strings.HasPrefix(s, "unix("):
+		cfg, err := mysql.ParseDSN(s)
+		if err != nil {
+			return DSN{}, fmt.Errorf("%w: %v", ErrBadDSN, err)
+		}
+		return finishMySQL(cfg)
+	}
+	return DSN{}, fmt.Errorf("%w: %q is not mysql://user:pass@host:port/db, user:pass@tcp(host:port)/db or sqlite:PATH", ErrBadDSN, redact(s))
+}
+
+func parseSQLite(path string) (DSN, error) {
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		return DSN{}, fmt.Errorf("%w: sqlite DSN takes no parameters (got %q)", ErrBadDSN, path[i:])
+	}
+	if path == "" {
+		return DSN{}, fmt.Errorf("%w: sqlite DSN needs a file path, as in sqlite:.ringchat/ringchat.db", ErrBadDSN)
+	}
+	if path == ":memory:" {
+		return DSN{}, fmt.Errorf("%w: an in-memory SQLite store cannot be shared by nodes; give a file path", ErrBadDSN)
+	}
+	return DSN{Dialect: "sqlite", Path: filepath.Clean(path)}, nil
+}
+
+func parseMySQLURL(s string) (DSN, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return DSN{}, fmt.Errorf("%w: %v", ErrBadDSN, redactErr(err, s))
+	}
+	cfg := mysql.NewConfig()
+	if u.User != nil {
+		cfg.User = u.User.Username()
+		cfg.Passwd, _ = u.User.Password()
+	}
+	host, port := u.Hostname(), u.Port()
+	if host == "" {
+		return DSN{}, fmt.Errorf("%w: %s has no host", ErrBadDSN, redact(s))
+	}
+	if port == "" {
+		port = "3306"
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return DSN{}, fmt.Errorf("%w: port %q out of range 1-65535", ErrBadDSN, port)
+	}
+	cfg.Net = "tcp"
+	cfg.Addr = net.JoinHostPort(host, port)
+	cfg.DBName = strings.TrimPrefix(u.Path, "/")
+	if strings.Contains(cfg.DBName, "/") {
+		return DSN{}, fmt.Errorf("%w: database name %q contains '/'", ErrBadDSN, cfg.DBName)
+	}
+	// Reuse the driver's parameter handling for the query string.
+	if q := u.RawQuery; q != "" {
+		extra, err := mysql.ParseDSN("/?" + q)
+		if err != nil {
+			return DSN{}, fmt.Errorf("%w: %v", ErrBadDSN, err)
+		}
+		extra.User, extra.Passwd, extra.Net, extra.Addr, extra.DBName = cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName
+		cfg = extra
+	}
+	return finishMySQL(cfg)
+}
+
+func finishMySQL(cfg *mysql.Config) (DSN, error) {
+	if cfg.DBName == "" {
+		return DSN{}, fmt.Errorf("%w: mysql DSN needs a database name, as in mysql://root@127.0.0.1:3306/ringchat", ErrBadDSN)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 5 * time.Second // an unreachable server fails fast, not after the OS default
+	}
+	if cfg.ReadTimeout == 0 {
+		cfg.ReadTimeout = 30 * time.Second // a hung server does not hang a node forever
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = 30 * time.Second
+	}
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	if _, ok := cfg.Params["time_zone"]; !ok {
+		cfg.Params["time_zone"] = "'+00:00'"
+	}
+	return DSN{Dialect: "mysql", MySQL: cfg}, nil
+}
+
+// redact masks the password in a DSN-looking string for error messages.
+func redact(s string) string {
+	at := strings.LastIndexByte(s, '@')
+	if at < 0 {
+		return s
+	}
+	head := s[:at]
+	start := 0
+	if i := strings.Index(head, "://"); i >= 0 {
+		start = i + 3
+	}
+	if c := strings.IndexByte(head[start:], ':'); c >= 0 {
+		return head[:start+c+1] + "xxxxx" + s[at:]
+	}
+	return s
+}
+
+func redactErr(err error, s string) string {
+	msg := err.Error()
+	return strings.ReplaceAll(msg, s, redact(s))
+}

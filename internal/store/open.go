@@ -1,0 +1,168 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Options tune Open.
+type Options struct {
+	// Create makes Open create what is missing: the SQLite file and its
+	// directory, or the MariaDB database (the server and the account must
+	// exist). Commands that only read (status) leave it false so that a
+	// typo in a DSN does not create a new, empty store.
+	Create bool
+	// Now is the clock used for timestamps; nil means time.Now.
+	Now func() time.Time
+}
+
+// Open connects to the store named by dsn (see ParseDSN) and checks that it
+// answers. It does not apply migrations; call Migrate for that.
+func Open(ctx context.Context, dsn string, opts Options) (Store, error) {
+	d, err := ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return OpenDSN(ctx, d, opts)
+}
+
+// OpenDSN is Open for an already parsed DSN.
+func OpenDSN(ctx context.Context, d DSN, opts Options) (Store, error) {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	switch d.Dialect {
+	case "sqlite":
+		return openSQLite(ctx, d, opts, now)
+	case "mysql":
+		return openMySQL(ctx, d, opts, now)
+	}
+	return nil, fmt.Errorf("%w: unknown dialect %q", ErrBadDSN, d.Dialect)
+}
+
+func openSQLite(ctx context.Context, d DSN, opts Options, now func() time.Time) (Store, error) {
+	if _, err := os.Stat(d.Path); err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, d.Path, err)
+		}
+		if !opts.Create {
+			return nil, fmt.Errorf("%w: no store at %s (run `ringnode migrate` first, or check --db)", ErrNotFound, d.Path)
+		}
+		if err := os.MkdirAll(filepath.Dir(d.Path), 0o755); err != nil {
+			return nil, fmt.Errorf("%w: create directory for %s: %v", ErrUnavailable, d.Path, err)
+		}
+	}
+	// busy_timeout: writers from other processes wait instead of failing.
+	// WAL: readers do not block the writer. immediate: every transaction
+	// takes the write lock up front, so read-then-write never deadlocks.
+	conn := "file:" + d.Path +
+		"?_pragma=busy_timeout(15000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)" +
+		"&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	db, err := sql.Open("sqlite", conn)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, d.Path, err)
+	}
+	db.SetMaxOpenConns(4)
+	db.SetConnMaxIdleTime(time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, d.Path, err)
+	}
+	return newSQLStore(db, d, sqliteDialect, now), nil
+}
+
+func openMySQL(ctx context.Context, d DSN, opts Options, now func() time.Time) (Store, error) {
+	cfg := d.MySQL.Clone()
+	cfg.ClientFoundRows = true // an UPDATE that matches but changes nothing still counts as done
+	db, err := openMySQLDB(ctx, cfg)
+	if err != nil && opts.Create && isMySQLErr(err, 1049) { // unknown database
+		if cerr := createMySQLDatabase(ctx, cfg); cerr != nil {
+			return nil, classifyMySQL(cerr, d)
+		}
+		db, err = openMySQLDB(ctx, cfg)
+	}
+	if err != nil {
+		return nil, classifyMySQL(err, d)
+	}
+	return newSQLStore(db, d, mysqlDialect, now), nil
+}
+
+func openMySQLDB(ctx context.Context, cfg *mysql.Config) (*sql.DB, error) {
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	db := sql.OpenDB(connector)
+	db.SetMaxOpenConns(16)
+	db.SetMaxIdleConns(8)
+	db.SetConnMaxLifetime(5 * time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func createMySQLDatabase(ctx context.Context, cfg *mysql.Config) error {
+	server := cfg.Clone()
+	server.DBName = ""
+	db, err := openMySQLDB(ctx, server)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+quoteIdent(cfg.DBName)+
+		" CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+	return err
+}
+
+// quoteIdent quotes a MySQL identifier.
+func quoteIdent(name string) string {
+	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
+}
+
+func isMySQLErr(err error, number uint16) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == number
+}
+
+// classifyMySQL turns a connection error into one readable line.
+func classifyMySQL(err error, d DSN) error {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case 1045, 1044, 1698:
+			return fmt.Errorf("%w: %s refused user %q (check the user and password in --db): %s",
+				ErrAccessDenied, d.MySQL.Addr, d.MySQL.User, me.Message)
+		case 1049:
+			return fmt.Errorf("%w: database %q does not exist on %s (run `ringnode migrate` first, or check --db)",
+				ErrNotFound, d.MySQL.DBName, d.MySQL.Addr)
+		}
+		return fmt.Errorf("%w: %s: %s", ErrUnavailable, d, me.Message)
+	}
+	var ne net.Error
+	var oe *net.OpError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("%w: cannot reach MariaDB at %s: connection refused (is the server running?)", ErrUnavailable, d.MySQL.Addr)
+	case errors.As(err, &oe) && oe.Op == "dial":
+		return fmt.Errorf("%w: cannot reach MariaDB at %s: %v", ErrUnavailable, d.MySQL.Addr, oe.Err)
+	case errors.As(err, &ne) && ne.Timeout():
+		return fmt.Errorf("%w: MariaDB at %s did not answer in time", ErrUnavailable, d.MySQL.Addr)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return fmt.Errorf("%w: MariaDB at %s: %v", ErrUnavailable, d.MySQL.Addr, err)
+	}
+	return fmt.Errorf("%w: MariaDB at %s: %v", ErrUnavailable, d.MySQL.Addr, err)
+}

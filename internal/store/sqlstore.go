@@ -1,0 +1,405 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/ringchat/ringchat/internal/nodelist"
+)
+
+func init() {
+	// The driver logs connection trouble on its own; we return it as errors.
+	_ = mysql.SetLogger(log.New(io.Discard, "", 0))
+}
+
+// dialect holds what differs between the SQL dialects.
+type dialect struct {
+	name string
+	// insertIgnore and onConflictIgnore wrap an INSERT that silently skips
+	// rows violating a unique key.
+	insertIgnore     string
+	onConflictIgnore string
+	// forUpdate locks rows read in a transaction (SQLite transactions
+	// already hold the write lock).
+	forUpdate string
+	txOptions *sql.TxOptions
+	// retryable reports transient errors after which a transaction is
+	// retried from the start.
+	retryable func(error) bool
+}
+
+var mysqlDialect = dialect{
+	name:         "mysql",
+	insertIgnore: "INSERT IGNORE INTO",
+	forUpdate:    " FOR UPDATE",
+	// Read committed: a transaction that waited for the fence row lock sees
+	// what the previous holder committed.
+	txOptions: &sql.TxOptions{Isolation: sql.LevelReadCommitted},
+	retryable: func(err error) bool {
+		return isMySQLErr(err, 1213) || isMySQLErr(err, 1205) // deadlock, lock wait timeout
+	},
+}
+
+var sqliteDialect = dialect{
+	name:             "sqlite",
+	insertIgnore:     "INSERT INTO",
+	onConflictIgnore: " ON CONFLICT DO NOTHING",
+	retryable:        func(error) bool { return false },
+}
+
+// sqlStore implements Store for both dialects.
+type sqlStore struct {
+	db  *sql.DB
+	dsn DSN
+	d   dialect
+	now func() time.Time
+}
+
+func newSQLStore(db *sql.DB, dsn DSN, d dialect, now func() time.Time) *sqlStore {
+	return &sqlStore{db: db, dsn: dsn, d: d, now: now}
+}
+
+func (s *sqlStore) Dialect() string { return s.d.name }
+
+func (s *sqlStore) Ping(ctx context.Context) error {
+	if err := s.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return nil
+}
+
+func (s *sqlStore) Close() error { return s.db.Close() }
+
+func (s *sqlStore) nowUS() int64 { return s.now().UnixMicro() }
+
+// maxTxAttempts bounds retries of a transaction after a deadlock.
+const maxTxAttempts = 5
+
+// inTx runs fn in a transaction, retrying it after transient conflicts.
+func (s *sqlStore) inTx(ctx context.Context, op string, fn func(*sql.Tx) error) error {
+	var err error
+	for attempt := 1; attempt <= maxTxAttempts; attempt++ {
+		err = s.tryTx(ctx, fn)
+		if err == nil || !s.d.retryable(err) || ctx.Err() != nil {
+			break
+		}
+	}
+	if err != nil {
+		return wrapOp(op, err)
+	}
+	return nil
+}
+
+func (s *sqlStore) tryTx(ctx context.Context, fn func(*sql.Tx) error) (err error) {
+	tx, err := s.db.BeginTx(ctx, s.d.txOptions)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	if err = fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// wrapOp prefixes an error with the operation, keeping our sentinels
+// recognisable and marking database errors as such.
+func wrapOp(op string, err error) error {
+	for _, sentinel := range []error{ErrNotFound, ErrEpochChanged, ErrNotCoordinator, ErrFenced,
+		ErrUserOnline, ErrInvalid, ErrUnavailable, ErrAccessDenied} {
+		if errors.Is(err, sentinel) {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	return fmt.Errorf("store: %s: %w", op, err)
+}
+
+func (s *sqlStore) AddNodes(ctx context.Context, nodes []nodelist.Node) (int, error) {
+	for _, n := range nodes {
+		if n.ID < 1 || n.Host == "" || !validPort(n.CoordPort) || !validPort(n.ClientPort) {
+			return 0, wrapOp("add nodes", fmt.Errorf("%w: node %+v", ErrInvalid, n))
+		}
+	}
+	added := 0
+	err := s.inTx(ctx, "add nodes", func(tx *sql.Tx) error {
+		added = 0
+		q := s.d.insertIgnore + " nodes (node_id, host, coord_port, client_port, added_us) VALUES (?, ?, ?, ?, ?)" + s.d.onConflictIgnore
+		for _, n := range nodes {
+			res, err := tx.ExecContext(ctx, q, n.ID, n.Host, n.CoordPort, n.ClientPort, s.nowUS())
+			if err != nil {
+				return err
+			}
+			k, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			added += int(k)
+		}
+		return nil
+	})
+	return added, err
+}
+
+func validPort(p int) bool { return p >= 1 && p <= 65535 }
+
+func (s *sqlStore) Nodes(ctx context.Context) ([]Node, error) {
+	rows, err := s.db.QueryContext(ctx,
+		"SELECT node_id, host, coord_port, client_port, successor_id FROM nodes ORDER BY node_id")
+	if err != nil {
+		return nil, wrapOp("list nodes", err)
+	}
+	defer rows.Close()
+	var out []Node
+	for rows.Next() {
+		var n Node
+		var succ sql.NullInt64
+		if err := rows.Scan(&n.ID, &n.Host, &n.CoordPort, &n.ClientPort, &succ); err != nil {
+			return nil, wrapOp("list nodes", err)
+		}
+		n.Successor = succ.Int64
+		out = append(out, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrapOp("list nodes", err)
+	}
+	return out, nil
+}
+
+// checkCoordinator fails with ErrNotCoordinator unless coord is the current
+// coordinator row. It locks the row for the rest of the transaction.
+func (s *sqlStore) checkCoordinator(ctx context.Context, tx *sql.Tx, coord Coordinator) error {
+	var node sql.NullInt64
+	var epoch int64
+	err := tx.QueryRowContext(ctx, "SELECT node_id, epoch FROM ring_coordinator WHERE id = 1"+s.d.forUpdate).
+		Scan(&node, &epoch)
+	if err != nil {
+		return err
+	}
+	if coord.NodeID == 0 || node.Int64 != coord.NodeID || epoch != coord.Epoch {
+		return fmt.Errorf("%w: node %d epoch %d, store has node %d epoch %d",
+			ErrNotCoordinator, coord.NodeID, coord.Epoch, node.Int64, epoch)
+	}
+	return nil
+}
+
+func (s *sqlStore) SetSuccessors(ctx context.Context, coord Coordinator, changes []SuccessorChange) error {
+	return s.inTx(ctx, "set successors", func(tx *sql.Tx) error {
+		if err := s.checkCoordinator(ctx, tx, coord); err != nil {
+			return err
+		}
+		known := map[int64]bool{}
+		rows, err := tx.QueryContext(ctx, "SELECT node_id FROM nodes")
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			known[id] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, c := range changes {
+			if !known[c.NodeID] || (c.Successor != 0 && !known[c.Successor]) {
+				return fmt.Errorf("%w: successor change %d -> %d names an unknown node", ErrInvalid, c.NodeID, c.Successor)
+			}
+		}
+		for _, c := range changes {
+			var succ any
+			if c.Successor != 0 {
+				succ = c.Successor
+			}
+			if _, err := tx.ExecContext(ctx, "UPDATE nodes SET successor_id = ? WHERE node_id = ?", succ, c.NodeID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (s *sqlStore) ResetRing(ctx context.Context) error {
+	return s.inTx(ctx, "reset ring", func(tx *sql.Tx) error {
+		for _, q := range []string{
+			"UPDATE nodes SET successor_id = NULL",
+			"UPDATE ring_coordinator SET node_id = NULL, changed_us = ? WHERE id = 1",
+			"DELETE FROM presence",
+			"UPDATE recipients SET delivered_us = NULL WHERE delivered_us IS NOT NULL",
+		} {
+			var args []any
+			if strings.Contains(q, "?") {
+				args = append(args, s.nowUS())
+			}
+			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (s *sqlStore) Coordinator(ctx context.Context) (Coordinator, error) {
+	var c Coordinator
+	var node sql.NullInt64
+	err := s.db.QueryRowContext(ctx, "SELECT node_id, epoch FROM ring_coordinator WHERE id = 1").Scan(&node, &c.Epoch)
+	if err != nil {
+		return Coordinator{}, wrapOp("read coordinator", err)
+	}
+	c.NodeID = node.Int64
+	return c, nil
+}
+
+func (s *sqlStore) ClaimCoordinator(ctx context.Context, nodeID, prevEpoch int64) (int64, error) {
+	if nodeID < 1 {
+		return 0, wrapOp("claim coordinator", fmt.Errorf("%w: node id %d", ErrInvalid, nodeID))
+	}
+	epoch := prevEpoch + 1
+	err := s.inTx(ctx, "claim coordinator", func(tx *sql.Tx) error {
+		var exists int
+		err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM nodes WHERE node_id = ?", nodeID).Scan(&exists)
+		if err != nil {
+			return err
+		}
+		if exists == 0 {
+			return fmt.Errorf("%w: node %d is not in the node table", ErrInvalid, nodeID)
+		}
+		now := s.nowUS()
+		res, err := tx.ExecContext(ctx,
+			"UPDATE ring_coordinator SET node_id = ?, epoch = ?, changed_us = ? WHERE id = 1 AND epoch = ?",
+			nodeID, epoch, now, prevEpoch)
+		if err != nil {
+			return err
+		}
+		if k, err := res.RowsAffected(); err != nil {
+			return err
+		} else if k == 0 {
+			return fmt.Errorf("%w: expected epoch %d", ErrEpochChanged, prevEpoch)
+		}
+		_, err = tx.ExecContext(ctx, "INSERT INTO coordinator_history (epoch, node_id, claimed_us) VALUES (?, ?, ?)",
+			epoch, nodeID, now)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return epoch, nil
+}
+
+func (s *sqlStore) CoordinatorHistory(ctx context.Context) ([]CoordinatorTerm, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT epoch, node_id, claimed_us FROM coordinator_history ORDER BY epoch")
+	if err != nil {
+		return nil, wrapOp("coordinator history", err)
+	}
+	defer rows.Close()
+	var out []CoordinatorTerm
+	for rows.Next() {
+		var t CoordinatorTerm
+		var us int64
+		if err := rows.Scan(&t.Epoch, &t.NodeID, &us); err != nil {
+			return nil, wrapOp("coordinator history", err)
+		}
+		t.ClaimedAt = time.UnixMicro(us).UTC()
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrapOp("coordinator history", err)
+	}
+	return out, nil
+}
+
+func (s *sqlStore) Fence(ctx context.Context) (Fence, error) {
+	var f Fence
+	err := s.db.QueryRowContext(ctx, "SELECT generation, seq FROM token_fence WHERE id = 1").Scan(&f.Generation, &f.Seq)
+	if err != nil {
+		return Fence{}, wrapOp("read fence", err)
+	}
+	return f, nil
+}
+
+func (s *sqlStore) NewGeneration(ctx context.Context, coord Coordinator) (Fence, error) {
+	var f Fence
+	err := s.inTx(ctx, "new token generation", func(tx *sql.Tx) error {
+		if err := s.checkCoordinator(ctx, tx, coord); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx,
+			"UPDATE token_fence SET generation = generation + 1, seq = 0, changed_us = ? WHERE id = 1", s.nowUS()); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, "SELECT generation, seq FROM token_fence WHERE id = 1").Scan(&f.Generation, &f.Seq)
+	})
+	return f, err
+}
+
+func (s *sqlStore) Fenced(ctx context.Context, f Fence, fn func(Tx) error) error {
+	return s.inTx(ctx, "fenced transaction", func(tx *sql.Tx) error {
+		// The UPDATE takes the fence row's lock: fenced transactions run one
+		// after another, and a stale one finds the newer fence and stops.
+		res, err := tx.ExecContext(ctx,
+			"UPDATE token_fence SET generation = ?, seq = ?, changed_us = ? WHERE id = 1 AND "+
+				"(generation < ? OR (generation = ? AND seq <= ?))",
+			f.Generation, f.Seq, s.nowUS(), f.Generation, f.Generation, f.Seq)
+		if err != nil {
+			return err
+		}
+		k, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if k == 0 {
+			var cur Fence
+			if err := tx.QueryRowContext(ctx, "SELECT generation, seq FROM token_fence WHERE id = 1").
+				Scan(&cur.Generation, &cur.Seq); err != nil {
+				return err
+			}
+			return fmt.Errorf("%w: token %s is older than %s", ErrFenced, f, cur)
+		}
+		return fn(&sqlTx{ctx: ctx, tx: tx, s: s})
+	})
+}
+
+func (s *sqlStore) Update(ctx context.Context, fn func(Tx) error) error {
+	return s.inTx(ctx, "transaction", func(tx *sql.Tx) error {
+		return fn(&sqlTx{ctx: ctx, tx: tx, s: s})
+	})
+}
+
+func (s *sqlStore) Online(ctx context.Context) ([]Presence, error) {
+	rows, err := s.db.QueryContext(ctx,
+		"SELECT p.user_id, u.name, p.node_id, p.since_us FROM presence p JOIN users u ON u.user_id = p.user_id "+
+			"ORDER BY p.node_id, u.name")
+	if err != nil {
+		return nil, wrapOp("list online users", err)
+	}
+	defer rows.Close()
+	var out []Presence
+	for rows.Next() {
+		var p Presence
+		var us int64
+		if err := rows.Scan(&p.UserID, &p.UserName, &p.NodeID, &us); err != nil {
+			return nil, wrapOp("list online users", err)
+		}
+		p.Since = time.UnixMicro(us).UTC()
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrapOp("list online users", err)
+	}
+	return out, nil
+}

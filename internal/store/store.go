@@ -1,0 +1,285 @@
+// Package store persists the ring topology (resource P: nodes, successor
+// pointers, the coordinator and its epoch, the token fence) and the message
+// queue (resource Q: users, groups, memberships, presence, messages and their
+// recipients).
+//
+// Two implementations share one SQL code path: MariaDB/MySQL through
+// github.com/go-sql-driver/mysql, and an embedded SQLite file through
+// modernc.org/sqlite that several processes on one machine can share. Both
+// pass the conformance suite in package storetest.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ringchat/ringchat/internal/nodelist"
+)
+
+// Sentinel errors. Callers test them with errors.Is.
+var (
+	// ErrNotFound is returned when a user, group or node does not exist.
+	ErrNotFound = errors.New("store: not found")
+	// ErrEpochChanged is returned by ClaimCoordinator when the coordinator
+	// epoch is no longer the one the caller expected (compare-and-set lost).
+	ErrEpochChanged = errors.New("store: coordinator epoch changed")
+	// ErrNotCoordinator is returned when a topology change or token
+	// generation is attempted by a node that does not hold the coordinator
+	// role for the epoch it claims.
+	ErrNotCoordinator = errors.New("store: not the coordinator for this epoch")
+	// ErrFenced is returned when a critical section carries a token older
+	// than the one the store has already seen: a stale holder cannot write.
+	ErrFenced = errors.New("store: stale token fenced off")
+	// ErrUserOnline is returned by SetPresence when the user is already
+	// logged in at another node.
+	ErrUserOnline = errors.New("store: user already online")
+	// ErrInvalid is returned for arguments the store refuses (empty names,
+	// unknown nodes in a topology change, and so on).
+	ErrInvalid = errors.New("store: invalid argument")
+	// ErrUnavailable wraps errors reaching the database server.
+	ErrUnavailable = errors.New("store: database unavailable")
+	// ErrAccessDenied wraps authentication failures at the database server.
+	ErrAccessDenied = errors.New("store: access denied")
+)
+
+// Node is one row of the node table. Successor is 0 when the node is not in
+// the ring (NULL in the store).
+type Node struct {
+	nodelist.Node
+	Successor int64
+}
+
+// InRing reports whether the node has a successor pointer.
+func (n Node) InRing() bool { return n.Successor != 0 }
+
+// Coordinator is the single coordinator row. NodeID is 0 when there is no
+// coordinator. Epoch only grows, and only through ClaimCoordinator.
+type Coordinator struct {
+	NodeID int64
+	Epoch  int64
+}
+
+// CoordinatorTerm is one entry of the coordinator history: the node that
+// claimed the given epoch. Epochs are unique in the history, so two nodes can
+// never both have claimed the same epoch.
+type CoordinatorTerm struct {
+	Epoch     int64
+	NodeID    int64
+	ClaimedAt time.Time
+}
+
+// Fence is a token stamp: the generation that created the token and the hop
+// sequence number within it. Fences are ordered lexicographically.
+type Fence struct {
+	Generation int64
+	Seq        int64
+}
+
+// Less reports whether f is older than g.
+func (f Fence) Less(g Fence) bool {
+	if f.Generation != g.Generation {
+		return f.Generation < g.Generation
+	}
+	return f.Seq < g.Seq
+}
+
+func (f Fence) String() string { return fmt.Sprintf("%d/%d", f.Generation, f.Seq) }
+
+// SuccessorChange sets one node's successor pointer. Successor 0 takes the
+// node out of the ring.
+type SuccessorChange struct {
+	NodeID    int64
+	Successor int64
+}
+
+// User is a chat user. PasswordHash is empty until the name is claimed with a
+// password.
+type User struct {
+	ID           int64
+	Name         string
+	PasswordHash string
+	CreatedAt    time.Time
+}
+
+// Group is a chat group. Members is filled by ListGroups only.
+type Group struct {
+	ID        int64
+	Name      string
+	Members   int
+	CreatedAt time.Time
+}
+
+// Presence says that a user is logged in at a node.
+type Presence struct {
+	UserID   int64
+	UserName string
+	NodeID   int64
+	Since    time.Time
+}
+
+// NewMessage is a message to insert. Exactly one of ToUserID and ToGroupID is
+// non-zero. ID is the client-visible message id (a UUID); inserting the same
+// ID twice stores the message once.
+type NewMessage struct {
+	ID        string
+	SenderID  int64
+	ToUserID  int64
+	ToGroupID int64
+	Content   string
+	SentAt    time.Time
+	NodeID    int64 // node that accepted the message from its sender
+}
+
+// Message is a stored message. Seq is its position in the global order.
+type Message struct {
+	Seq      int64
+	ID       string
+	Sender   string
+	ToUser   string // set for a direct message
+	ToGroup  string // set for a group message
+	Content  string
+	SentAt   time.Time
+	StoredAt time.Time
+}
+
+// Delivery is one pending (recipient, message) pair.
+type Delivery struct {
+	RecipientID int64
+	Recipient   string
+	Message
+}
+
+// Conversation selects a history: a group, or the direct messages between
+// two users.
+type Conversation struct {
+	GroupID int64
+	UserA   int64
+	UserB   int64
+}
+
+// Store is the persistent state shared by all nodes. All methods are safe
+// for concurrent use and may be called from several processes at once.
+type Store interface {
+	// Dialect is "mysql" or "sqlite".
+	Dialect() string
+	// Ping checks that the database answers.
+	Ping(ctx context.Context) error
+	// Close releases the connection pool.
+	Close() error
+
+	// AddNodes inserts the given nodes, skipping ids already present (the
+	// store is the truth once a node is in it). It returns how many were new.
+	AddNodes(ctx context.Context, nodes []nodelist.Node) (int, error)
+	// Nodes lists every known node ordered by id.
+	Nodes(ctx context.Context) ([]Node, error)
+	// SetSuccessors applies topology changes in one transaction, only if
+	// coord still holds the coordinator role at coord.Epoch
+	// (ErrNotCoordinator otherwise). Unknown node ids give ErrInvalid and
+	// change nothing.
+	SetSuccessors(ctx context.Context, coord Coordinator, changes []SuccessorChange) error
+	// ResetRing clears the ring state for a fresh start (the reference's
+	// --drop): successor pointers, the coordinator (its epoch and history
+	// are kept so epochs never repeat) and presence. Users, groups and
+	// messages are kept: nothing queued is lost.
+	ResetRing(ctx context.Context) error
+
+	// Coordinator returns the coordinator row.
+	Coordinator(ctx context.Context) (Coordinator, error)
+	// ClaimCoordinator makes nodeID the coordinator with epoch prevEpoch+1
+	// if the current epoch is still prevEpoch (compare-and-set), and records
+	// the term in the history. It returns the new epoch, or ErrEpochChanged.
+	ClaimCoordinator(ctx context.Context, nodeID, prevEpoch int64) (int64, error)
+	// CoordinatorHistory lists every claimed term, oldest first.
+	CoordinatorHistory(ctx context.Context) ([]CoordinatorTerm, error)
+
+	// Fence returns the newest token stamp a critical section has used.
+	Fence(ctx context.Context) (Fence, error)
+	// NewGeneration starts a new token generation for the coordinator coord
+	// (ErrNotCoordinator if it no longer is) and returns the first fence of
+	// that generation (sequence 0). The fence row records it, so every
+	// token of an older generation is fenced off from then on.
+	NewGeneration(ctx context.Context, coord Coordinator) (Fence, error)
+	// Fenced runs fn in one transaction that first advances the fence to f.
+	// If the store has already seen a newer fence, fn is not run and
+	// ErrFenced is returned. Several calls with the same fence are allowed
+	// (one token visit may run several critical sections). If fn returns an
+	// error the transaction is rolled back and the error returned.
+	Fenced(ctx context.Context, f Fence, fn func(Tx) error) error
+	// Update runs fn in one unfenced transaction, for operations that do not
+	// need the token (logins, group membership).
+	Update(ctx context.Context, fn func(Tx) error) error
+
+	// Online lists every logged-in user and their node, ordered by node then
+	// user name.
+	Online(ctx context.Context) ([]Presence, error)
+}
+
+// Tx is the message-queue view inside a transaction.
+type Tx interface {
+	// EnsureUser returns the user with this name, creating it if needed.
+	EnsureUser(name string) (u User, created bool, err error)
+	// UserByName returns ErrNotFound for an unknown name.
+	UserByName(name string) (User, error)
+	// ClaimPassword sets the password hash if the user has none yet and
+	// reports whether it did.
+	ClaimPassword(userID int64, hash string) (bool, error)
+
+	// EnsureGroup returns the group with this name, creating it if needed.
+	EnsureGroup(name string) (g Group, created bool, err error)
+	// GroupByName returns ErrNotFound for an unknown name.
+	GroupByName(name string) (Group, error)
+	// JoinGroup adds the user to the group; joining twice is harmless. It
+	// reports whether the membership is new.
+	JoinGroup(groupID, userID int64) (bool, error)
+	// LeaveGroup removes the membership and reports whether there was one.
+	LeaveGroup(groupID, userID int64) (bool, error)
+	// GroupMembers lists the member ids of a group, ascending.
+	GroupMembers(groupID int64) ([]int64, error)
+	// UserGroups lists the groups a user belongs to, by name.
+	UserGroups(userID int64) ([]Group, error)
+	// ListGroups lists every group with its member count, by name.
+	ListGroups() ([]Group, error)
+
+	// SetPresence records that the user is logged in at nodeID. It is
+	// idempotent for the same node and fails with ErrUserOnline (wrapped
+	// with the other node's id) if the user is online elsewhere.
+	SetPresence(userID, nodeID int64) error
+	// ClearPresence removes the user's presence if it is at nodeID.
+	ClearPresence(userID, nodeID int64) (bool, error)
+	// ClearNodePresence removes every presence at nodeID (the node left or
+	// was spliced out) and returns how many were removed.
+	ClearNodePresence(nodeID int64) (int, error)
+	// PresenceOf returns the node a user is logged in at, or ErrNotFound.
+	PresenceOf(userID int64) (Presence, error)
+
+	// InsertMessage stores m once with one pending row per recipient (the
+	// group expanded at send time by the caller) and returns its global
+	// sequence number. A message whose ID is already stored is not stored
+	// again: its existing sequence is returned with dup=true.
+	InsertMessage(m NewMessage, recipients []int64) (seq int64, dup bool, err error)
+	// PendingForNode returns up to limit undelivered rows for users present
+	// at nodeID, in global order.
+	PendingForNode(nodeID int64, limit int) ([]Delivery, error)
+	// MarkDelivered records that these messages were handed to the
+	// recipient's connection; they are not returned by PendingForNode again
+	// until ResetDelivered.
+	MarkDelivered(recipientID int64, seqs []int64) error
+	// ResetDelivered makes every unacknowledged message of the recipient
+	// pending again (after a reconnect) and returns how many.
+	ResetDelivered(recipientID int64) (int, error)
+	// Ack removes the recipient's rows for these message ids and returns
+	// how many were removed. Unknown ids are ignored.
+	Ack(recipientID int64, messageIDs []string) (int, error)
+	// AckSeqs removes the recipient's rows for these sequence numbers.
+	AckSeqs(recipientID int64, seqs []int64) (int, error)
+	// PendingCount returns how many rows wait for the recipient.
+	PendingCount(recipientID int64) (int, error)
+	// History returns the last limit messages of a conversation, oldest
+	// first.
+	History(c Conversation, limit int) ([]Message, error)
+	// PruneMessages deletes messages stored before cutoff that no recipient
+	// still waits for, and returns how many.
+	PruneMessages(cutoff time.Time) (int, error)
+}

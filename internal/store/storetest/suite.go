@@ -1,0 +1,897 @@
+// Package storetest is the conformance suite every store implementation
+// passes. Each implementation's tests call Run with a function that makes a
+// fresh, empty database and returns its DSN.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ringchat/ringchat/internal/nodelist"
+	"github.com/ringchat/ringchat/internal/store"
+)
+
+// NewDSN returns the DSN of a new empty database that lives as long as t.
+type NewDSN func(t *testing.T) string
+
+// Open opens and migrates a store at dsn, closing it when t ends.
+func Open(t *testing.T, dsn string) store.Store {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, dsn, store.Options{Create: true})
+	if err != nil {
+		t.Fatalf("open %s: %v", dsn, err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if _, err := store.Migrate(ctx, st); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	return st
+}
+
+// Run runs every conformance test against stores made by newDSN.
+func Run(t *testing.T, newDSN NewDSN) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, newDSN NewDSN)
+	}{
+		{"MigrateConcurrently", testMigrateConcurrently},
+		{"MigrateTwice", testMigrateTwice},
+		{"AddNodes", testAddNodes},
+		{"ClaimCoordinator", testClaimCoordinator},
+		{"ClaimCoordinatorRace", testClaimCoordinatorRace},
+		{"SetSuccessors", testSetSuccessors},
+		{"ResetRing", testResetRing},
+		{"FenceGenerations", testFenceGenerations},
+		{"FencedSerialises", testFencedSerialises},
+		{"FencedRollback", testFencedRollback},
+		{"Users", testUsers},
+		{"Groups", testGroups},
+		{"Presence", testPresence},
+		{"Messages", testMessages},
+		{"MessageValidation", testMessageValidation},
+		{"DeliveryCycle", testDeliveryCycle},
+		{"History", testHistory},
+		{"Prune", testPrune},
+		{"ConcurrentHandles", testConcurrentHandles},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newDSN) })
+	}
+}
+
+var ctx = context.Background()
+
+func fiveNodes() []nodelist.Node {
+	var out []nodelist.Node
+	for i := int64(1); i <= 5; i++ {
+		out = append(out, nodelist.Node{ID: i, Host: "127.0.0.1", CoordPort: 5000 + int(i), ClientPort: 8000 + int(i)})
+	}
+	return out
+}
+
+func mustNodes(t *testing.T, st store.Store) {
+	t.Helper()
+	if _, err := st.AddNodes(ctx, fiveNodes()); err != nil {
+		t.Fatalf("add nodes: %v", err)
+	}
+}
+
+func update(t *testing.T, st store.Store, fn func(store.Tx) error) {
+	t.Helper()
+	if err := st.Update(ctx, fn); err != nil {
+		t.Fatalf("update: %v", err)
+	}
+}
+
+func testMigrateConcurrently(t *testing.T, newDSN NewDSN) {
+	dsn := newDSN(t)
+	const nodes = 5
+	var wg sync.WaitGroup
+	errs := make([]error, nodes)
+	start := make(chan struct{})
+	for i := range nodes {
+		wg.Go(func() {
+			<-start
+			st, err := store.Open(ctx, dsn, store.Options{Create: true})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer st.Close()
+			_, errs[i] = store.Migrate(ctx, st)
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("migration %d failed: %v", i, err)
+		}
+	}
+	st := Open(t, dsn)
+	applied, err := store.AppliedMigrations(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest, err := store.SchemaVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []int64
+	for v := int64(1); v <= newest; v++ {
+		want = append(want, v)
+	}
+	if diff := cmp.Diff(want, applied); diff != "" {
+		t.Errorf("each version must be applied exactly once (-want +got):\n%s", diff)
+	}
+}
+
+func testMigrateTwice(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	again, err := store.Migrate(ctx, st)
+	if err != nil {
+		t.Fatalf("second migrate: %v", err)
+	}
+	if len(again) != 0 {
+		t.Errorf("second migrate applied %v, want nothing", again)
+	}
+	c, err := st.Coordinator(ctx)
+	if err != nil || c != (store.Coordinator{}) {
+		t.Errorf("fresh coordinator = %+v, %v; want none at epoch 0", c, err)
+	}
+	f, err := st.Fence(ctx)
+	if err != nil || f != (store.Fence{}) {
+		t.Errorf("fresh fence = %+v, %v; want 0/0", f, err)
+	}
+}
+
+func testAddNodes(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	n, err := st.AddNodes(ctx, fiveNodes())
+	if err != nil || n != 5 {
+		t.Fatalf("add = %d, %v; want 5", n, err)
+	}
+	// The store is the truth: a changed row for a known id is not applied.
+	changed := fiveNodes()
+	changed[0].Host = "10.9.9.9"
+	changed = append(changed, nodelist.Node{ID: 9, Host: "lab9", CoordPort: 5009, ClientPort: 8009})
+	n, err = st.AddNodes(ctx, changed)
+	if err != nil || n != 1 {
+		t.Fatalf("second add = %d, %v; want 1 new", n, err)
+	}
+	nodes, err := st.Nodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) != 6 || nodes[0].Host != "127.0.0.1" || nodes[5].ID != 9 || nodes[5].Host != "lab9" {
+		t.Errorf("nodes = %+v", nodes)
+	}
+	for _, nd := range nodes {
+		if nd.InRing() {
+			t.Errorf("node %d in ring after add", nd.ID)
+		}
+	}
+	_, err = st.AddNodes(ctx, []nodelist.Node{{ID: 10, Host: "x", CoordPort: 1, ClientPort: 2}, {ID: 0, Host: "y", CoordPort: 1, ClientPort: 2}})
+	if !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("bad node: err = %v, want ErrInvalid", err)
+	}
+	if nodes, _ := st.Nodes(ctx); len(nodes) != 6 {
+		t.Errorf("a rejected batch changed the table: %d nodes", len(nodes))
+	}
+}
+
+func testClaimCoordinator(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	mustNodes(t, st)
+	e, err := st.ClaimCoordinator(ctx, 3, 0)
+	if err != nil || e != 1 {
+		t.Fatalf("claim = %d, %v; want epoch 1", e, err)
+	}
+	if _, err := st.ClaimCoordinator(ctx, 5, 0); !errors.Is(err, store.ErrEpochChanged) {
+		t.Fatalf("stale claim err = %v, want ErrEpochChanged", err)
+	}
+	if e, err := st.ClaimCoordinator(ctx, 5, 1); err != nil || e != 2 {
+		t.Fatalf("claim = %d, %v; want epoch 2", e, err)
+	}
+	if _, err := st.ClaimCoordinator(ctx, 42, 2); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("unknown node claim err = %v, want ErrInvalid", err)
+	}
+	c, err := st.Coordinator(ctx)
+	if err != nil || c != (store.Coordinator{NodeID: 5, Epoch: 2}) {
+		t.Fatalf("coordinator = %+v, %v", c, err)
+	}
+	h, err := st.CoordinatorHistory(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := [][2]int64{}
+	for _, term := range h {
+		got = append(got, [2]int64{term.Epoch, term.NodeID})
+	}
+	if diff := cmp.Diff([][2]int64{{1, 3}, {2, 5}}, got); diff != "" {
+		t.Errorf("history (-want +got):\n%s", diff)
+	}
+}
+
+func testClaimCoordinatorRace(t *testing.T, newDSN NewDSN) {
+	dsn := newDSN(t)
+	st := Open(t, dsn)
+	mustNodes(t, st)
+	// Five nodes, each with its own connection pool, race for epoch 1.
+	var wg sync.WaitGroup
+	results := make([]error, 5)
+	start := make(chan struct{})
+	for i := range 5 {
+		h := Open(t, dsn)
+		wg.Go(func() {
+			<-start
+			_, results[i] = h.ClaimCoordinator(ctx, int64(i+1), 0)
+		})
+	}
+	close(start)
+	wg.Wait()
+	wins := 0
+	for i, err := range results {
+		switch {
+		case err == nil:
+			wins++
+		case !errors.Is(err, store.ErrEpochChanged):
+			t.Errorf("claimant %d: %v", i+1, err)
+		}
+	}
+	if wins != 1 {
+		t.Fatalf("%d claimants won epoch 1, want exactly 1", wins)
+	}
+	h, _ := st.CoordinatorHistory(ctx)
+	c, _ := st.Coordinator(ctx)
+	if len(h) != 1 || h[0].Epoch != 1 || h[0].NodeID != c.NodeID {
+		t.Errorf("history %+v does not match coordinator %+v", h, c)
+	}
+}
+
+func ring(t *testing.T, st store.Store) map[int64]int64 {
+	t.Helper()
+	nodes, err := st.Nodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int64]int64{}
+	for _, n := range nodes {
+		if n.InRing() {
+			out[n.ID] = n.Successor
+		}
+	}
+	return out
+}
+
+func testSetSuccessors(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	mustNodes(t, st)
+	coord := store.Coordinator{NodeID: 2}
+	// No coordinator yet: nobody may change the topology.
+	if err := st.SetSuccessors(ctx, coord, []store.SuccessorChange{{NodeID: 2, Successor: 2}}); !errors.Is(err, store.ErrNotCoordinator) {
+		t.Fatalf("err = %v, want ErrNotCoordinator", err)
+	}
+	e, err := st.ClaimCoordinator(ctx, 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	coord.Epoch = e
+	if err := st.SetSuccessors(ctx, coord, []store.SuccessorChange{{NodeID: 2, Successor: 4}, {NodeID: 4, Successor: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[int64]int64{2: 4, 4: 2}, ring(t, st)); diff != "" {
+		t.Errorf("ring (-want +got):\n%s", diff)
+	}
+	// One unknown node rejects the whole change.
+	err = st.SetSuccessors(ctx, coord, []store.SuccessorChange{{NodeID: 4, Successor: 1}, {NodeID: 1, Successor: 77}})
+	if !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("err = %v, want ErrInvalid", err)
+	}
+	// A newer coordinator fences the old one off.
+	if _, err := st.ClaimCoordinator(ctx, 5, e); err != nil {
+		t.Fatal(err)
+	}
+	err = st.SetSuccessors(ctx, coord, []store.SuccessorChange{{NodeID: 4, Successor: 0}})
+	if !errors.Is(err, store.ErrNotCoordinator) {
+		t.Fatalf("stale coordinator err = %v, want ErrNotCoordinator", err)
+	}
+	if diff := cmp.Diff(map[int64]int64{2: 4, 4: 2}, ring(t, st)); diff != "" {
+		t.Errorf("refused changes altered the ring (-want +got):\n%s", diff)
+	}
+	if err := st.SetSuccessors(ctx, store.Coordinator{NodeID: 5, Epoch: e + 1}, []store.SuccessorChange{{NodeID: 4, Successor: 0}, {NodeID: 2, Successor: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[int64]int64{2: 2}, ring(t, st)); diff != "" {
+		t.Errorf("ring (-want +got):\n%s", diff)
+	}
+}
+
+func testResetRing(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	mustNodes(t, st)
+	e, _ := st.ClaimCoordinator(ctx, 1, 0)
+	if err := st.SetSuccessors(ctx, store.Coordinator{NodeID: 1, Epoch: e}, []store.SuccessorChange{{NodeID: 1, Successor: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	var alice store.User
+	update(t, st, func(tx store.Tx) error {
+		var err error
+		alice, _, err = tx.EnsureUser("alice")
+		if err != nil {
+			return err
+		}
+		if err := tx.SetPresence(alice.ID, 1); err != nil {
+			return err
+		}
+		_, _, err = tx.InsertMessage(store.NewMessage{ID: "m1", SenderID: alice.ID, ToUserID: alice.ID, Content: "kept", SentAt: time.Now(), NodeID: 1}, []int64{alice.ID})
+		return err
+	})
+	if err := st.ResetRing(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := ring(t, st); len(r) != 0 {
+		t.Errorf("ring after reset = %v", r)
+	}
+	c, _ := st.Coordinator(ctx)
+	if c.NodeID != 0 || c.Epoch != e {
+		t.Errorf("coordinator after reset = %+v, want none at epoch %d", c, e)
+	}
+	if on, _ := st.Online(ctx); len(on) != 0 {
+		t.Errorf("online after reset = %+v", on)
+	}
+	update(t, st, func(tx store.Tx) error {
+		if n, err := tx.PendingCount(alice.ID); err != nil || n != 1 {
+			t.Errorf("queued message after reset: %d, %v; want 1", n, err)
+		}
+		return nil
+	})
+	// Epochs go on from where they were: never reused.
+	if e2, err := st.ClaimCoordinator(ctx, 2, e); err != nil || e2 != e+1 {
+		t.Errorf("claim after reset = %d, %v", e2, err)
+	}
+}
+
+func testFenceGenerations(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	mustNodes(t, st)
+	if _, err := st.NewGeneration(ctx, store.Coordinator{NodeID: 1, Epoch: 1}); !errors.Is(err, store.ErrNotCoordinator) {
+		t.Fatalf("generation without coordinator: err = %v", err)
+	}
+	e, _ := st.ClaimCoordinator(ctx, 1, 0)
+	coord := store.Coordinator{NodeID: 1, Epoch: e}
+	g1, err := st.NewGeneration(ctx, coord)
+	if err != nil || g1 != (store.Fence{Generation: 1}) {
+		t.Fatalf("first generation = %v, %v", g1, err)
+	}
+	ran := 0
+	body := func(store.Tx) error { ran++; return nil }
+	for _, seq := range []int64{0, 1, 1, 5} { // equal fences allowed: several sections per visit
+		if err := st.Fenced(ctx, store.Fence{Generation: 1, Seq: seq}, body); err != nil {
+			t.Fatalf("fenced 1/%d: %v", seq, err)
+		}
+	}
+	if err := st.Fenced(ctx, store.Fence{Generation: 1, Seq: 4}, body); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("older sequence: err = %v, want ErrFenced", err)
+	}
+	// A stalled holder of generation 1 wakes after the coordinator made
+	// generation 2: its critical section is refused.
+	g2, err := st.NewGeneration(ctx, coord)
+	if err != nil || g2 != (store.Fence{Generation: 2}) {
+		t.Fatalf("second generation = %v, %v", g2, err)
+	}
+	if err := st.Fenced(ctx, store.Fence{Generation: 1, Seq: 99}, body); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("old generation: err = %v, want ErrFenced", err)
+	}
+	if ran != 4 {
+		t.Errorf("critical sections run = %d, want 4 (refused ones must not run)", ran)
+	}
+	if f, _ := st.Fence(ctx); f != g2 {
+		t.Errorf("fence = %v, want %v", f, g2)
+	}
+	// A coordinator of an old epoch cannot make tokens.
+	if _, err := st.ClaimCoordinator(ctx, 2, e); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.NewGeneration(ctx, coord); !errors.Is(err, store.ErrNotCoordinator) {
+		t.Errorf("stale coordinator generation: err = %v", err)
+	}
+}
+
+func testFencedSerialises(t *testing.T, newDSN NewDSN) {
+	dsn := newDSN(t)
+	a := Open(t, dsn)
+	b := Open(t, dsn) // a second handle, as another process would have
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	errA := make(chan error, 1)
+	go func() {
+		errA <- a.Fenced(ctx, store.Fence{Generation: 1, Seq: 1}, func(tx store.Tx) error {
+			close(entered)
+			<-release
+			_, _, err := tx.EnsureUser("first")
+			return err
+		})
+	}()
+	<-entered
+	errB := make(chan error, 1)
+	sawFirst := make(chan bool, 1)
+	go func() {
+		errB <- b.Fenced(ctx, store.Fence{Generation: 1, Seq: 2}, func(tx store.Tx) error {
+			_, err := tx.UserByName("first")
+			sawFirst <- err == nil
+			return nil
+		})
+	}()
+	select {
+	case <-sawFirst:
+		t.Fatal("second critical section ran while the first held the fence")
+	case err := <-errB:
+		t.Fatalf("second critical section returned early: %v", err)
+	default:
+	}
+	close(release)
+	if err := <-errA; err != nil {
+		t.Fatalf("first: %v", err)
+	}
+	if err := <-errB; err != nil {
+		t.Fatalf("second: %v", err)
+	}
+	if !<-sawFirst {
+		t.Error("second critical section did not see the first one's committed write")
+	}
+}
+
+func testFencedRollback(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	boom := errors.New("boom")
+	err := st.Fenced(ctx, store.Fence{Generation: 1, Seq: 3}, func(tx store.Tx) error {
+		if _, _, err := tx.EnsureUser("ghost"); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want the body's error", err)
+	}
+	update(t, st, func(tx store.Tx) error {
+		if _, err := tx.UserByName("ghost"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("rolled-back user exists: %v", err)
+		}
+		return nil
+	})
+	// The fence did not advance either.
+	if f, _ := st.Fence(ctx); f != (store.Fence{}) {
+		t.Errorf("fence after rollback = %v", f)
+	}
+}
+
+func testUsers(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	names := []string{"alice", "Alice", "Robert'); DROP TABLE users;--", `"; DELETE FROM messages; --`, "zoë 🚀"}
+	update(t, st, func(tx store.Tx) error {
+		seen := map[int64]bool{}
+		for _, n := range names {
+			u, created, err := tx.EnsureUser(n)
+			if err != nil || !created || u.Name != n || seen[u.ID] {
+				t.Errorf("EnsureUser(%q) = %+v, %v, %v", n, u, created, err)
+			}
+			seen[u.ID] = true
+			again, created, err := tx.EnsureUser(n)
+			if err != nil || created || again.ID != u.ID {
+				t.Errorf("second EnsureUser(%q) = %+v, %v, %v", n, again, created, err)
+			}
+			byName, err := tx.UserByName(n)
+			if err != nil || byName.Name != n {
+				t.Errorf("UserByName(%q) = %+v, %v (names are stored verbatim)", n, byName, err)
+			}
+		}
+		if _, err := tx.UserByName("nobody"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("unknown user: %v", err)
+		}
+		for _, bad := range []string{"", string(make([]rune, store.MaxNameLen+1)), "\xff\xfe"} {
+			if _, _, err := tx.EnsureUser(bad); !errors.Is(err, store.ErrInvalid) {
+				t.Errorf("EnsureUser(%q) err = %v, want ErrInvalid", bad, err)
+			}
+		}
+		u, _ := tx.UserByName("alice")
+		if ok, err := tx.ClaimPassword(u.ID, "hash-1"); err != nil || !ok {
+			t.Errorf("first claim = %v, %v", ok, err)
+		}
+		if ok, err := tx.ClaimPassword(u.ID, "hash-2"); err != nil || ok {
+			t.Errorf("second claim = %v, %v; the first password must stay", ok, err)
+		}
+		if u, _ := tx.UserByName("alice"); u.PasswordHash != "hash-1" {
+			t.Errorf("hash = %q", u.PasswordHash)
+		}
+		return nil
+	})
+}
+
+func testGroups(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	update(t, st, func(tx store.Tx) error {
+		a, _, _ := tx.EnsureUser("a")
+		b, _, _ := tx.EnsureUser("b")
+		g, created, err := tx.EnsureGroup("g1")
+		if err != nil || !created {
+			t.Fatalf("EnsureGroup = %v, %v", created, err)
+		}
+		h, _, _ := tx.EnsureGroup("h'; DROP TABLE chat_groups; --")
+		for _, step := range []struct {
+			join       bool
+			group      int64
+			user       int64
+			wantChange bool
+		}{
+			{true, g.ID, a.ID, true}, {true, g.ID, a.ID, false}, {true, g.ID, b.ID, true},
+			{true, h.ID, a.ID, true}, {false, h.ID, b.ID, false}, {false, g.ID, b.ID, true},
+		} {
+			var changed bool
+			var err error
+			if step.join {
+				changed, err = tx.JoinGroup(step.group, step.user)
+			} else {
+				changed, err = tx.LeaveGroup(step.group, step.user)
+			}
+			if err != nil || changed != step.wantChange {
+				t.Errorf("step %+v: changed = %v, %v", step, changed, err)
+			}
+		}
+		if m, err := tx.GroupMembers(g.ID); err != nil || !slices.Equal(m, []int64{a.ID}) {
+			t.Errorf("members = %v, %v", m, err)
+		}
+		ug, err := tx.UserGroups(a.ID)
+		if err != nil || len(ug) != 2 || ug[0].Name != "g1" || ug[1].Name != h.Name {
+			t.Errorf("user groups = %+v, %v", ug, err)
+		}
+		all, err := tx.ListGroups()
+		if err != nil || len(all) != 2 || all[0].Members != 1 || all[1].Members != 1 {
+			t.Errorf("groups = %+v, %v", all, err)
+		}
+		if _, err := tx.GroupByName("nope"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("unknown group: %v", err)
+		}
+		return nil
+	})
+}
+
+func testPresence(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	update(t, st, func(tx store.Tx) error {
+		a, _, _ := tx.EnsureUser("a")
+		b, _, _ := tx.EnsureUser("b")
+		c, _, _ := tx.EnsureUser("c")
+		if err := tx.SetPresence(a.ID, 1); err != nil {
+			t.Errorf("set: %v", err)
+		}
+		if err := tx.SetPresence(a.ID, 1); err != nil {
+			t.Errorf("same node again: %v", err)
+		}
+		if err := tx.SetPresence(a.ID, 2); !errors.Is(err, store.ErrUserOnline) {
+			t.Errorf("second node: err = %v, want ErrUserOnline", err)
+		}
+		if p, err := tx.PresenceOf(a.ID); err != nil || p.NodeID != 1 {
+			t.Errorf("presence = %+v, %v", p, err)
+		}
+		_ = tx.SetPresence(b.ID, 2)
+		_ = tx.SetPresence(c.ID, 2)
+		if ok, _ := tx.ClearPresence(a.ID, 2); ok {
+			t.Error("clear at the wrong node removed the presence")
+		}
+		if ok, _ := tx.ClearPresence(a.ID, 1); !ok {
+			t.Error("clear at the right node did nothing")
+		}
+		if n, err := tx.ClearNodePresence(2); err != nil || n != 2 {
+			t.Errorf("clear node = %d, %v", n, err)
+		}
+		_ = tx.SetPresence(c.ID, 3)
+		_ = tx.SetPresence(a.ID, 3)
+		return nil
+	})
+	on, err := st.Online(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range on {
+		got = append(got, fmt.Sprintf("%s@%d", p.UserName, p.NodeID))
+	}
+	if diff := cmp.Diff([]string{"a@3", "c@3"}, got); diff != "" {
+		t.Errorf("online (-want +got):\n%s", diff)
+	}
+}
+
+type people struct{ a, b, c store.User }
+
+func setupPeople(t *testing.T, st store.Store) (people, store.Group) {
+	t.Helper()
+	var p people
+	var g store.Group
+	update(t, st, func(tx store.Tx) error {
+		p.a, _, _ = tx.EnsureUser("a")
+		p.b, _, _ = tx.EnsureUser("b")
+		p.c, _, _ = tx.EnsureUser("c")
+		g, _, _ = tx.EnsureGroup("g")
+		for _, u := range []store.User{p.a, p.b, p.c} {
+			if _, err := tx.JoinGroup(g.ID, u.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return p, g
+}
+
+func testMessages(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	p, g := setupPeople(t, st)
+	sent := time.Date(2019, 4, 25, 16, 55, 53, 0, time.UTC)
+	update(t, st, func(tx store.Tx) error {
+		s1, dup, err := tx.InsertMessage(store.NewMessage{ID: "id-1", SenderID: p.a.ID, ToUserID: p.b.ID, Content: "hi", SentAt: sent, NodeID: 1}, []int64{p.b.ID})
+		if err != nil || dup {
+			t.Fatalf("insert = %d, %v, %v", s1, dup, err)
+		}
+		s2, _, err := tx.InsertMessage(store.NewMessage{ID: "id-2", SenderID: p.a.ID, ToGroupID: g.ID, Content: "all", SentAt: sent, NodeID: 1}, []int64{p.a.ID, p.b.ID, p.c.ID, p.b.ID})
+		if err != nil || s2 <= s1 {
+			t.Fatalf("second insert = %d (after %d), %v", s2, s1, err)
+		}
+		again, dup, err := tx.InsertMessage(store.NewMessage{ID: "id-2", SenderID: p.a.ID, ToGroupID: g.ID, Content: "all", SentAt: sent, NodeID: 2}, []int64{p.a.ID, p.b.ID, p.c.ID})
+		if err != nil || !dup || again != s2 {
+			t.Errorf("duplicate insert = %d, %v, %v; want %d, dup", again, dup, err, s2)
+		}
+		for _, want := range []struct {
+			u store.User
+			n int
+		}{{p.a, 1}, {p.b, 2}, {p.c, 1}} {
+			if n, err := tx.PendingCount(want.u.ID); err != nil || n != want.n {
+				t.Errorf("pending for %s = %d, %v; want %d", want.u.Name, n, err, want.n)
+			}
+		}
+		return nil
+	})
+}
+
+func testMessageValidation(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	p, g := setupPeople(t, st)
+	bad := []store.NewMessage{
+		{ID: "", SenderID: p.a.ID, ToUserID: p.b.ID},
+		{ID: "x1", SenderID: p.a.ID},
+		{ID: "x2", SenderID: p.a.ID, ToUserID: p.b.ID, ToGroupID: g.ID},
+		{ID: "x3", ToUserID: p.b.ID},
+		{ID: "x4", SenderID: p.a.ID, ToUserID: p.b.ID, Content: "\xff"},
+	}
+	update(t, st, func(tx store.Tx) error {
+		for _, m := range bad {
+			if _, _, err := tx.InsertMessage(m, []int64{p.b.ID}); !errors.Is(err, store.ErrInvalid) {
+				t.Errorf("InsertMessage(%+v) err = %v, want ErrInvalid", m, err)
+			}
+		}
+		if n, _ := tx.PendingCount(p.b.ID); n != 0 {
+			t.Errorf("rejected messages left %d rows behind", n)
+		}
+		return nil
+	})
+}
+
+func testDeliveryCycle(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	p, g := setupPeople(t, st)
+	update(t, st, func(tx store.Tx) error {
+		for i := range 5 {
+			m := store.NewMessage{ID: fmt.Sprintf("m%d", i), SenderID: p.a.ID, ToUserID: p.b.ID, Content: fmt.Sprint(i), SentAt: time.Now(), NodeID: 1}
+			rcpt := []int64{p.b.ID}
+			if i%2 == 1 {
+				m.ToUserID, m.ToGroupID, rcpt = 0, g.ID, []int64{p.a.ID, p.b.ID, p.c.ID}
+			}
+			if _, _, err := tx.InsertMessage(m, rcpt); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	fence := store.Fence{Generation: 1}
+	visit := func(fn func(tx store.Tx)) {
+		t.Helper()
+		fence.Seq++
+		if err := st.Fenced(ctx, fence, func(tx store.Tx) error { fn(tx); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	visit(func(tx store.Tx) {
+		if d, _ := tx.PendingForNode(1, 100); len(d) != 0 {
+			t.Errorf("delivered %d messages to a node with nobody online", len(d))
+		}
+		_ = tx.SetPresence(p.b.ID, 1)
+		_ = tx.SetPresence(p.c.ID, 2)
+	})
+	var got []string
+	visit(func(tx store.Tx) {
+		d, err := tx.PendingForNode(1, 3) // bounded batch
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range d {
+			got = append(got, x.Recipient+":"+x.Content)
+			if err := tx.MarkDelivered(x.RecipientID, []int64{x.Seq}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d, _ = tx.PendingForNode(1, 100)
+		for _, x := range d {
+			got = append(got, x.Recipient+":"+x.Content)
+			_ = tx.MarkDelivered(x.RecipientID, []int64{x.Seq})
+		}
+		if d, _ := tx.PendingForNode(1, 100); len(d) != 0 {
+			t.Errorf("delivered messages returned again: %+v", d)
+		}
+	})
+	if diff := cmp.Diff([]string{"b:0", "b:1", "b:2", "b:3", "b:4"}, got); diff != "" {
+		t.Errorf("deliveries in global order (-want +got):\n%s", diff)
+	}
+	visit(func(tx store.Tx) {
+		if n, _ := tx.Ack(p.b.ID, []string{"m0", "m1", "unknown"}); n != 2 {
+			t.Errorf("ack removed %d, want 2", n)
+		}
+		// Reconnect: unacknowledged messages come back.
+		if n, _ := tx.ResetDelivered(p.b.ID); n != 3 {
+			t.Errorf("reset = %d, want 3", n)
+		}
+		d, _ := tx.PendingForNode(1, 100)
+		var again []string
+		for _, x := range d {
+			again = append(again, x.ID)
+		}
+		if diff := cmp.Diff([]string{"m2", "m3", "m4"}, again); diff != "" {
+			t.Errorf("redelivery (-want +got):\n%s", diff)
+		}
+		if n, _ := tx.AckSeqs(p.b.ID, []int64{d[0].Seq, d[1].Seq, d[2].Seq}); n != 3 {
+			t.Errorf("ack seqs = %d", n)
+		}
+		if n, _ := tx.PendingCount(p.b.ID); n != 0 {
+			t.Errorf("pending after acks = %d", n)
+		}
+		if d, _ := tx.PendingForNode(2, 100); len(d) != 2 || d[0].Recipient != "c" || d[0].ToGroup != "g" {
+			t.Errorf("node 2 pending = %+v", d)
+		}
+	})
+}
+
+func testHistory(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	p, g := setupPeople(t, st)
+	update(t, st, func(tx store.Tx) error {
+		msgs := []store.NewMessage{
+			{ID: "1", SenderID: p.a.ID, ToUserID: p.b.ID, Content: "a>b 1"},
+			{ID: "2", SenderID: p.b.ID, ToUserID: p.a.ID, Content: "b>a 2"},
+			{ID: "3", SenderID: p.a.ID, ToUserID: p.c.ID, Content: "a>c 3"},
+			{ID: "4", SenderID: p.c.ID, ToGroupID: g.ID, Content: "g 4"},
+			{ID: "5", SenderID: p.a.ID, ToUserID: p.b.ID, Content: "a>b 5"},
+		}
+		for _, m := range msgs {
+			m.SentAt = time.Now()
+			if _, _, err := tx.InsertMessage(m, nil); err != nil {
+				return err
+			}
+		}
+		contents := func(ms []store.Message) []string {
+			var out []string
+			for _, m := range ms {
+				out = append(out, m.Content)
+			}
+			return out
+		}
+		h, err := tx.History(store.Conversation{UserA: p.b.ID, UserB: p.a.ID}, 10)
+		if diff := cmp.Diff([]string{"a>b 1", "b>a 2", "a>b 5"}, contents(h)); err != nil || diff != "" {
+			t.Errorf("dm history %v (-want +got):\n%s", err, diff)
+		}
+		h, _ = tx.History(store.Conversation{UserA: p.a.ID, UserB: p.b.ID}, 2)
+		if diff := cmp.Diff([]string{"b>a 2", "a>b 5"}, contents(h)); diff != "" {
+			t.Errorf("limited history keeps the newest (-want +got):\n%s", diff)
+		}
+		h, _ = tx.History(store.Conversation{GroupID: g.ID}, 10)
+		if len(h) != 1 || h[0].ToGroup != "g" || h[0].Sender != "c" {
+			t.Errorf("group history = %+v", h)
+		}
+		if _, err := tx.History(store.Conversation{UserA: p.a.ID}, 10); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("half a conversation: err = %v", err)
+		}
+		return nil
+	})
+}
+
+func testPrune(t *testing.T, newDSN NewDSN) {
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	dsn := newDSN(t)
+	Open(t, dsn) // migrate
+	st, err := store.Open(ctx, dsn, store.Options{Now: func() time.Time { return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	p, _ := setupPeople(t, st)
+	update(t, st, func(tx store.Tx) error {
+		_, _, _ = tx.InsertMessage(store.NewMessage{ID: "done", SenderID: p.a.ID, ToUserID: p.b.ID, SentAt: clock}, []int64{p.b.ID})
+		_, _, _ = tx.InsertMessage(store.NewMessage{ID: "waiting", SenderID: p.a.ID, ToUserID: p.c.ID, SentAt: clock}, []int64{p.c.ID})
+		_, _ = tx.Ack(p.b.ID, []string{"done"})
+		return nil
+	})
+	clock = clock.Add(48 * time.Hour)
+	update(t, st, func(tx store.Tx) error {
+		_, _, _ = tx.InsertMessage(store.NewMessage{ID: "recent", SenderID: p.a.ID, ToUserID: p.b.ID, SentAt: clock}, nil)
+		n, err := tx.PruneMessages(clock.Add(-24 * time.Hour))
+		if err != nil || n != 1 {
+			t.Errorf("pruned %d, %v; want only the old acknowledged message", n, err)
+		}
+		h, _ := tx.History(store.Conversation{UserA: p.a.ID, UserB: p.c.ID}, 10)
+		if len(h) != 1 {
+			t.Errorf("a message still awaited was pruned: %+v", h)
+		}
+		return nil
+	})
+}
+
+func testConcurrentHandles(t *testing.T, newDSN NewDSN) {
+	dsn := newDSN(t)
+	Open(t, dsn)
+	// Several handles (as several node processes) write at once: every
+	// transaction commits and every user is created exactly once.
+	const handles, perHandle = 4, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, handles*perHandle)
+	for h := range handles {
+		st := Open(t, dsn)
+		wg.Go(func() {
+			for i := range perHandle {
+				err := st.Update(ctx, func(tx store.Tx) error {
+					u, _, err := tx.EnsureUser(fmt.Sprintf("u%d", i)) // shared names: contention
+					if err != nil {
+						return err
+					}
+					g, _, err := tx.EnsureGroup("busy")
+					if err != nil {
+						return err
+					}
+					_, err = tx.JoinGroup(g.ID, u.ID)
+					if err != nil {
+						return err
+					}
+					_, _, err = tx.InsertMessage(store.NewMessage{ID: fmt.Sprintf("h%d-%d", h, i), SenderID: u.ID, ToGroupID: g.ID, Content: "x", SentAt: time.Now()}, []int64{u.ID})
+					return err
+				})
+				if err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("concurrent transaction: %v", err)
+	}
+	st := Open(t, dsn)
+	update(t, st, func(tx store.Tx) error {
+		g, err := tx.GroupByName("busy")
+		if err != nil {
+			return err
+		}
+		if m, _ := tx.GroupMembers(g.ID); len(m) != perHandle {
+			t.Errorf("members = %d, want %d", len(m), perHandle)
+		}
+		h, _ := tx.History(store.Conversation{GroupID: g.ID}, 1000)
+		if len(h) != handles*perHandle {
+			t.Errorf("messages = %d, want %d", len(h), handles*perHandle)
+		}
+		return nil
+	})
+}
