@@ -1,0 +1,353 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ringchat/ringchat/internal/wire"
+)
+
+// Config configures a Net. Start from DefaultConfig.
+type Config struct {
+	// ID is this node's id, the Src of the HELLO frames it sends.
+	ID int64
+	// Addr is the "host:port" to listen on, the same port for TCP and UDP.
+	// Port 0 picks a free TCP port and binds UDP to the same number.
+	Addr string
+	// Codec signs and checks every frame; share it with nothing else that
+	// decodes, so that this node has one replay cache.
+	Codec *wire.Codec
+	// Resolve maps node ids to addresses, at every dial and datagram.
+	Resolve Resolver
+	// Log receives the transport's logs. The caller adds the node id.
+	Log zerolog.Logger
+	// DialTimeout bounds a dial to the successor.
+	DialTimeout time.Duration
+	// WriteTimeout bounds each write on a link; a link that cannot take a
+	// frame for that long is torn down.
+	WriteTimeout time.Duration
+	// HelloTimeout bounds the wait for an inbound connection's HELLO.
+	HelloTimeout time.Duration
+	// MaxFrame bounds a line or datagram, in bytes; 0 means Codec.MaxSize().
+	MaxFrame int
+	// MaxHandshakes bounds the inbound connections waiting for their HELLO;
+	// more are closed at once.
+	MaxHandshakes int
+	// EventBuffer is the capacity of the Events channel.
+	EventBuffer int
+}
+
+// DefaultConfig returns the default settings; set ID, Addr, Codec and
+// Resolve.
+func DefaultConfig() Config {
+	return Config{
+		Log:           zerolog.Nop(),   // silent unless the caller wants logs
+		DialTimeout:   2 * time.Second, // a peer on the LAN answers in ms; longer means dead or partitioned
+		WriteTimeout:  2 * time.Second, // a successor that cannot take a small frame this long is stalled: failed
+		HelloTimeout:  2 * time.Second, // an honest dialer sends HELLO at once; bounds what a silent connection costs
+		MaxFrame:      0,               // the codec's limit: a longer frame would be refused anyway
+		MaxHandshakes: 64,              // a ring has one predecessor; bounds unauthenticated connections held open
+		EventBuffer:   4096,            // absorbs bursts of frames while the node's loop is busy (a store write)
+	}
+}
+
+// Validate reports the first invalid setting, wrapping ErrBadConfig.
+func (c Config) Validate() error {
+	var msg string
+	switch {
+	case c.ID < 1:
+		msg = fmt.Sprintf("node id %d: want >= 1", c.ID)
+	case c.Addr == "":
+		msg = "no listen address"
+	case c.Codec == nil:
+		msg = "no codec"
+	case c.Resolve == nil:
+		msg = "no resolver"
+	case c.DialTimeout <= 0 || c.WriteTimeout <= 0 || c.HelloTimeout <= 0:
+		msg = "timeouts must be positive"
+	case c.MaxFrame < 0 || c.MaxFrame > c.Codec.MaxSize():
+		msg = fmt.Sprintf("max frame %d: want 0 to the codec's %d", c.MaxFrame, c.Codec.MaxSize())
+	case c.MaxHandshakes < 1:
+		msg = fmt.Sprintf("max handshakes %d: want >= 1", c.MaxHandshakes)
+	case c.EventBuffer < 1:
+		msg = fmt.Sprintf("event buffer %d: want >= 1", c.EventBuffer)
+	default:
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrBadConfig, msg)
+}
+
+// Net is the TCP/UDP Transport. Make one with Listen.
+type Net struct {
+	cfg   Config
+	log   zerolog.Logger
+	drops *dropLog
+	ln    *net.TCPListener
+	pc    *net.UDPConn
+	q     *eventQueue
+
+	ctx    context.Context // parent of every dial; cancelled by shutdown
+	cancel context.CancelFunc
+	stop   func() bool // unties shutdown from Listen's ctx; set before Listen returns
+	done   chan struct{}
+	wg     sync.WaitGroup
+
+	shutOnce, outOnce sync.Once
+	closeErr          error
+
+	mu     sync.Mutex
+	closed bool
+	gen    uint64   // last link generation handed out
+	succ   *tcpLink // outbound link, possibly still dialing
+	pred   *tcpLink // inbound link
+	// conns holds every open connection, whatever its state, so that
+	// shutdown closes them all; hellos counts those awaiting their HELLO.
+	conns  map[net.Conn]struct{}
+	hellos int
+}
+
+var _ Transport = (*Net)(nil)
+
+// Listen binds cfg.Addr for TCP and UDP and starts serving. When ctx is
+// done the transport shuts down as if closed; call Close anyway, to wait for
+// its goroutines.
+func Listen(ctx context.Context, cfg Config) (*Net, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("transport: listen: %w", err)
+	}
+	if cfg.MaxFrame == 0 {
+		cfg.MaxFrame = cfg.Codec.MaxSize()
+	}
+	ln, pc, err := listenBoth(cfg.Addr)
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Log.With().Str("component", "transport").Logger()
+	n := &Net{
+		cfg:   cfg,
+		log:   log,
+		drops: newDropLog(log),
+		ln:    ln,
+		pc:    pc,
+		q:     newEventQueue(cfg.EventBuffer),
+		done:  make(chan struct{}),
+		conns: make(map[net.Conn]struct{}),
+	}
+	n.ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	n.stop = context.AfterFunc(ctx, n.shutdown)
+	n.goFunc(func() { n.q.run(n.done) })
+	n.goFunc(n.acceptLoop)
+	n.goFunc(n.readUDP)
+	log.Debug().Str("addr", n.Addr().String()).Msg("listening")
+	return n, nil
+}
+
+// listenBoth listens on addr for TCP, then binds UDP to the same port,
+// trying other ports a few times if the port was 0 and its number is taken
+// for UDP.
+func listenBoth(addr string) (*net.TCPListener, *net.UDPConn, error) {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: listen address %q: %w", ErrBadConfig, addr, err)
+	}
+	for attempt := 0; ; attempt++ {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, nil, fmt.Errorf("transport: listen tcp %s: %w", addr, err)
+		}
+		ln := l.(*net.TCPListener)
+		ta := ln.Addr().(*net.TCPAddr)
+		pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: ta.IP, Port: ta.Port, Zone: ta.Zone})
+		if err == nil {
+			return ln, pc, nil
+		}
+		_ = ln.Close()
+		if port != "0" || attempt == 10 {
+			return nil, nil, fmt.Errorf("transport: listen udp on port %d: %w", ta.Port, err)
+		}
+	}
+}
+
+// Addr returns the bound address (TCP; UDP uses the same port).
+func (n *Net) Addr() net.Addr { return n.ln.Addr() }
+
+// Events returns the events channel; it is closed when Close returns.
+func (n *Net) Events() <-chan Event { return n.q.out }
+
+// Drops returns the number of inputs dropped, by reason (the Reason
+// constants). Frames refused by the codec are also in the codec's Stats.
+func (n *Net) Drops() map[string]uint64 { return n.drops.counts() }
+
+// goFunc runs f in a goroutine that Close waits for. Callers hold n.mu and
+// have checked !n.closed (or are Listen), so that no Add races with Wait.
+func (n *Net) goFunc(f func()) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
+}
+
+// shutdown stops everything without waiting. Idempotent.
+func (n *Net) shutdown() {
+	n.shutOnce.Do(func() {
+		n.mu.Lock()
+		n.closed = true
+		conns := slices.Collect(maps.Keys(n.conns))
+		n.succ, n.pred = nil, nil
+		n.mu.Unlock()
+		close(n.done)
+		n.cancel() // aborts dials in progress
+		n.closeErr = errors.Join(n.ln.Close(), n.pc.Close())
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+}
+
+// Close implements Transport.
+func (n *Net) Close() error {
+	n.stop()
+	n.shutdown()
+	n.wg.Wait()
+	n.outOnce.Do(func() { close(n.q.out) })
+	if n.closeErr != nil {
+		return fmt.Errorf("transport: close: %w", n.closeErr)
+	}
+	return nil
+}
+
+func (n *Net) isClosed() bool {
+	select {
+	case <-n.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Send implements Transport: one datagram, addressed through Resolve.
+func (n *Net) Send(to int64, f wire.Frame) error {
+	if n.isClosed() {
+		return ErrClosed
+	}
+	addr, ok := n.cfg.Resolve(to)
+	if !ok {
+		return fmt.Errorf("transport: send to %d: %w", to, ErrUnknownNode)
+	}
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return fmt.Errorf("transport: send to %d at %s: %w", to, addr, err)
+	}
+	b, err := n.cfg.Codec.Encode(f)
+	if err != nil {
+		return fmt.Errorf("transport: send %s to %d: %w", f.Type, to, err)
+	}
+	if _, err := n.pc.WriteToUDP(b, ua); err != nil {
+		return fmt.Errorf("transport: send to %d at %s: %w", to, addr, err)
+	}
+	return nil
+}
+
+// readUDP turns datagrams into events until the socket is closed.
+func (n *Net) readUDP() {
+	buf := make([]byte, n.cfg.MaxFrame+1) // one more, to see oversize ones
+	for n.q.waitRoom(n.done) {
+		k, from, err := n.pc.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if n.isClosed() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			n.drops.drop(ReasonReadError, "udp", "", err)
+			continue
+		}
+		if k > n.cfg.MaxFrame {
+			n.drops.drop(ReasonTooLarge, "udp", from.String(),
+				fmt.Errorf("%w: datagram over %d bytes", wire.ErrTooLarge, n.cfg.MaxFrame))
+			continue
+		}
+		f, _, err := n.cfg.Codec.Decode(buf[:k])
+		if err != nil {
+			n.drops.drop(reasonOf(err), "udp", from.String(), err)
+			continue
+		}
+		n.q.push(Event{Kind: EventFrame, Via: ViaDatagram, Frame: f, Peer: f.Src})
+	}
+}
+
+// acceptLoop accepts inbound connections and hands each to serveInbound.
+func (n *Net) acceptLoop() {
+	var delay time.Duration // backoff on accept errors, as net/http does
+	for {
+		conn, err := n.ln.Accept()
+		if err != nil {
+			if n.isClosed() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			n.log.Warn().Err(err).Dur("retry_in", delay).Msg("accept failed")
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-n.done:
+				t.Stop()
+				return
+			}
+			continue
+		}
+		delay = 0
+		n.mu.Lock()
+		switch {
+		case n.closed:
+			n.mu.Unlock()
+			_ = conn.Close()
+			return
+		case n.hellos >= n.cfg.MaxHandshakes:
+			n.mu.Unlock()
+			n.drops.drop(ReasonTooManyHellos, "inbound", conn.RemoteAddr().String(),
+				fmt.Errorf("%d connections already waiting for their HELLO", n.cfg.MaxHandshakes))
+			_ = conn.Close()
+			continue
+		}
+		n.conns[conn] = struct{}{}
+		n.hellos++
+		n.goFunc(func() { n.serveInbound(conn) })
+		n.mu.Unlock()
+	}
+}
+
+// track registers a dialed connection so that shutdown closes it. It
+// returns false, having closed conn, if the transport is closed.
+func (n *Net) track(conn net.Conn) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		_ = conn.Close()
+		return false
+	}
+	n.conns[conn] = struct{}{}
+	return true
+}
+
+// forget closes conn and unregisters it.
+func (n *Net) forget(conn net.Conn) {
+	_ = conn.Close()
+	n.mu.Lock()
+	delete(n.conns, conn)
+	n.mu.Unlock()
+}
+
+// peerName is how logs name a node.
+func peerName(id int64) string { return "node " + strconv.FormatInt(id, 10) }
