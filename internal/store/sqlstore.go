@@ -325,7 +325,7 @@ func (s *sqlStore) CoordinatorHistory(ctx context.Context) ([]CoordinatorTerm, e
 
 func (s *sqlStore) Fence(ctx context.Context) (Fence, error) {
 	var f Fence
-	err := s.db.QueryRowContext(ctx, "SELECT generation, seq FROM token_fence WHERE id = 1").Scan(&f.Generation, &f.Seq)
+	err := s.db.QueryRowContext(ctx, "SELECT generation, seq, holder FROM token_fence WHERE id = 1").Scan(&f.Generation, &f.Seq, &f.Holder)
 	if err != nil {
 		return Fence{}, wrapOp("read fence", err)
 	}
@@ -339,10 +339,12 @@ func (s *sqlStore) NewGeneration(ctx context.Context, coord Coordinator) (Fence,
 			return err
 		}
 		if _, err := tx.ExecContext(ctx,
-			"UPDATE token_fence SET generation = generation + 1, seq = 0, changed_us = ? WHERE id = 1", s.nowUS()); err != nil {
+			"UPDATE token_fence SET generation = generation + 1, seq = 0, holder = ?, changed_us = ? WHERE id = 1",
+			coord.NodeID, s.nowUS()); err != nil {
 			return err
 		}
-		return tx.QueryRowContext(ctx, "SELECT generation, seq FROM token_fence WHERE id = 1").Scan(&f.Generation, &f.Seq)
+		return tx.QueryRowContext(ctx, "SELECT generation, seq, holder FROM token_fence WHERE id = 1").
+			Scan(&f.Generation, &f.Seq, &f.Holder)
 	})
 	return f, err
 }
@@ -352,9 +354,9 @@ func (s *sqlStore) Fenced(ctx context.Context, f Fence, fn func(Tx) error) error
 		// The UPDATE takes the fence row's lock: fenced transactions run one
 		// after another, and a stale one finds the newer fence and stops.
 		res, err := tx.ExecContext(ctx,
-			"UPDATE token_fence SET generation = ?, seq = ?, changed_us = ? WHERE id = 1 AND "+
-				"(generation < ? OR (generation = ? AND seq <= ?))",
-			f.Generation, f.Seq, s.nowUS(), f.Generation, f.Generation, f.Seq)
+			"UPDATE token_fence SET generation = ?, seq = ?, holder = ?, changed_us = ? WHERE id = 1 AND "+
+				"(generation < ? OR (generation = ? AND seq < ?) OR (generation = ? AND seq = ? AND holder = ?))",
+			f.Generation, f.Seq, f.Holder, s.nowUS(), f.Generation, f.Generation, f.Seq, f.Generation, f.Seq, f.Holder)
 		if err != nil {
 			return err
 		}
@@ -364,11 +366,11 @@ func (s *sqlStore) Fenced(ctx context.Context, f Fence, fn func(Tx) error) error
 		}
 		if k == 0 {
 			var cur Fence
-			if err := tx.QueryRowContext(ctx, "SELECT generation, seq FROM token_fence WHERE id = 1").
-				Scan(&cur.Generation, &cur.Seq); err != nil {
+			if err := tx.QueryRowContext(ctx, "SELECT generation, seq, holder FROM token_fence WHERE id = 1").
+				Scan(&cur.Generation, &cur.Seq, &cur.Holder); err != nil {
 				return err
 			}
-			return fmt.Errorf("%w: token %s is older than %s", ErrFenced, f, cur)
+			return fmt.Errorf("%w: token %s of node %d is not newer than %s of node %d", ErrFenced, f, f.Holder, cur, cur.Holder)
 		}
 		return fn(&sqlTx{ctx: ctx, tx: tx, s: s})
 	})

@@ -71,10 +71,13 @@ type CoordinatorTerm struct {
 }
 
 // Fence is a token stamp: the generation that created the token and the hop
-// sequence number within it. Fences are ordered lexicographically.
+// sequence number within it, and the node holding it. Fences are ordered
+// lexicographically by (Generation, Seq); Holder tells two copies of one
+// stamp apart.
 type Fence struct {
 	Generation int64
 	Seq        int64
+	Holder     int64
 }
 
 // Less reports whether f is older than g.
@@ -202,10 +205,11 @@ type Store interface {
 	// token of an older generation is fenced off from then on.
 	NewGeneration(ctx context.Context, coord Coordinator) (Fence, error)
 	// Fenced runs fn in one transaction that first advances the fence to f.
-	// If the store has already seen a newer fence, fn is not run and
-	// ErrFenced is returned. Several calls with the same fence are allowed
-	// (one token visit may run several critical sections). If fn returns an
-	// error the transaction is rolled back and the error returned.
+	// If the store has already seen a newer stamp, or the same stamp used
+	// by another holder, fn is not run and ErrFenced is returned. The same
+	// holder may run several sections with one stamp (one visit). If fn
+	// returns an error the transaction is rolled back and the error
+	// returned.
 	Fenced(ctx context.Context, f Fence, fn func(Tx) error) error
 	// Update runs fn in one unfenced transaction, for operations that do not
 	// need the token (logins, group membership).

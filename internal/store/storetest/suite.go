@@ -369,26 +369,31 @@ func testFenceGenerations(t *testing.T, newDSN NewDSN) {
 	e, _ := st.ClaimCoordinator(ctx, 1, 0)
 	coord := store.Coordinator{NodeID: 1, Epoch: e}
 	g1, err := st.NewGeneration(ctx, coord)
-	if err != nil || g1 != (store.Fence{Generation: 1}) {
+	if err != nil || g1 != (store.Fence{Generation: 1, Holder: 1}) {
 		t.Fatalf("first generation = %v, %v", g1, err)
 	}
 	ran := 0
 	body := func(store.Tx) error { ran++; return nil }
-	for _, seq := range []int64{0, 1, 1, 5} { // equal fences allowed: several sections per visit
-		if err := st.Fenced(ctx, store.Fence{Generation: 1, Seq: seq}, body); err != nil {
-			t.Fatalf("fenced 1/%d: %v", seq, err)
+	for _, f := range []store.Fence{{Generation: 1, Seq: 0, Holder: 1}, {Generation: 1, Seq: 1, Holder: 2}, {Generation: 1, Seq: 1, Holder: 2}, {Generation: 1, Seq: 5, Holder: 3}} { // the same holder may repeat a stamp
+		if err := st.Fenced(ctx, f, body); err != nil {
+			t.Fatalf("fenced %v: %v", f, err)
 		}
 	}
-	if err := st.Fenced(ctx, store.Fence{Generation: 1, Seq: 4}, body); !errors.Is(err, store.ErrFenced) {
+	if err := st.Fenced(ctx, store.Fence{Generation: 1, Seq: 4, Holder: 4}, body); !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("older sequence: err = %v, want ErrFenced", err)
+	}
+	// A copy of the same stamp at another node (a token resent after a
+	// stall) is refused.
+	if err := st.Fenced(ctx, store.Fence{Generation: 1, Seq: 5, Holder: 4}, body); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("same stamp, other holder: err = %v, want ErrFenced", err)
 	}
 	// A stalled holder of generation 1 wakes after the coordinator made
 	// generation 2: its critical section is refused.
 	g2, err := st.NewGeneration(ctx, coord)
-	if err != nil || g2 != (store.Fence{Generation: 2}) {
+	if err != nil || g2 != (store.Fence{Generation: 2, Holder: 1}) {
 		t.Fatalf("second generation = %v, %v", g2, err)
 	}
-	if err := st.Fenced(ctx, store.Fence{Generation: 1, Seq: 99}, body); !errors.Is(err, store.ErrFenced) {
+	if err := st.Fenced(ctx, store.Fence{Generation: 1, Seq: 99, Holder: 2}, body); !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("old generation: err = %v, want ErrFenced", err)
 	}
 	if ran != 4 {

@@ -1,0 +1,105 @@
+package ring
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ringchat/ringchat/internal/token"
+)
+
+// Config holds a node's protocol settings. Durations are in ticks of the
+// node's ticker (Tick).
+type Config struct {
+	ID    int64
+	Tick  time.Duration // the runtime's tick; only used to describe bounds
+	Token token.Config
+
+	// HeartbeatTicks: a PING goes on an otherwise idle successor link this
+	// often, so that a stalled successor is found without the token.
+	HeartbeatTicks int
+	// FailTicks: no PONG within this many ticks means the successor failed.
+	FailTicks int
+	// PredSilenceTicks: an inbound link silent this long is dropped.
+	PredSilenceTicks int
+	// RetryTicks is the first retry interval of UDP requests; it doubles up
+	// to MaxRetryTicks.
+	RetryTicks    int
+	MaxRetryTicks int
+	// StoreCheckRetries: after this many unanswered requests the node
+	// reads the coordinator from the store, and claims the role if the
+	// coordinator it has been asking is still recorded there (it is dead).
+	StoreCheckRetries int
+	// SuccessorRetries bounds how often the coordinator resends an
+	// unacknowledged SUCCESSOR.
+	SuccessorRetries int
+	// LeaveRetries bounds how often a leaving node asks to be spliced out
+	// before it leaves anyway (the ring then repairs itself).
+	LeaveRetries int
+	// SyncTicks: the coordinator re-asserts every member's successor this
+	// often (and when it takes office).
+	SyncTicks int
+}
+
+// DefaultConfig is tuned for a 10 ms tick on a LAN or loopback.
+func DefaultConfig(id int64) Config {
+	return Config{
+		ID:                id,
+		Tick:              10 * time.Millisecond,
+		Token:             token.DefaultConfig(),
+		HeartbeatTicks:    10,  // 100 ms: 10 PINGs a second per link is negligible
+		FailTicks:         40,  // 400 ms: a stalled successor is bypassed well within 1.5 s
+		PredSilenceTicks:  150, // 1.5 s: far above the heartbeat, so only a dead link trips it
+		RetryTicks:        10,  // 100 ms: a lost datagram costs little
+		MaxRetryTicks:     80,  // 800 ms: keeps retrying without flooding a busy coordinator
+		StoreCheckRetries: 4,   // ~0.7 s without an answer: check whether the coordinator is dead
+		SuccessorRetries:  8,   // a live node answers the first or second; a dead one is found by its neighbour
+		LeaveRetries:      6,   // ~2 s, then leave anyway
+		SyncTicks:         500, // 5 s: one datagram per node; repairs any assignment lost in a coordinator change
+	}
+}
+
+// TestConfig has small bounds for simulations.
+func TestConfig(id int64) Config {
+	c := DefaultConfig(id)
+	c.Tick = time.Millisecond
+	c.Token = token.Config{AckTicks: 6, IdleHoldTicks: 2, MaxHoldTicks: 4, HopTicks: 1}
+	c.HeartbeatTicks = 3
+	c.FailTicks = 8
+	c.PredSilenceTicks = 20
+	c.RetryTicks = 3
+	c.MaxRetryTicks = 12
+	c.StoreCheckRetries = 3
+	c.SuccessorRetries = 6
+	c.LeaveRetries = 5
+	c.SyncTicks = 100
+	return c
+}
+
+// Validate reports settings that cannot work.
+func (c Config) Validate() error {
+	if c.ID < 1 {
+		return fmt.Errorf("ring: node id %d < 1", c.ID)
+	}
+	if err := c.Token.Validate(); err != nil {
+		return err
+	}
+	for name, v := range map[string]int{
+		"HeartbeatTicks": c.HeartbeatTicks, "FailTicks": c.FailTicks, "PredSilenceTicks": c.PredSilenceTicks,
+		"RetryTicks": c.RetryTicks, "MaxRetryTicks": c.MaxRetryTicks, "StoreCheckRetries": c.StoreCheckRetries,
+		"SuccessorRetries": c.SuccessorRetries, "LeaveRetries": c.LeaveRetries, "SyncTicks": c.SyncTicks,
+	} {
+		if v < 1 {
+			return fmt.Errorf("ring: %s %d < 1", name, v)
+		}
+	}
+	if c.FailTicks <= c.HeartbeatTicks {
+		return fmt.Errorf("ring: FailTicks %d must exceed HeartbeatTicks %d", c.FailTicks, c.HeartbeatTicks)
+	}
+	if c.PredSilenceTicks <= c.HeartbeatTicks {
+		return fmt.Errorf("ring: PredSilenceTicks %d must exceed HeartbeatTicks %d", c.PredSilenceTicks, c.HeartbeatTicks)
+	}
+	if c.MaxRetryTicks < c.RetryTicks {
+		return fmt.Errorf("ring: MaxRetryTicks %d < RetryTicks %d", c.MaxRetryTicks, c.RetryTicks)
+	}
+	return nil
+}

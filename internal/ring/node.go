@@ -1,0 +1,649 @@
+package ring
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/ringchat/ringchat/internal/token"
+)
+
+// Phase is where a node stands in its life in the ring.
+type Phase uint8
+
+// Phases.
+const (
+	PhaseStarting Phase = iota // reading the coordinator from the store
+	PhaseJoining               // asking the coordinator to splice it in
+	PhaseInRing                // has a successor
+	PhaseLeaving               // asked to be spliced out; passes tokens straight on
+	PhaseLeft                  // out of the ring: the runtime may exit
+)
+
+func (p Phase) String() string {
+	return [...]string{"starting", "joining", "in-ring", "leaving", "left"}[p]
+}
+
+// Note is something worth a log line or a metric.
+type Note struct {
+	Event string
+	Peer  int64
+	Epoch int64
+}
+
+// Ready is what the runtime must do after a Step, Tick or other input.
+type Ready struct {
+	Msgs     []Msg
+	Connect  *int64 // (re)link to this successor; 0 means drop the link
+	DropPred bool   // close the inbound link (silent too long)
+	Ops      []Op
+	Visits   []token.Token
+	Notes    []Note
+}
+
+// Empty reports whether there is nothing to do.
+func (r Ready) Empty() bool {
+	return len(r.Msgs) == 0 && r.Connect == nil && !r.DropPred && len(r.Ops) == 0 && len(r.Visits) == 0 && len(r.Notes) == 0
+}
+
+type request struct {
+	typ     MsgType
+	failed  int64
+	tries   int
+	backoff int
+	nextAt  int64
+}
+
+type pending struct {
+	msg    Msg
+	tries  int
+	nextAt int64
+}
+
+// Node is one node's ring protocol: joining, successor failure handling,
+// the coordinator's splicing, heartbeats, clean leave, and the token
+// machine. It is a pure state machine (etcd raft's shape): inputs are
+// Start, Step, Tick, StoreDone, link events, VisitDone and Leave; outputs
+// are collected in a Ready. It is not safe for concurrent use.
+type Node struct {
+	cfg   Config
+	id    int64
+	now   int64
+	phase Phase
+	peers []int64
+
+	coord   int64
+	epoch   int64
+	isCoord bool
+
+	succ       int64
+	succUp     bool
+	succVer    [2]int64 // (epoch, ver) of the last SUCCESSOR applied
+	failedSucc int64
+	deferred   int64    // successor assigned while a token awaits the old one's ack
+	downSince  int64    // tick the successor link was last seen going down
+	suspect    [2]int64 // (coordinator, epoch) that left requests unanswered
+	leaveBy    int64    // a leave ends by this tick whatever happens
+	lastSent   int64
+	pingOut    bool
+	pingAt     int64
+
+	pred      int64
+	predHeard int64
+
+	tok *token.Machine
+	req *request
+
+	queue      []Op
+	inFlight   *Op
+	nextOpID   uint64
+	retryOpAt  int64
+	claimQueue bool
+
+	ver           int64
+	pendingSucc   map[int64]*pending
+	handoff       *pending
+	handoffRepair bool
+	members       []int64
+	leaveOK       bool
+	nextSync      int64
+
+	ready Ready
+}
+
+// NewNode returns a node that has not started.
+func NewNode(cfg Config) *Node {
+	return &Node{cfg: cfg, id: cfg.ID, tok: token.NewMachine(cfg.Token), pendingSucc: map[int64]*pending{}}
+}
+
+// Accessors for the runtime, status and tests.
+
+func (n *Node) ID() int64                       { return n.id }
+func (n *Node) Phase() Phase                    { return n.phase }
+func (n *Node) Coordinator() (id, epoch int64)  { return n.coord, n.epoch }
+func (n *Node) IsCoordinator() bool             { return n.isCoord }
+func (n *Node) Successor() (id int64, up bool)  { return n.succ, n.succUp }
+func (n *Node) Predecessor() int64              { return n.pred }
+func (n *Node) HoldsToken() bool                { return n.tok.Holding() }
+func (n *Node) HeldToken() (token.Token, bool)  { return n.tok.Held() }
+func (n *Node) LastStamp() token.Stamp          { return n.tok.Last() }
+func (n *Node) Members() []int64                { return slices.Clone(n.members) }
+func (n *Node) Now() int64                      { return n.now }
+func (n *Node) Config() Config                  { return n.cfg }
+func (n *Node) Visiting() bool                  { return n.tok.Visiting() }
+func (n *Node) PendingRequest() (MsgType, bool) { return n.reqType() }
+func (n *Node) reqType() (MsgType, bool) {
+	if n.req == nil {
+		return "", false
+	}
+	return n.req.typ, true
+}
+
+// Ready returns and clears what the runtime must do.
+func (n *Node) Ready() Ready {
+	r := n.ready
+	n.ready = Ready{}
+	return r
+}
+
+func (n *Node) note(event string, peer int64) {
+	n.ready.Notes = append(n.ready.Notes, Note{Event: event, Peer: peer, Epoch: n.epoch})
+}
+
+func (n *Node) send(m Msg) {
+	m.From, m.Epoch = n.id, n.epoch
+	if m.Via == ViaSucc {
+		n.lastSent = n.now
+	}
+	n.ready.Msgs = append(n.ready.Msgs, m)
+}
+
+func (n *Node) connect(id int64) {
+	v := id
+	n.ready.Connect = &v
+}
+
+// SetPeers tells the node every node id of the node table (for
+// announcements and the ring size bound).
+func (n *Node) SetPeers(ids []int64) {
+	n.peers = slices.Clone(ids)
+	slices.Sort(n.peers)
+	if !n.isCoord {
+		n.tok.SetRingSize(len(n.peers))
+	}
+}
+
+// Start begins: the node reads the coordinator from the store.
+func (n *Node) Start() {
+	n.phase = PhaseStarting
+	n.enqueue(Op{Kind: OpReadCoordinator})
+}
+
+// Leave starts a clean leave: pass the token on, get spliced out.
+func (n *Node) Leave() {
+	switch n.phase {
+	case PhaseStarting, PhaseJoining:
+		n.req = nil
+		n.phase = PhaseLeft
+		return
+	case PhaseLeaving, PhaseLeft:
+		return
+	}
+	n.phase = PhaseLeaving
+	n.leaveBy = n.now + int64(n.cfg.LeaveRetries*n.cfg.MaxRetryTicks)
+	n.tok.Leave()
+	n.drainToken()
+	if n.isCoord {
+		n.enqueue(Op{Kind: OpLeave, Node: n.id})
+	} else {
+		n.request(MsgLeave, 0)
+	}
+}
+
+// VisitDone ends a critical section started by a Ready.Visits entry.
+func (n *Node) VisitDone(t token.Token, worked bool) {
+	n.tok.VisitDone(t, worked)
+	n.drainToken()
+}
+
+// Hurry asks an idle token held here to move on (there is new work).
+func (n *Node) Hurry() {
+	n.tok.Hurry()
+	n.drainToken()
+}
+
+// VisitFenced reports that the store refused the critical section of t (a
+// newer token generation exists); the token is dropped.
+func (n *Node) VisitFenced(t token.Token) {
+	n.note("token-fenced", 0)
+	n.tok.VisitFenced(t)
+	n.drainToken()
+}
+
+// SuccessorUp reports that the link to peer is established.
+func (n *Node) SuccessorUp(peer int64) {
+	if peer != n.succ || n.succUp {
+		return
+	}
+	n.succUp = true
+	n.pingOut = false
+	n.lastSent = n.now
+	n.tok.LinkUp()
+	n.drainToken()
+}
+
+// SuccessorDown reports that the link to peer failed.
+func (n *Node) SuccessorDown(peer int64) {
+	if peer == n.succ {
+		n.successorFailed(peer)
+	}
+}
+
+// SuccessorReplaced reports that the successor closed our link because it
+// accepted another predecessor: it is alive, and the coordinator has (or
+// will have) told us our new successor. If no assignment arrives, ask.
+func (n *Node) SuccessorReplaced(peer int64) {
+	if peer != n.succ || n.deferred != 0 {
+		if peer == n.succ {
+			n.tok.LinkDown()
+			n.drainToken()
+			n.relinkDeferred()
+		}
+		return
+	}
+	n.succUp = false
+	n.pingOut = false
+	n.downSince = n.now
+	n.tok.LinkDown()
+	n.drainToken()
+	if n.phase != PhaseInRing && n.phase != PhaseLeaving {
+		return
+	}
+	if n.isCoord {
+		n.enqueue(Op{Kind: OpRepair, Node: n.id})
+		return
+	}
+	n.request(MsgSuccessorRequest, 0)
+}
+
+// PredecessorUp reports a new inbound link from peer.
+func (n *Node) PredecessorUp(peer int64) {
+	n.pred = peer
+	n.predHeard = n.now
+}
+
+// PredecessorDown reports that the inbound link from peer closed.
+func (n *Node) PredecessorDown(peer int64) {
+	if peer == n.pred {
+		n.pred = 0
+	}
+}
+
+// drainToken turns the token machine's actions into ring outputs.
+func (n *Node) drainToken() {
+	for _, a := range n.tok.Drain() {
+		switch a.Kind {
+		case token.SendToken:
+			t := a.Token
+			if n.epoch > t.Epoch && n.coord != 0 {
+				t.Coord, t.Epoch = n.coord, n.epoch
+			}
+			n.send(Msg{Type: MsgToken, Via: ViaSucc, Token: &t})
+		case token.SendAck:
+			s := a.Stamp
+			n.send(Msg{Type: MsgTokenAck, Via: ViaPred, Stamp: &s, Stale: a.Stale})
+		case token.Visit:
+			n.ready.Visits = append(n.ready.Visits, a.Token)
+		case token.Regenerate:
+			n.enqueue(Op{Kind: OpRegenerate})
+		case token.SuccessorFailed:
+			n.successorFailed(n.succ)
+		case token.Dropped:
+			n.note("token-dropped", 0)
+		}
+	}
+}
+
+// Tick advances time by one tick.
+func (n *Node) Tick() {
+	n.now++
+	n.tok.Tick()
+	n.drainToken()
+	n.tickLinks()
+	n.tickRequest()
+	n.tickCoordinator()
+	if n.retryOpAt != 0 && n.now >= n.retryOpAt {
+		n.retryOpAt = 0
+		n.pump()
+	}
+	if n.phase == PhaseLeaving && ((n.leaveOK && !n.tok.Holding()) || n.now >= n.leaveBy) {
+		if n.now >= n.leaveBy {
+			n.note("leave-deadline", 0)
+		}
+		n.finishLeave()
+	}
+}
+
+func (n *Node) tickLinks() {
+	// Watchdog: a ring member without a working successor link that is
+	// not already getting one asks for its successor again, whatever event
+	// it may have missed.
+	if (n.phase == PhaseInRing || n.phase == PhaseLeaving) && !n.succUp && n.deferred == 0 && n.req == nil &&
+		n.now-n.downSince > int64(2*n.cfg.FailTicks) {
+		n.downSince = n.now
+		n.note("successor-watchdog", n.succ)
+		if n.isCoord {
+			n.enqueue(Op{Kind: OpRepair, Node: n.id, Failed: n.failedSucc})
+		} else {
+			n.request(MsgSuccessorRequest, n.failedSucc)
+		}
+	}
+	if n.succ != 0 && n.succUp && (n.phase == PhaseInRing || n.phase == PhaseLeaving) {
+		if n.pingOut && n.now-n.pingAt >= int64(n.cfg.FailTicks) {
+			n.successorFailed(n.succ)
+		} else if !n.pingOut && n.now-n.lastSent >= int64(n.cfg.HeartbeatTicks) {
+			n.send(Msg{Type: MsgPing, Via: ViaSucc})
+			n.pingOut, n.pingAt = true, n.now
+		}
+	}
+	if n.pred != 0 && n.now-n.predHeard > int64(n.cfg.PredSilenceTicks) {
+		n.note("predecessor-silent", n.pred)
+		n.pred = 0
+		n.ready.DropPred = true
+	}
+}
+
+// request sends a request to the coordinator and keeps retrying it.
+func (n *Node) request(typ MsgType, failed int64) {
+	n.req = &request{typ: typ, failed: failed, backoff: n.cfg.RetryTicks, nextAt: n.now + int64(n.cfg.RetryTicks)}
+	n.sendRequest()
+}
+
+func (n *Node) sendRequest() {
+	if n.isCoord { // ask ourselves: do it
+		r := n.req
+		n.req = nil
+		switch r.typ {
+		case MsgJoin:
+			n.enqueue(Op{Kind: OpJoin, Node: n.id})
+		case MsgSuccessorRequest:
+			n.enqueue(Op{Kind: OpRepair, Node: n.id, Failed: r.failed})
+		case MsgLeave:
+			n.enqueue(Op{Kind: OpLeave, Node: n.id})
+		}
+		return
+	}
+	if n.coord == 0 || n.coord == n.id {
+		n.enqueue(Op{Kind: OpReadCoordinator})
+		return
+	}
+	n.send(Msg{Type: n.req.typ, Via: ViaUDP, To: n.coord, Failed: n.req.failed})
+}
+
+func (n *Node) tickRequest() {
+	r := n.req
+	if r == nil || n.now < r.nextAt {
+		return
+	}
+	r.tries++
+	if n.phase == PhaseLeaving && r.tries >= n.cfg.LeaveRetries {
+		n.note("leave-unanswered", n.coord)
+		n.finishLeave()
+		return
+	}
+	if r.tries%n.cfg.StoreCheckRetries == 0 {
+		n.suspect = [2]int64{n.coord, n.epoch}
+		n.enqueue(Op{Kind: OpReadCoordinator})
+	}
+	n.sendRequest()
+	r.backoff = min(2*r.backoff, n.cfg.MaxRetryTicks)
+	r.nextAt = n.now + int64(r.backoff)
+}
+
+func (n *Node) tickCoordinator() {
+	if n.isCoord && n.now >= n.nextSync {
+		n.nextSync = n.now + int64(n.cfg.SyncTicks)
+		n.enqueue(Op{Kind: OpSync})
+	}
+	for _, id := range slices.Sorted(maps.Keys(n.pendingSucc)) { // sorted: runs are reproducible
+		p := n.pendingSucc[id]
+		if n.now < p.nextAt {
+			continue
+		}
+		p.tries++
+		if p.tries > n.cfg.SuccessorRetries || !n.isCoord {
+			delete(n.pendingSucc, id)
+			continue
+		}
+		n.send(p.msg)
+		p.nextAt = n.now + int64(min(n.cfg.RetryTicks<<p.tries, n.cfg.MaxRetryTicks))
+	}
+	if p := n.handoff; p != nil && n.now >= p.nextAt {
+		p.tries++
+		if p.tries > n.cfg.SuccessorRetries || !n.isCoord {
+			n.handoff = nil
+			return
+		}
+		n.send(p.msg)
+		p.nextAt = n.now + int64(min(n.cfg.RetryTicks<<p.tries, n.cfg.MaxRetryTicks))
+	}
+}
+
+func (n *Node) finishLeave() {
+	n.req = nil
+	n.phase = PhaseLeft
+	n.deferred = 0
+	n.tok.Reset()
+	n.drainToken()
+	n.succ, n.succUp = 0, false
+	n.connect(0)
+	n.note("left", 0)
+}
+
+// successorFailed handles a successor that broke its link or stopped
+// answering: the coordinator splices it out itself; a node whose failed
+// successor was the coordinator takes the role over first; any other node
+// asks the coordinator.
+func (n *Node) successorFailed(f int64) {
+	if f == 0 || f != n.succ || n.failedSucc == f {
+		return
+	}
+	if n.deferred != 0 { // the coordinator already named the next successor
+		n.tok.LinkDown()
+		n.drainToken()
+		n.relinkDeferred()
+		return
+	}
+	n.succUp = false
+	n.pingOut = false
+	n.tok.LinkDown()
+	n.drainToken()
+	n.failedSucc = f
+	n.downSince = n.now
+	n.note("successor-failed", f)
+	switch {
+	case n.phase != PhaseInRing && n.phase != PhaseLeaving:
+	case n.isCoord:
+		n.enqueue(Op{Kind: OpRepair, Node: n.id, Failed: f})
+	case f == n.coord:
+		n.note("coordinator-failed", f)
+		n.handoffRepair = true
+		n.claim()
+	default:
+		n.request(MsgSuccessorRequest, f)
+	}
+}
+
+func (n *Node) claim() {
+	if n.claimQueue {
+		return
+	}
+	n.claimQueue = true
+	n.enqueue(Op{Kind: OpClaim, PrevEpoch: n.epoch})
+}
+
+// adopt learns of a coordinator epoch.
+func (n *Node) adopt(coord, epoch int64) {
+	if epoch < n.epoch {
+		return
+	}
+	if n.isCoord && (epoch > n.epoch || coord != n.id) {
+		n.stepDown()
+	}
+	changed := coord != n.coord || epoch != n.epoch
+	n.coord, n.epoch = coord, epoch
+	if changed && n.req != nil && coord != 0 && coord != n.id {
+		n.req.nextAt = n.now // ask the new coordinator at once
+	}
+}
+
+func (n *Node) stepDown() {
+	if !n.isCoord {
+		return
+	}
+	n.isCoord = false
+	n.note("coordinator-deposed", 0)
+	n.tok.SetCoordinator(false, len(n.peers), false)
+	clear(n.pendingSucc)
+	n.handoff = nil
+	n.handoffRepair = false
+	q := n.queue[:0]
+	for _, op := range n.queue {
+		if op.Kind == OpReadCoordinator || op.Kind == OpClaim {
+			q = append(q, op)
+		}
+	}
+	n.queue = q
+	n.enqueue(Op{Kind: OpReadCoordinator})
+	// What this node needed from itself as coordinator it now asks for.
+	switch {
+	case n.phase == PhaseLeaving:
+		n.request(MsgLeave, 0)
+	case n.phase == PhaseInRing && (n.failedSucc != 0 || !n.succUp):
+		n.request(MsgSuccessorRequest, n.failedSucc)
+	case n.phase == PhaseJoining || n.phase == PhaseStarting:
+		n.phase = PhaseJoining
+		n.request(MsgJoin, 0)
+	}
+}
+
+func (n *Node) becomeCoordinator(epoch int64) {
+	n.isCoord = true
+	n.coord, n.epoch = n.id, epoch
+	n.ver = 0
+	clear(n.pendingSucc)
+	n.note("coordinator", 0)
+	size := max(len(n.members), len(n.peers))
+	n.tok.SetCoordinator(true, size, false)
+	for _, p := range n.peers {
+		if p != n.id {
+			n.send(Msg{Type: MsgCoordinator, Via: ViaUDP, To: p})
+		}
+	}
+	n.enqueue(Op{Kind: OpSync})
+	n.nextSync = n.now + int64(n.cfg.SyncTicks)
+	switch n.phase {
+	case PhaseStarting, PhaseJoining:
+		n.phase = PhaseJoining
+		n.req = nil
+		n.enqueue(Op{Kind: OpJoin, Node: n.id})
+	case PhaseInRing:
+		if n.failedSucc != 0 || !n.succUp || n.req != nil {
+			n.req = nil
+			n.enqueue(Op{Kind: OpRepair, Node: n.id, Failed: n.failedSucc})
+		}
+	case PhaseLeaving:
+		n.req = nil
+		n.enqueue(Op{Kind: OpLeave, Node: n.id})
+	}
+}
+
+// applySuccessor links to a new successor assigned at (epoch, ver).
+func (n *Node) applySuccessor(s, epoch, ver int64) {
+	n.succVer = [2]int64{epoch, ver}
+	n.failedSucc = 0
+	if n.req != nil && (n.req.typ == MsgJoin || n.req.typ == MsgSuccessorRequest) {
+		n.req = nil
+	}
+	if n.phase == PhaseStarting || n.phase == PhaseJoining {
+		n.phase = PhaseInRing
+		n.note("joined", s)
+		if n.id > n.coord && !n.isCoord {
+			n.note("higher-than-coordinator", n.coord)
+			n.claim()
+		}
+	}
+	n.deferred = 0
+	if s != n.succ && n.succUp && n.tok.AwaitingAck() {
+		// The old successor may already have the token: wait for its ack
+		// (or its failure) before linking elsewhere, or the token would be
+		// sent twice.
+		n.deferred = s
+		return
+	}
+	if s != n.succ || !n.succUp {
+		n.relink(s)
+	}
+}
+
+// rejoin drops the node's place in the ring and joins again (a leaving
+// node is simply out).
+func (n *Node) rejoin() {
+	if n.phase == PhaseLeaving {
+		n.finishLeave()
+		return
+	}
+	n.tok.Reset()
+	n.drainToken()
+	n.succ, n.succUp, n.failedSucc, n.deferred = 0, false, 0, 0
+	n.connect(0)
+	n.phase = PhaseJoining
+	if n.isCoord {
+		n.req = nil
+		n.enqueue(Op{Kind: OpJoin, Node: n.id})
+		return
+	}
+	n.request(MsgJoin, 0)
+}
+
+// relink replaces the successor link.
+func (n *Node) relink(s int64) {
+	n.succ, n.succUp, n.pingOut = s, false, false
+	n.downSince = n.now
+	n.tok.LinkDown()
+	n.drainToken()
+	n.connect(s)
+}
+
+// relinkDeferred applies a successor assignment held back for an ack.
+func (n *Node) relinkDeferred() bool {
+	if n.deferred == 0 || n.tok.AwaitingAck() {
+		return false
+	}
+	s := n.deferred
+	n.deferred = 0
+	n.relink(s)
+	return true
+}
+
+func (n *Node) sendSuccessor(node, succ int64) {
+	n.ver++
+	m := Msg{Type: MsgSuccessor, Via: ViaUDP, To: node, Succ: succ, Ver: n.ver}
+	n.send(m)
+	m.From, m.Epoch = n.id, n.epoch
+	n.pendingSucc[node] = &pending{msg: m, nextAt: n.now + int64(n.cfg.RetryTicks)}
+}
+
+func (n *Node) startHandoff() {
+	if len(n.members) == 0 {
+		return
+	}
+	h := n.members[len(n.members)-1]
+	if h == n.id {
+		return
+	}
+	n.note("handoff", h)
+	m := Msg{Type: MsgHandoff, Via: ViaUDP, To: h}
+	n.send(m)
+	m.From, m.Epoch = n.id, n.epoch
+	n.handoff = &pending{msg: m, nextAt: n.now + int64(n.cfg.RetryTicks)}
+}

@@ -1,0 +1,86 @@
+package ring
+
+import (
+	"fmt"
+
+	"github.com/ringchat/ringchat/internal/token"
+)
+
+// OpKind names a store operation the node asks its runtime to run.
+type OpKind uint8
+
+// Store operations. Join, Repair, Leave, Regenerate and Sync are coordinator
+// operations: the runtime runs them only if the node is still the
+// coordinator of Epoch (the store refuses them otherwise).
+const (
+	OpReadCoordinator OpKind = iota + 1 // read the coordinator row
+	OpClaim                             // become coordinator with PrevEpoch+1 (compare-and-set)
+	OpJoin                              // splice Node in (PlanJoin) and report the changes
+	OpRepair                            // Node's successor Failed (PlanRepair)
+	OpLeave                             // splice Node out on its request (PlanRemove)
+	OpRegenerate                        // create a new token generation
+	OpSync                              // read the ring; every member is told its successor again
+)
+
+func (k OpKind) String() string {
+	switch k {
+	case OpReadCoordinator:
+		return "read-coordinator"
+	case OpClaim:
+		return "claim"
+	case OpJoin:
+		return "join"
+	case OpRepair:
+		return "repair"
+	case OpLeave:
+		return "leave"
+	case OpRegenerate:
+		return "regenerate"
+	case OpSync:
+		return "sync"
+	}
+	return "?"
+}
+
+// Op is a store operation requested by the machine.
+type Op struct {
+	ID        uint64
+	Kind      OpKind
+	Node      int64 // subject of join/repair/leave
+	Failed    int64 // repair: the failed successor
+	PrevEpoch int64 // claim: the epoch the claimant saw
+	Epoch     int64 // coordinator operations: the coordinator's epoch
+}
+
+func (o Op) String() string {
+	return fmt.Sprintf("op#%d %s node=%d failed=%d prev=%d epoch=%d", o.ID, o.Kind, o.Node, o.Failed, o.PrevEpoch, o.Epoch)
+}
+
+// Outcome classifies a store operation's result.
+type Outcome uint8
+
+// Outcomes.
+const (
+	OK     Outcome = iota // done
+	Lost                  // the coordinator role is someone else's (Coord, Epoch say whose)
+	Failed                // the store could not be reached; try again later
+)
+
+// Result reports a finished store operation.
+type Result struct {
+	Op      Op
+	Outcome Outcome
+	Err     error // for logs
+
+	// Coordinator as the store has it (read-coordinator, and Lost).
+	Coord int64
+	Epoch int64 // the new epoch for claim
+
+	Changes   []Change // join/repair/leave: what was applied
+	Members   []int64  // join/repair/leave: ring members afterwards
+	WasEmpty  bool     // join: the ring was empty (a new ring needs a token)
+	NotInRing bool     // repair: the requester is not in the ring
+
+	Stamp token.Stamp // regenerate: the new generation's first stamp
+	Gen   int64       // claim: the store's current token generation
+}

@@ -1,0 +1,509 @@
+// Package ringsim runs rings of ring.Node state machines in a deterministic
+// simulation: a seeded network (datagram loss, duplication, reordering), TCP
+// links with the real transport's semantics, node crashes, stalls and
+// restarts, and a model of the store. Tests drive it tick by tick; the same
+// seed gives the same run.
+package ringsim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"github.com/ringchat/ringchat/internal/ring"
+	"github.com/ringchat/ringchat/internal/token"
+)
+
+// State of a simulated process.
+type State uint8
+
+// Process states.
+const (
+	Down    State = iota // not running (crashed or not started)
+	Running              // processes inputs and ticks
+	Stalled              // SIGSTOP: inputs queue up, no ticks
+)
+
+// Proc is one simulated node process.
+type Proc struct {
+	ID    int64
+	Node  *ring.Node
+	State State
+	// Inbox holds inputs delivered while stalled.
+	inbox []func()
+	// link state as the transport would have it
+	succ, succGen int64 // outbound link target and its generation
+	pred, predGen int64 // inbound link source and its generation
+	visits        []visit
+	Visits        int // critical sections committed
+	Exited        bool
+	inc           int // incarnation: bumped at every start
+}
+
+type visit struct {
+	tok  token.Token
+	done int64
+}
+
+type envelope struct {
+	at   int64
+	seq  int64
+	to   int64
+	inc  int // 0: any incarnation (datagrams); else only that one
+	run  func(p *Proc)
+	desc string
+}
+
+// Sim is a deterministic simulation of a ring.
+type Sim struct {
+	Now   int64
+	Procs map[int64]*Proc
+	Store *Store
+	Cfg   func(id int64) ring.Config
+	rng   *rand.Rand
+
+	// Faults on datagrams (probabilities in [0,1]) and extra delay.
+	Loss, Dup float64
+	MaxDelay  int64
+	// HoldTicks is how long a critical section takes.
+	HoldTicks int64
+	// Trace, if set, receives a line per event.
+	Trace func(string)
+
+	queue   []envelope
+	seq     int64
+	linkGen int64
+}
+
+// New returns a simulation of the given node ids (none started).
+func New(seed uint64, ids ...int64) *Sim {
+	s := &Sim{
+		Procs:     map[int64]*Proc{},
+		Store:     NewStore(),
+		Cfg:       ring.TestConfig,
+		rng:       rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		HoldTicks: 1,
+	}
+	for _, id := range ids {
+		s.Procs[id] = &Proc{ID: id}
+	}
+	return s
+}
+
+func (s *Sim) tracef(format string, args ...any) {
+	if s.Trace != nil {
+		s.Trace(fmt.Sprintf("t=%d ", s.Now) + fmt.Sprintf(format, args...))
+	}
+}
+
+// IDs returns the node ids, ascending.
+func (s *Sim) IDs() []int64 {
+	ids := make([]int64, 0, len(s.Procs))
+	for id := range s.Procs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Start starts (or restarts) node id as a fresh process.
+func (s *Sim) Start(id int64) {
+	p := s.Procs[id]
+	if p == nil {
+		p = &Proc{ID: id}
+		s.Procs[id] = p
+	}
+	if p.State != Down {
+		s.Crash(id)
+	}
+	*p = Proc{ID: id, Node: ring.NewNode(s.Cfg(id)), State: Running, inc: p.inc + 1}
+	p.Node.SetPeers(s.IDs())
+	p.Node.Start()
+	s.tracef("start %d", id)
+	s.flush(p)
+}
+
+// Crash kills node id (SIGKILL): its links break at once, like a TCP reset.
+func (s *Sim) Crash(id int64) {
+	p := s.Procs[id]
+	if p == nil || p.State == Down {
+		return
+	}
+	s.tracef("crash %d", id)
+	p.State = Down
+	p.inbox = nil
+	p.visits = nil
+	s.breakLinksOf(p)
+}
+
+func (s *Sim) breakLinksOf(p *Proc) {
+	if p.succ != 0 {
+		if q := s.Procs[p.succ]; q != nil && q.pred == p.ID && q.predGen == p.succGen {
+			q.pred, q.predGen = 0, 0
+			s.deliverIn(q, 1, fmt.Sprintf("pred-down %d", p.ID), func(q *Proc) { q.Node.PredecessorDown(p.ID) })
+		}
+	}
+	for _, id := range s.IDs() {
+		q := s.Procs[id]
+		if q != p && q.succ == p.ID {
+			gen := q.succGen
+			s.deliverIn(q, 1, fmt.Sprintf("succ-down %d", p.ID), func(q *Proc) {
+				if q.succGen == gen {
+					q.succ, q.succGen = 0, 0
+					q.Node.SuccessorDown(p.ID)
+				}
+			})
+		}
+	}
+	p.succ, p.succGen, p.pred, p.predGen = 0, 0, 0, 0
+}
+
+// Stall stops node id (SIGSTOP).
+func (s *Sim) Stall(id int64) {
+	if p := s.Procs[id]; p != nil && p.State == Running {
+		s.tracef("stall %d", id)
+		p.State = Stalled
+	}
+}
+
+// Wake resumes a stalled node (SIGCONT); what queued up is delivered.
+func (s *Sim) Wake(id int64) {
+	p := s.Procs[id]
+	if p == nil || p.State != Stalled {
+		return
+	}
+	s.tracef("wake %d", id)
+	p.State = Running
+	inbox := p.inbox
+	p.inbox = nil
+	for _, f := range inbox {
+		if p.State != Running {
+			break
+		}
+		f()
+	}
+}
+
+// Leave asks node id to leave cleanly (SIGTERM).
+func (s *Sim) Leave(id int64) {
+	if p := s.Procs[id]; p != nil && p.State == Running {
+		s.tracef("leave %d", id)
+		p.Node.Leave()
+		s.flush(p)
+	}
+}
+
+// deliverIn delivers f to this incarnation of p (a restarted process does
+// not get its predecessor's link events or store results).
+func (s *Sim) deliverIn(p *Proc, delay int64, desc string, f func(*Proc)) {
+	s.seq++
+	s.queue = append(s.queue, envelope{at: s.Now + delay, seq: s.seq, to: p.ID, inc: p.inc, run: f, desc: desc})
+}
+
+// datagram delivers f to whichever incarnation of p runs then.
+func (s *Sim) datagram(p *Proc, delay int64, desc string, f func(*Proc)) {
+	s.seq++
+	s.queue = append(s.queue, envelope{at: s.Now + delay, seq: s.seq, to: p.ID, run: f, desc: desc})
+}
+
+// Step advances the simulation by one tick: due deliveries, then a tick of
+// every running node, then due critical sections.
+func (s *Sim) Step() {
+	s.Now++
+	due := s.queue[:0:0]
+	rest := s.queue[:0:0]
+	for _, e := range s.queue {
+		if e.at <= s.Now {
+			due = append(due, e)
+		} else {
+			rest = append(rest, e)
+		}
+	}
+	s.queue = rest
+	slices.SortFunc(due, func(a, b envelope) int {
+		if a.at != b.at {
+			return int(a.at - b.at)
+		}
+		return int(a.seq - b.seq)
+	})
+	for _, e := range due {
+		p := s.Procs[e.to]
+		switch {
+		case p == nil || p.State == Down || (e.inc != 0 && e.inc != p.inc):
+		case p.State == Stalled:
+			f := e.run
+			p.inbox = append(p.inbox, func() { f(p); s.flush(p) })
+		default:
+			s.tracef("deliver %d: %s", e.to, e.desc)
+			e.run(p)
+			s.flush(p)
+		}
+	}
+	for _, id := range s.IDs() {
+		p := s.Procs[id]
+		if p.State != Running {
+			continue
+		}
+		p.Node.Tick()
+		s.flush(p)
+		s.finishVisits(p)
+	}
+}
+
+func (s *Sim) finishVisits(p *Proc) {
+	keep := p.visits[:0]
+	for _, v := range p.visits {
+		if v.done > s.Now {
+			keep = append(keep, v)
+			continue
+		}
+		if s.Store.Commit(p.ID, v.tok.Stamp, s.Now) {
+			p.Visits++
+			p.Node.VisitDone(v.tok, false)
+		} else {
+			p.Node.VisitFenced(v.tok)
+		}
+	}
+	p.visits = keep
+	s.flush(p)
+}
+
+// Run steps n ticks.
+func (s *Sim) Run(n int) {
+	for range n {
+		s.Step()
+	}
+}
+
+// RunUntil steps until cond holds, at most max ticks; it reports whether
+// cond held.
+func (s *Sim) RunUntil(max int, cond func() bool) bool {
+	for range max {
+		if cond() {
+			return true
+		}
+		s.Step()
+	}
+	return cond()
+}
+
+// flush carries out what the node asked for.
+func (s *Sim) flush(p *Proc) {
+	if p.State != Running {
+		return
+	}
+	r := p.Node.Ready()
+	for _, note := range r.Notes {
+		s.tracef("node %d: %s peer=%d epoch=%d", p.ID, note.Event, note.Peer, note.Epoch)
+	}
+	if r.Connect != nil {
+		s.connect(p, *r.Connect)
+	}
+	if r.DropPred && p.pred != 0 {
+		s.dropPred(p)
+	}
+	for _, m := range r.Msgs {
+		s.sendMsg(p, m)
+	}
+	for _, op := range r.Ops {
+		op := op
+		s.deliverIn(p, 1, "store "+op.String(), func(p *Proc) { p.Node.StoreDone(s.Store.Do(p.ID, op)) })
+	}
+	for _, t := range r.Visits {
+		p.visits = append(p.visits, visit{tok: t, done: s.Now + s.HoldTicks})
+	}
+	if p.Node.Phase() == ring.PhaseLeft && !p.Exited {
+		p.Exited = true
+		s.tracef("exit %d", p.ID)
+		p.State = Down
+		s.breakLinksOf(p)
+	}
+}
+
+func (s *Sim) connect(p *Proc, target int64) {
+	// Replacing the outbound link closes the old one; the old successor
+	// sees its inbound link go.
+	if p.succ != 0 {
+		if q := s.Procs[p.succ]; q != nil && q.pred == p.ID && q.predGen == p.succGen {
+			old := p.ID
+			q.pred, q.predGen = 0, 0
+			s.deliverIn(q, 1, fmt.Sprintf("pred-down %d", old), func(q *Proc) { q.Node.PredecessorDown(old) })
+		}
+	}
+	p.succ, p.succGen = 0, 0
+	if target == 0 {
+		return
+	}
+	q := s.Procs[target]
+	s.linkGen++
+	gen := s.linkGen
+	if q == nil || q.State == Down {
+		s.deliverIn(p, 1, fmt.Sprintf("dial %d refused", target), func(p *Proc) { p.Node.SuccessorDown(target) })
+		return
+	}
+	p.succ, p.succGen = target, gen
+	// The peer accepts: its old inbound link is closed.
+	if q.pred != 0 && q.pred != p.ID {
+		if o := s.Procs[q.pred]; o != nil && o.succ == target && o.succGen == q.predGen {
+			ogen := o.succGen
+			s.deliverIn(o, 1, fmt.Sprintf("succ-replaced %d", target), func(o *Proc) {
+				if o.succGen == ogen {
+					o.succ, o.succGen = 0, 0
+					o.Node.SuccessorReplaced(target)
+				}
+			})
+		}
+		old := q.pred
+		s.deliverIn(q, 1, fmt.Sprintf("pred-down %d", old), func(q *Proc) { q.Node.PredecessorDown(old) })
+	}
+	q.pred, q.predGen = p.ID, gen
+	from := p.ID
+	s.deliverIn(p, 1, fmt.Sprintf("succ-up %d", target), func(p *Proc) {
+		if p.succGen == gen {
+			p.Node.SuccessorUp(target)
+		}
+	})
+	s.deliverIn(q, 1, fmt.Sprintf("pred-up %d", from), func(q *Proc) {
+		if q.predGen == gen {
+			q.Node.PredecessorUp(from)
+		}
+	})
+}
+
+func (s *Sim) dropPred(p *Proc) {
+	o := s.Procs[p.pred]
+	gen := p.predGen
+	p.pred, p.predGen = 0, 0
+	if o != nil && o.succGen == gen {
+		target := p.ID
+		s.deliverIn(o, 1, fmt.Sprintf("succ-down %d (dropped)", target), func(o *Proc) {
+			if o.succGen == gen {
+				o.succ, o.succGen = 0, 0
+				o.Node.SuccessorDown(target)
+			}
+		})
+	}
+}
+
+func (s *Sim) sendMsg(p *Proc, m ring.Msg) {
+	desc := m.String()
+	switch m.Via {
+	case ring.ViaUDP:
+		q := s.Procs[m.To]
+		if q == nil || s.rng.Float64() < s.Loss {
+			s.tracef("lost %s", desc)
+			return
+		}
+		copies := 1
+		if s.rng.Float64() < s.Dup {
+			copies = 2
+		}
+		for range copies {
+			delay := int64(1)
+			if s.MaxDelay > 0 {
+				delay += s.rng.Int64N(s.MaxDelay + 1)
+			}
+			s.datagram(q, delay, desc, func(q *Proc) { q.Node.Step(m) })
+		}
+	case ring.ViaSucc:
+		q := s.Procs[p.succ]
+		gen := p.succGen
+		if q == nil || gen == 0 {
+			return
+		}
+		m.Via = ring.ViaPred // as the receiver sees it
+		s.deliverIn(q, 1, desc, func(q *Proc) {
+			if q.predGen == gen {
+				q.Node.Step(m)
+			}
+		})
+	case ring.ViaPred:
+		q := s.Procs[p.pred]
+		gen := p.predGen
+		if q == nil || gen == 0 {
+			return
+		}
+		m.Via = ring.ViaSucc
+		s.deliverIn(q, 1, desc, func(q *Proc) {
+			if q.succGen == gen {
+				q.Node.Step(m)
+			}
+		})
+	}
+}
+
+// Live returns the running node ids, ascending.
+func (s *Sim) Live() []int64 {
+	var ids []int64
+	for _, id := range s.IDs() {
+		if s.Procs[id].State == Running {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// Healthy reports whether the ring is whole: the store's ring is one cycle
+// through exactly the running nodes, every running node links to its
+// successor in the store, there is one coordinator (the store's) and every
+// running node knows it.
+func (s *Sim) Healthy() error {
+	live := s.Live()
+	if len(live) == 0 {
+		return nil
+	}
+	order, problems := ring.Order(s.Store.Topo)
+	if len(problems) > 0 {
+		return fmt.Errorf("store ring broken: %s", strings.Join(problems, "; "))
+	}
+	sorted := slices.Clone(order)
+	slices.Sort(sorted)
+	if !slices.Equal(sorted, live) {
+		return fmt.Errorf("store ring %v, running nodes %v", order, live)
+	}
+	coords := 0
+	for _, id := range live {
+		n := s.Procs[id].Node
+		if n.Phase() != ring.PhaseInRing {
+			return fmt.Errorf("node %d is %s", id, n.Phase())
+		}
+		succ, up := n.Successor()
+		if succ != s.Store.Topo[id] || !up {
+			return fmt.Errorf("node %d links to %d (up=%v), store says %d", id, succ, up, s.Store.Topo[id])
+		}
+		if c, e := n.Coordinator(); c != s.Store.Coord || e != s.Store.Epoch {
+			return fmt.Errorf("node %d believes coordinator %d epoch %d, store has %d epoch %d", id, c, e, s.Store.Coord, s.Store.Epoch)
+		}
+		if n.IsCoordinator() {
+			coords++
+		}
+	}
+	if coords != 1 || s.Procs[s.Store.Coord] == nil || s.Procs[s.Store.Coord].State != Running {
+		return fmt.Errorf("%d nodes act as coordinator; store names %d", coords, s.Store.Coord)
+	}
+	return nil
+}
+
+// Holders lists the running nodes that hold a token of the newest
+// generation the store has made.
+func (s *Sim) Holders() []int64 {
+	var out []int64
+	for _, id := range s.Live() {
+		if t, ok := s.Procs[id].Node.HeldToken(); ok && t.Gen == s.Store.Gen {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// CommitsSince counts committed critical sections per node after tick.
+func (s *Sim) CommitsSince(tick int64) map[int64]int {
+	out := map[int64]int{}
+	for _, c := range s.Store.Commits {
+		if c.Tick > tick {
+			out[c.Node]++
+		}
+	}
+	return out
+}

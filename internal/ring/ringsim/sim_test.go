@@ -1,0 +1,328 @@
+package ringsim
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/ringchat/ringchat/internal/ring"
+)
+
+// bound is a generous number of ticks for the ring to settle after a change.
+const bound = 600
+
+func newSim(t *testing.T, seed uint64, ids ...int64) *Sim {
+	t.Helper()
+	s := New(seed, ids...)
+	var trace []string
+	s.Trace = func(line string) {
+		trace = append(trace, line)
+		if len(trace) > 400 {
+			trace = trace[1:]
+		}
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("last events:\n%s", strings.Join(trace, "\n"))
+		}
+	})
+	return s
+}
+
+// settle runs until the ring is healthy and the token has visited every
+// running node since, and fails the test otherwise.
+func settle(t *testing.T, s *Sim, what string) {
+	t.Helper()
+	var err error
+	if !s.RunUntil(bound, func() bool { err = s.Healthy(); return err == nil }) {
+		t.Fatalf("%s: ring not healthy after %d ticks: %v", what, bound, err)
+	}
+	since := s.Now
+	ok := s.RunUntil(bound, func() bool {
+		commits := s.CommitsSince(since)
+		for _, id := range s.Live() {
+			if commits[id] < 2 {
+				return false
+			}
+		}
+		return true
+	})
+	if !ok {
+		t.Fatalf("%s: token not moving through every node: commits since t=%d: %v", what, since, s.CommitsSince(since))
+	}
+	checkInvariants(t, s)
+}
+
+// fatalf is the part of testing.TB the invariant check needs.
+type fatalf interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+type fakeT struct{ err error }
+
+func (f *fakeT) Helper() {}
+func (f *fakeT) Fatalf(format string, args ...any) {
+	if f.err == nil {
+		f.err = fmt.Errorf(format, args...)
+	}
+	panic(f.err)
+}
+
+// checkInvariants holds at every point of every run.
+func checkInvariants(t fatalf, s *Sim) {
+	t.Helper()
+	byEpoch := map[int64][]int64{}
+	visiting := 0
+	for _, id := range s.Live() {
+		n := s.Procs[id].Node
+		if n.IsCoordinator() {
+			_, e := n.Coordinator()
+			byEpoch[e] = append(byEpoch[e], id)
+			if s.Store.History[e] != id {
+				t.Fatalf("node %d acts as coordinator of epoch %d, which the store gave to %d", id, e, s.Store.History[e])
+			}
+		}
+		if tok, ok := n.HeldToken(); ok && n.Visiting() && tok.Gen == s.Store.Gen {
+			visiting++
+		}
+	}
+	for e, ids := range byEpoch {
+		if len(ids) > 1 {
+			t.Fatalf("epoch %d has coordinators %v", e, ids)
+		}
+	}
+	if visiting > 1 {
+		t.Fatalf("%d nodes run a critical section with the newest token", visiting)
+	}
+	for i := 1; i < len(s.Store.Commits); i++ {
+		a, b := s.Store.Commits[i-1], s.Store.Commits[i]
+		if !b.Stamp.Newer(a.Stamp) && (b.Stamp != a.Stamp || b.Node != a.Node) {
+			t.Fatalf("critical sections out of token order: %+v then %+v", s.Store.Commits[i-1], s.Store.Commits[i])
+		}
+	}
+}
+
+// runChecked steps n ticks checking the invariants at every tick.
+func runChecked(t *testing.T, s *Sim, n int) {
+	t.Helper()
+	for range n {
+		s.Step()
+		checkInvariants(t, s)
+	}
+}
+
+func TestFormationInAnyOrder(t *testing.T) {
+	orders := [][]int64{
+		{6, 5, 8, 3, 4, 7, 1, 2}, // the reference's figure 13
+		{1, 2, 3, 4, 5},
+		{5, 4, 3, 2, 1},
+		{3, 1, 4, 5, 2},
+	}
+	for _, order := range orders {
+		t.Run(fmt.Sprint(order), func(t *testing.T) {
+			s := newSim(t, 1, order...)
+			for _, id := range order {
+				s.Start(id)
+				runChecked(t, s, 7)
+			}
+			settle(t, s, "formation")
+			// The highest id ends up coordinator (a higher joiner takes over).
+			if want := order[0]; s.Store.Coord < want {
+				t.Errorf("coordinator %d", s.Store.Coord)
+			}
+			if s.Store.Coord != maxID(order) {
+				t.Errorf("coordinator = %d, want the highest id %d", s.Store.Coord, maxID(order))
+			}
+			if s.Store.Gen != 1 {
+				t.Errorf("%d token generations, want 1", s.Store.Gen)
+			}
+			order, _ := ring.Order(s.Store.Topo)
+			for i := 1; i < len(order); i++ {
+				if order[i] < order[i-1] {
+					t.Errorf("ring not in id order: %v", order)
+				}
+			}
+		})
+	}
+}
+
+func maxID(ids []int64) int64 {
+	m := ids[0]
+	for _, id := range ids {
+		m = max(m, id)
+	}
+	return m
+}
+
+func TestSimultaneousStart(t *testing.T) {
+	for seed := uint64(1); seed <= 5; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			s := newSim(t, seed, 1, 2, 3, 4, 5)
+			for id := int64(1); id <= 5; id++ {
+				s.Start(id)
+			}
+			runChecked(t, s, 50)
+			settle(t, s, "simultaneous start")
+			if s.Store.Gen != 1 {
+				t.Errorf("%d token generations, want 1", s.Store.Gen)
+			}
+		})
+	}
+}
+
+func TestOneNodeRing(t *testing.T) {
+	s := newSim(t, 1, 7)
+	s.Start(7)
+	settle(t, s, "one node")
+	if s.Store.Topo[7] != 7 || s.Store.Coord != 7 {
+		t.Errorf("topology %v coordinator %d", s.Store.Topo, s.Store.Coord)
+	}
+}
+
+func TestTwoNodeRingLosesOne(t *testing.T) {
+	for _, victim := range []int64{1, 2} {
+		t.Run(fmt.Sprint("crash ", victim), func(t *testing.T) {
+			s := newSim(t, 3, 1, 2)
+			s.Start(1)
+			s.Start(2)
+			settle(t, s, "two nodes")
+			s.Crash(victim)
+			settle(t, s, "after crash")
+			if len(s.Store.Topo) != 1 {
+				t.Errorf("topology %v", s.Store.Topo)
+			}
+		})
+	}
+}
+
+func startAll(t *testing.T, s *Sim) {
+	t.Helper()
+	for _, id := range s.IDs() {
+		s.Start(id)
+		runChecked(t, s, 5)
+	}
+	settle(t, s, "start")
+}
+
+func TestTokenHolderCrash(t *testing.T) {
+	s := newSim(t, 4, 1, 2, 3, 4, 5)
+	startAll(t, s)
+	gen := s.Store.Gen
+	var holder int64
+	if !s.RunUntil(bound, func() bool {
+		for _, id := range []int64{2, 3} { // not the coordinator (5)
+			if n := s.Procs[id].Node; n.Visiting() {
+				holder = id
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatal("token never reached node 2 or 3")
+	}
+	s.Crash(holder)
+	settle(t, s, "after the holder crashed")
+	if s.Store.Gen != gen+1 {
+		t.Errorf("generations went %d -> %d, want exactly one regeneration", gen, s.Store.Gen)
+	}
+}
+
+func TestCoordinatorCrash(t *testing.T) {
+	s := newSim(t, 5, 1, 2, 3, 4, 5)
+	startAll(t, s)
+	epoch := s.Store.Epoch
+	s.Crash(5)
+	settle(t, s, "after the coordinator crashed")
+	if s.Store.Coord != 4 || s.Store.Epoch <= epoch {
+		t.Errorf("coordinator %d epoch %d (was 5 at %d), want 4 with a newer epoch", s.Store.Coord, s.Store.Epoch, epoch)
+	}
+	// It comes back: it rejoins as a plain node, then takes the role by
+	// the higher-id rule with a new epoch (never its old one).
+	s.Start(5)
+	settle(t, s, "after the coordinator restarted")
+	if s.Store.Coord != 5 || s.Store.Epoch <= epoch+1 {
+		t.Errorf("coordinator %d epoch %d", s.Store.Coord, s.Store.Epoch)
+	}
+}
+
+func TestStallAndWake(t *testing.T) {
+	s := newSim(t, 6, 1, 2, 3, 4, 5)
+	s.HoldTicks = 2
+	startAll(t, s)
+	if !s.RunUntil(bound, func() bool { return s.Procs[3].Node.Visiting() }) {
+		t.Fatal("token never reached node 3")
+	}
+	gen := s.Store.Gen
+	s.Stall(3) // stops while inside its critical section, holding the token
+	settle(t, s, "after node 3 stalled")
+	if s.Store.Topo[3] != 0 {
+		t.Errorf("stalled node still in the ring: %v", s.Store.Topo)
+	}
+	if s.Store.Gen != gen+1 {
+		t.Errorf("generations %d -> %d, want one regeneration", gen, s.Store.Gen)
+	}
+	refused := s.Store.Refused
+	s.Wake(3)
+	settle(t, s, "after node 3 woke")
+	if s.Store.Refused != refused+1 {
+		t.Errorf("the woken node's stale critical section was not refused (refused %d -> %d)", refused, s.Store.Refused)
+	}
+	if s.Store.Gen != gen+1 {
+		t.Errorf("waking brought a second token: generations %d", s.Store.Gen)
+	}
+}
+
+func TestLostDuplicatedReorderedDatagrams(t *testing.T) {
+	for seed := uint64(10); seed < 16; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			s := newSim(t, seed, 1, 2, 3, 4, 5, 6)
+			s.Loss, s.Dup, s.MaxDelay = 0.25, 0.25, 6
+			for _, id := range []int64{4, 2, 6, 1, 5, 3} {
+				s.Start(id)
+				runChecked(t, s, 3)
+			}
+			settle(t, s, "formation over a bad network")
+			s.Crash(6)
+			settle(t, s, "coordinator crash over a bad network")
+			s.Crash(2)
+			settle(t, s, "node crash over a bad network")
+		})
+	}
+}
+
+func TestCleanLeave(t *testing.T) {
+	for _, who := range []int64{2, 5} { // a plain node, the coordinator
+		t.Run(fmt.Sprint(who), func(t *testing.T) {
+			s := newSim(t, 7, 1, 2, 3, 4, 5)
+			startAll(t, s)
+			gen := s.Store.Gen
+			s.Leave(who)
+			if !s.RunUntil(bound, func() bool { return s.Procs[who].Exited }) {
+				t.Fatalf("node %d did not leave", who)
+			}
+			settle(t, s, "after the leave")
+			if s.Store.Topo[who] != 0 {
+				t.Errorf("node %d still in the ring", who)
+			}
+			if s.Store.Gen != gen {
+				t.Errorf("a clean leave lost the token: generations %d -> %d", gen, s.Store.Gen)
+			}
+		})
+	}
+}
+
+func TestStaleCoordinatorCommandIgnored(t *testing.T) {
+	s := newSim(t, 8, 1, 2, 3)
+	startAll(t, s)
+	n := s.Procs[1].Node
+	succ, _ := n.Successor()
+	_, epoch := n.Coordinator()
+	n.Step(ring.Msg{Type: ring.MsgSuccessor, From: 2, Epoch: epoch - 1, Succ: 3, Ver: 99})
+	n.Step(ring.Msg{Type: ring.MsgRejoin, From: 2, Epoch: epoch - 1})
+	s.flush(s.Procs[1])
+	if got, _ := n.Successor(); got != succ || n.Phase() != ring.PhaseInRing {
+		t.Errorf("a stale command changed the node: successor %d, phase %s", got, n.Phase())
+	}
+	settle(t, s, "after stale commands")
+}

@@ -1,0 +1,107 @@
+package ringsim
+
+import (
+	"github.com/ringchat/ringchat/internal/ring"
+	"github.com/ringchat/ringchat/internal/token"
+)
+
+// Store models the store's ring rules in memory: compare-and-set epochs with
+// a history, coordinator-fenced topology changes and generations, and the
+// token fence. It answers ring.Ops the way the runtime's store executor does
+// with a real store.
+type Store struct {
+	Coord   int64
+	Epoch   int64
+	History map[int64]int64 // epoch -> node that claimed it
+	Topo    ring.Topology
+	Gen     int64
+	Fence   token.Stamp
+	Holder  int64 // node that used Fence
+	Down    bool  // the store is unreachable: every operation fails
+
+	// Fenced critical sections that committed, in order.
+	Commits []Commit
+	// Refused counts critical sections refused by the fence.
+	Refused int
+}
+
+// Commit is one critical section that the fence let through.
+type Commit struct {
+	Node  int64
+	Stamp token.Stamp
+	Tick  int64
+}
+
+// NewStore returns an empty store.
+func NewStore() *Store {
+	return &Store{History: map[int64]int64{}, Topo: ring.Topology{}}
+}
+
+func (s *Store) coordinatorCheck(op ring.Op, from int64) (ring.Result, bool) {
+	if s.Coord != from || s.Epoch != op.Epoch {
+		return ring.Result{Op: op, Outcome: ring.Lost, Coord: s.Coord, Epoch: s.Epoch}, false
+	}
+	return ring.Result{}, true
+}
+
+// Do executes op for node from.
+func (s *Store) Do(from int64, op ring.Op) ring.Result {
+	if s.Down {
+		return ring.Result{Op: op, Outcome: ring.Failed}
+	}
+	switch op.Kind {
+	case ring.OpReadCoordinator:
+		return ring.Result{Op: op, Coord: s.Coord, Epoch: s.Epoch}
+	case ring.OpClaim:
+		if s.Epoch != op.PrevEpoch {
+			return ring.Result{Op: op, Outcome: ring.Lost, Coord: s.Coord, Epoch: s.Epoch}
+		}
+		s.Epoch++
+		s.Coord = from
+		if _, dup := s.History[s.Epoch]; dup {
+			panic("ringsim: epoch claimed twice")
+		}
+		s.History[s.Epoch] = from
+		return ring.Result{Op: op, Coord: from, Epoch: s.Epoch, Gen: s.Gen}
+	case ring.OpRegenerate:
+		if r, ok := s.coordinatorCheck(op, from); !ok {
+			return r
+		}
+		s.Gen++
+		s.Fence, s.Holder = token.Stamp{Gen: s.Gen}, from
+		return ring.Result{Op: op, Stamp: s.Fence}
+	}
+	if r, ok := s.coordinatorCheck(op, from); !ok {
+		return r
+	}
+	res := ring.Result{Op: op}
+	switch op.Kind {
+	case ring.OpJoin:
+		res.WasEmpty = len(s.Topo) == 0
+		res.Changes = ring.PlanJoin(s.Topo, op.Node)
+	case ring.OpRepair:
+		res.Changes, res.NotInRing = ring.PlanRepair(s.Topo, op.Node, op.Failed)
+	case ring.OpLeave:
+		res.Changes = ring.PlanRemove(s.Topo, op.Node)
+	case ring.OpSync:
+		res.Changes = ring.PlanSync(s.Topo)
+		res.Members = s.Topo.Members()
+		return res
+	}
+	s.Topo = s.Topo.Apply(res.Changes)
+	res.Members = s.Topo.Members()
+	return res
+}
+
+// Commit runs a fenced critical section for node with stamp at tick: it
+// commits only if no newer stamp, and no other node with the same stamp,
+// has committed (the store's Fenced rule).
+func (s *Store) Commit(node int64, stamp token.Stamp, tick int64) bool {
+	if s.Down || s.Fence.Newer(stamp) || (s.Fence == stamp && s.Holder != node && s.Holder != 0) {
+		s.Refused++
+		return false
+	}
+	s.Fence, s.Holder = stamp, node
+	s.Commits = append(s.Commits, Commit{Node: node, Stamp: stamp, Tick: tick})
+	return true
+}

@@ -1,0 +1,294 @@
+package ring
+
+import "slices"
+
+// Step handles one message from another node (or from itself).
+func (n *Node) Step(m Msg) {
+	if n.phase == PhaseLeft {
+		return
+	}
+	// Anything carrying a newer epoch tells a coordinator it was deposed.
+	if m.Epoch > n.epoch && n.isCoord {
+		n.stepDown()
+	}
+	switch m.Type {
+	case MsgToken:
+		n.predHeard = n.now
+		if t := m.Token; t.Epoch > n.epoch && t.Coord != 0 {
+			n.adopt(t.Coord, t.Epoch)
+		}
+		n.tok.Receive(*m.Token)
+		n.drainToken()
+	case MsgTokenAck:
+		if m.From == n.succ {
+			n.pingOut = false
+			n.tok.Ack(*m.Stamp, m.Stale)
+			n.drainToken()
+			n.relinkDeferred()
+		}
+	case MsgPing:
+		n.predHeard = n.now
+		n.send(Msg{Type: MsgPong, Via: ViaPred})
+	case MsgPong:
+		if m.From == n.succ {
+			n.pingOut = false
+		}
+	case MsgJoin, MsgSuccessorRequest, MsgLeave:
+		n.stepRequest(m)
+	case MsgSuccessorAck:
+		if p := n.pendingSucc[m.From]; p != nil && p.msg.Ver == m.Ver {
+			delete(n.pendingSucc, m.From)
+		}
+	default:
+		n.stepCommand(m)
+	}
+}
+
+// stepRequest handles a request addressed to the coordinator.
+func (n *Node) stepRequest(m Msg) {
+	if !n.isCoord || n.phase == PhaseLeaving {
+		return // the sender finds the coordinator in the store after a few retries
+	}
+	switch m.Type {
+	case MsgJoin:
+		n.enqueue(Op{Kind: OpJoin, Node: m.From})
+	case MsgSuccessorRequest:
+		n.enqueue(Op{Kind: OpRepair, Node: m.From, Failed: m.Failed})
+	case MsgLeave:
+		n.enqueue(Op{Kind: OpLeave, Node: m.From})
+	}
+}
+
+// stepCommand handles a coordinator's command; stale epochs are ignored.
+func (n *Node) stepCommand(m Msg) {
+	if m.Epoch < n.epoch {
+		n.note("stale-command", m.From)
+		return
+	}
+	if m.Type != MsgHandoff {
+		n.adopt(m.From, m.Epoch)
+	}
+	switch m.Type {
+	case MsgSuccessor:
+		n.send(Msg{Type: MsgSuccessorAck, Via: ViaUDP, To: m.From, Ver: m.Ver})
+		if v := [2]int64{m.Epoch, m.Ver}; v[0] < n.succVer[0] || (v[0] == n.succVer[0] && v[1] <= n.succVer[1]) {
+			return // a duplicate or a reordered older assignment
+		}
+		if n.phase == PhaseLeaving || n.phase == PhaseInRing || n.phase == PhaseJoining || n.phase == PhaseStarting {
+			n.applySuccessor(m.Succ, m.Epoch, m.Ver)
+		}
+	case MsgRejoin:
+		n.note("rejoin", m.From)
+		n.rejoin()
+	case MsgLeaveOK:
+		if n.phase == PhaseLeaving {
+			n.req = nil
+			n.leaveOK = true
+			if !n.tok.Holding() {
+				n.finishLeave()
+			}
+		}
+	case MsgCoordinator:
+		// adopt did the work.
+	case MsgHandoff:
+		if n.phase == PhaseInRing && !n.isCoord {
+			n.adopt(n.coord, m.Epoch)
+			n.claim()
+		}
+	}
+}
+
+// enqueue adds a store operation; identical queued or running ones are
+// not repeated.
+func (n *Node) enqueue(op Op) {
+	same := func(o Op) bool { return o.Kind == op.Kind && o.Node == op.Node && o.Failed == op.Failed }
+	if (n.inFlight != nil && same(*n.inFlight)) || slices.ContainsFunc(n.queue, same) {
+		return
+	}
+	n.queue = append(n.queue, op)
+	n.pump()
+}
+
+// pump starts the next queued operation if none is running.
+func (n *Node) pump() {
+	for n.inFlight == nil && len(n.queue) > 0 && n.retryOpAt == 0 {
+		op := n.queue[0]
+		n.queue = n.queue[1:]
+		switch op.Kind {
+		case OpJoin, OpRepair, OpLeave, OpRegenerate, OpSync:
+			if !n.isCoord {
+				continue // deposed while it waited
+			}
+			op.Epoch = n.epoch
+		case OpClaim:
+			op.PrevEpoch = n.epoch
+		}
+		n.nextOpID++
+		op.ID = n.nextOpID
+		n.inFlight = &op
+		n.ready.Ops = append(n.ready.Ops, op)
+	}
+}
+
+// StoreDone reports the result of an operation from Ready.Ops.
+func (n *Node) StoreDone(r Result) {
+	if n.inFlight == nil || n.inFlight.ID != r.Op.ID {
+		return
+	}
+	n.inFlight = nil
+	if r.Outcome == Failed {
+		n.note("store-failed", 0)
+		n.queue = append([]Op{r.Op}, n.queue...)
+		n.retryOpAt = n.now + int64(n.cfg.RetryTicks)
+		if r.Op.Kind == OpRegenerate {
+			n.queue = n.queue[1:]
+			n.tok.RegenerateFailed()
+		}
+		return
+	}
+	if n.phase != PhaseLeft {
+		switch r.Op.Kind {
+		case OpReadCoordinator:
+			n.readDone(r)
+		case OpClaim:
+			n.claimDone(r)
+		case OpRegenerate:
+			if r.Outcome == Lost {
+				n.adopt(r.Coord, r.Epoch)
+				n.stepDown()
+				n.tok.RegenerateFailed()
+			} else {
+				n.note("token-regenerated", 0)
+				n.tok.Generated(r.Stamp)
+			}
+			n.drainToken()
+		default:
+			if r.Outcome == Lost {
+				n.adopt(r.Coord, r.Epoch)
+				n.stepDown()
+			} else {
+				n.changesDone(r)
+			}
+		}
+	}
+	n.pump()
+}
+
+func (n *Node) readDone(r Result) {
+	suspect := n.suspect
+	n.suspect = [2]int64{}
+	switch {
+	case n.phase == PhaseStarting:
+		if r.Coord == 0 || r.Coord == n.id {
+			n.epoch = max(n.epoch, r.Epoch)
+			n.claim()
+			return
+		}
+		n.adopt(r.Coord, r.Epoch)
+		n.phase = PhaseJoining
+		n.request(MsgJoin, 0)
+	case r.Epoch > n.epoch || (r.Epoch == n.epoch && r.Coord != n.coord):
+		n.adopt(r.Coord, r.Epoch)
+		if n.req != nil && n.phase != PhaseLeaving && (r.Coord == 0 || r.Coord == n.id) {
+			n.claim()
+		}
+	case n.req != nil && !n.isCoord && n.phase != PhaseLeaving && suspect == [2]int64{r.Coord, r.Epoch}:
+		// The coordinator we keep asking is still the one recorded: it is
+		// dead or cut off. Take the role (compare-and-set on its epoch).
+		n.note("coordinator-unresponsive", n.coord)
+		n.claim()
+	}
+}
+
+func (n *Node) claimDone(r Result) {
+	n.claimQueue = false
+	if r.Outcome == Lost {
+		n.adopt(r.Coord, r.Epoch)
+		if n.coord == 0 || n.coord == n.id {
+			n.enqueue(Op{Kind: OpReadCoordinator})
+			return
+		}
+		switch {
+		case n.phase == PhaseStarting || n.phase == PhaseJoining:
+			n.phase = PhaseJoining
+			n.request(MsgJoin, 0)
+		case n.phase == PhaseInRing && n.failedSucc != 0:
+			n.handoffRepair = false
+			n.request(MsgSuccessorRequest, n.failedSucc)
+		case n.phase == PhaseLeaving:
+			n.request(MsgLeave, 0)
+		}
+		return
+	}
+	n.tok.SetMinGen(r.Gen)
+	n.drainToken()
+	n.becomeCoordinator(r.Epoch)
+}
+
+func (n *Node) changesDone(r Result) {
+	n.members = slices.Clone(r.Members)
+	slices.Sort(n.members)
+	if len(n.members) > 0 {
+		n.tok.SetRingSize(len(n.members))
+	}
+	op := r.Op
+	if op.Kind == OpRepair && r.NotInRing {
+		if op.Node == n.id {
+			n.rejoin()
+		} else {
+			n.send(Msg{Type: MsgRejoin, Via: ViaUDP, To: op.Node})
+		}
+		return
+	}
+	removed := false
+	for _, c := range r.Changes {
+		switch {
+		case op.Kind == OpSync && c.Node == n.id:
+			if succ, up := n.Successor(); succ != c.Succ || !up {
+				n.ver++
+				n.applySuccessor(c.Succ, n.epoch, n.ver)
+			}
+		case op.Kind == OpSync:
+			if p := n.pendingSucc[c.Node]; p == nil || p.msg.Succ != c.Succ {
+				n.sendSuccessor(c.Node, c.Succ)
+			}
+		case c.Node == n.id && c.Succ != 0:
+			n.ver++
+			n.applySuccessor(c.Succ, n.epoch, n.ver)
+		case c.Node == n.id:
+			// the coordinator spliced itself out (leave)
+		case c.Succ == 0 && op.Kind == OpLeave:
+			n.send(Msg{Type: MsgLeaveOK, Via: ViaUDP, To: c.Node})
+		case c.Succ == 0:
+			removed = true
+			n.note("spliced-out", c.Node)
+		default:
+			n.sendSuccessor(c.Node, c.Succ)
+		}
+	}
+	if op.Kind == OpLeave && op.Node != n.id && len(r.Changes) == 0 {
+		n.send(Msg{Type: MsgLeaveOK, Via: ViaUDP, To: op.Node}) // already out
+	}
+	if op.Kind == OpJoin && r.WasEmpty {
+		n.tok.SetCoordinator(true, len(n.members), true)
+	}
+	if removed {
+		n.tok.Suspect()
+	}
+	n.drainToken()
+	if op.Kind == OpRepair && op.Node == n.id && n.handoffRepair {
+		n.handoffRepair = false
+		n.startHandoff()
+	}
+	if op.Kind == OpLeave && op.Node == n.id {
+		n.startHandoff()
+		n.leaveOK = true
+		if n.succ == n.id { // the last node: the token leaves with it
+			n.tok.Reset()
+			n.drainToken()
+		}
+		if !n.tok.Holding() {
+			n.finishLeave()
+		}
+	}
+}

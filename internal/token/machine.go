@@ -1,0 +1,357 @@
+package token
+
+// ActionKind says what the runtime must do for an Action.
+type ActionKind uint8
+
+// Actions the machine asks of its runtime.
+const (
+	// SendToken: forward Token to the successor.
+	SendToken ActionKind = iota + 1
+	// SendAck: acknowledge Stamp to the predecessor; Stale tells the sender
+	// that its token was superseded and must be dropped.
+	SendAck
+	// Visit: run the critical section with Token (fenced by its stamp) and
+	// report back with VisitDone.
+	Visit
+	// Regenerate: (coordinator) create a new token generation in the store
+	// and report it with Generated (or RegenerateFailed).
+	Regenerate
+	// SuccessorFailed: the successor did not acknowledge the token in time.
+	SuccessorFailed
+	// Dropped: a held token was discarded (superseded, stale, or reset).
+	Dropped
+)
+
+func (k ActionKind) String() string {
+	switch k {
+	case SendToken:
+		return "SendToken"
+	case SendAck:
+		return "SendAck"
+	case Visit:
+		return "Visit"
+	case Regenerate:
+		return "Regenerate"
+	case SuccessorFailed:
+		return "SuccessorFailed"
+	case Dropped:
+		return "Dropped"
+	}
+	return "?"
+}
+
+// Action is one output of the machine.
+type Action struct {
+	Kind  ActionKind
+	Token Token // SendToken, Visit, Dropped
+	Stamp Stamp // SendAck
+	Stale bool  // SendAck
+}
+
+type phase uint8
+
+const (
+	phaseNone     phase = iota // not holding a token
+	phaseVisiting              // critical section running
+	phaseIdling                // holding an idle token for a while
+	phaseSending               // forwarded, waiting for TOKEN_ACK
+	phaseBlocked               // must forward but the successor link is down
+)
+
+// Machine is one node's token state. It is a pure state machine: inputs are
+// method calls (a received token or ack, a tick, link changes, results of
+// the runtime's work), outputs are Actions collected by Drain. It has no
+// clock, sockets or goroutines; it is not safe for concurrent use.
+type Machine struct {
+	cfg Config
+	now int64
+
+	last   Stamp  // newest stamp ever received or created here
+	minGen int64  // tokens of older generations are stale (fenced off in the store)
+	held   *Token // the token this node holds (in any phase but none)
+	phase  phase
+	since  int64 // tick the current phase began
+	linkUp bool  // successor link state
+	leave  bool  // leaving: no more critical sections
+
+	coordinator  bool
+	ringSize     int
+	lossDeadline int64 // coordinator: regenerate if the token is not seen by then
+	regenPending bool
+
+	out []Action
+}
+
+// NewMachine returns a machine with no token.
+func NewMachine(cfg Config) *Machine {
+	return &Machine{cfg: cfg, ringSize: 1}
+}
+
+// Drain returns and clears the pending actions.
+func (m *Machine) Drain() []Action {
+	out := m.out
+	m.out = nil
+	return out
+}
+
+// Last is the newest stamp this node has seen.
+func (m *Machine) Last() Stamp { return m.last }
+
+// Holding reports whether this node holds a token (visiting, idling,
+// waiting for an ack, or blocked on a missing successor).
+func (m *Machine) Holding() bool { return m.held != nil }
+
+// Held returns the held token, if any.
+func (m *Machine) Held() (Token, bool) {
+	if m.held == nil {
+		return Token{}, false
+	}
+	return *m.held, true
+}
+
+// AwaitingAck reports whether a forwarded token waits for its TOKEN_ACK
+// on a live link.
+func (m *Machine) AwaitingAck() bool { return m.phase == phaseSending }
+
+// Visiting reports whether a critical section is running.
+func (m *Machine) Visiting() bool { return m.phase == phaseVisiting }
+
+func (m *Machine) emit(a Action) { m.out = append(m.out, a) }
+
+func (m *Machine) setPhase(p phase) {
+	m.phase = p
+	m.since = m.now
+}
+
+func (m *Machine) drop() {
+	if m.held != nil {
+		m.emit(Action{Kind: Dropped, Token: *m.held})
+	}
+	m.held = nil
+	m.setPhase(phaseNone)
+}
+
+// Receive handles a token from the predecessor. The token is acknowledged
+// before anything else. A token not newer than the newest seen is a
+// duplicate (acknowledged, ignored) or stale (acknowledged as stale, so its
+// sender drops it).
+func (m *Machine) Receive(t Token) {
+	if t.Gen < m.minGen || !t.Newer(m.last) {
+		m.emit(Action{Kind: SendAck, Stamp: t.Stamp, Stale: t.Stamp != m.last})
+		return
+	}
+	m.emit(Action{Kind: SendAck, Stamp: t.Stamp})
+	m.last = t.Stamp
+	if m.held != nil && m.held.Stamp != t.Stamp { // equal: our own token came round a one-node ring
+		m.drop() // an older token of ours was superseded
+	}
+	m.take(t)
+}
+
+func (m *Machine) take(t Token) {
+	m.held = &t
+	if m.coordinator {
+		m.seen()
+	}
+	if m.leave {
+		m.forward()
+		return
+	}
+	m.setPhase(phaseVisiting)
+	m.emit(Action{Kind: Visit, Token: t})
+}
+
+// seen restarts the coordinator's loss timer.
+func (m *Machine) seen() {
+	m.lossDeadline = m.now + int64(m.cfg.LossBound(m.ringSize))
+}
+
+// VisitDone ends the critical section of t. worked says whether it did
+// anything (then the token goes round at full speed for one rotation). The
+// returned token may carry updated App data.
+func (m *Machine) VisitDone(t Token, worked bool) {
+	if m.phase != phaseVisiting || m.held == nil || t.Stamp != m.held.Stamp {
+		return // a superseded visit
+	}
+	if worked {
+		t.Busy = m.ringSize
+	}
+	m.held = &t
+	if t.Busy > 0 || m.cfg.IdleHoldTicks == 0 || m.leave {
+		m.forward()
+		return
+	}
+	m.setPhase(phaseIdling)
+}
+
+// VisitFenced reports that the store refused t's critical section: a newer
+// generation exists, so t is dropped, and a coordinator makes a new token
+// soon if the newer one does not show up.
+func (m *Machine) VisitFenced(t Token) {
+	if m.held == nil || t.Stamp != m.held.Stamp {
+		return
+	}
+	m.SetMinGen(t.Gen + 1)
+	if m.coordinator {
+		m.lossDeadline = min(m.lossDeadline, m.now+int64(m.cfg.RotationBound(m.ringSize)+m.cfg.HopTicks))
+	}
+}
+
+// SetMinGen tells the machine the store's current generation: older tokens
+// are dropped and refused from now on.
+func (m *Machine) SetMinGen(g int64) {
+	if g <= m.minGen {
+		return
+	}
+	m.minGen = g
+	if m.held != nil && m.held.Gen < g {
+		m.drop()
+	}
+}
+
+// forward passes the held token on (or blocks until there is a successor).
+func (m *Machine) forward() {
+	next := *m.held
+	next.Seq++
+	if next.Busy > 0 {
+		next.Busy--
+	}
+	m.held = &next
+	if !m.linkUp {
+		m.setPhase(phaseBlocked)
+		return
+	}
+	m.setPhase(phaseSending)
+	m.emit(Action{Kind: SendToken, Token: next})
+}
+
+// Ack handles TOKEN_ACK from the successor.
+func (m *Machine) Ack(s Stamp, stale bool) {
+	if m.held == nil || s != m.held.Stamp || (m.phase != phaseSending && m.phase != phaseBlocked) {
+		return
+	}
+	if stale {
+		m.drop()
+		return
+	}
+	m.held = nil
+	m.setPhase(phaseNone)
+}
+
+// Tick advances time by one tick.
+func (m *Machine) Tick() {
+	m.now++
+	switch {
+	case m.phase == phaseIdling && m.now-m.since >= int64(m.cfg.IdleHoldTicks):
+		m.forward()
+	case m.phase == phaseSending && m.now-m.since >= int64(m.cfg.AckTicks):
+		m.setPhase(phaseBlocked)
+		m.linkUp = false
+		m.emit(Action{Kind: SuccessorFailed})
+	}
+	if m.coordinator && m.held == nil && !m.regenPending && m.now >= m.lossDeadline {
+		m.regenPending = true
+		m.emit(Action{Kind: Regenerate})
+	}
+}
+
+// Hurry asks an idling token to move on now (a node has new work).
+func (m *Machine) Hurry() {
+	if m.phase == phaseIdling {
+		m.forward()
+	}
+}
+
+// LinkUp reports a (new) successor link; a blocked token is sent on it.
+func (m *Machine) LinkUp() {
+	m.linkUp = true
+	if m.phase == phaseBlocked {
+		m.setPhase(phaseSending)
+		m.emit(Action{Kind: SendToken, Token: *m.held})
+	}
+}
+
+// LinkDown reports that the successor link is gone; a token waiting for
+// its ack is sent again on the next link.
+func (m *Machine) LinkDown() {
+	m.linkUp = false
+	if m.phase == phaseSending {
+		m.setPhase(phaseBlocked)
+	}
+}
+
+// SetCoordinator makes this node the token's keeper (or not) for a ring of
+// ringSize nodes. A new coordinator waits a full loss bound before it
+// regenerates, unless fresh says the ring was just formed with no token.
+func (m *Machine) SetCoordinator(on bool, ringSize int, fresh bool) {
+	m.SetRingSize(ringSize)
+	if on && !m.coordinator {
+		m.seen()
+	}
+	m.coordinator = on
+	m.regenPending = false
+	if on && fresh && m.held == nil {
+		m.lossDeadline = m.now
+	}
+}
+
+// SetRingSize updates the ring size used for bounds and Busy.
+func (m *Machine) SetRingSize(n int) {
+	if n < 1 {
+		n = 1
+	}
+	m.ringSize = n
+}
+
+// Suspect tells the coordinator that a node failed and may have taken the
+// token with it: if the token does not show up within one idle rotation, a
+// new one is made.
+func (m *Machine) Suspect() {
+	if !m.coordinator {
+		return
+	}
+	soon := m.now + int64(m.cfg.RotationBound(m.ringSize)+m.cfg.HopTicks)
+	if soon < m.lossDeadline {
+		m.lossDeadline = soon
+	}
+}
+
+// Generated hands the coordinator the first token of a new generation.
+func (m *Machine) Generated(s Stamp) {
+	m.regenPending = false
+	m.SetMinGen(s.Gen)
+	if !s.Newer(m.last) {
+		return
+	}
+	m.last = s
+	if m.held != nil {
+		m.drop()
+	}
+	m.take(Token{Stamp: s})
+}
+
+// RegenerateFailed clears a failed regeneration; it is retried after
+// another loss bound if this node is still the coordinator.
+func (m *Machine) RegenerateFailed() {
+	m.regenPending = false
+	m.seen()
+}
+
+// Reset drops any held token (the node left the ring or is rejoining); the
+// newest stamp seen is kept so an old token is never taken back.
+func (m *Machine) Reset() {
+	if m.held != nil {
+		m.drop()
+	}
+	m.linkUp = false
+	m.leave = false
+}
+
+// Leave stops critical sections: held and later tokens are passed straight
+// on while the node leaves.
+func (m *Machine) Leave() {
+	m.leave = true
+	if m.phase == phaseIdling {
+		m.forward()
+	}
+}

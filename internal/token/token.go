@@ -1,0 +1,108 @@
+package token
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Stamp identifies one token on one hop: the generation that created it (a
+// counter kept in the store, advanced by the coordinator for every token it
+// creates) and the hop sequence within that generation. Stamps are ordered
+// lexicographically; a node discards any token not newer than the newest it
+// has seen.
+type Stamp struct {
+	Gen int64 `json:"gen"`
+	Seq int64 `json:"seq"`
+}
+
+// Newer reports whether s is newer than t.
+func (s Stamp) Newer(t Stamp) bool {
+	if s.Gen != t.Gen {
+		return s.Gen > t.Gen
+	}
+	return s.Seq > t.Seq
+}
+
+// IsZero reports whether s is the zero stamp (no token seen yet).
+func (s Stamp) IsZero() bool { return s == Stamp{} }
+
+func (s Stamp) String() string { return fmt.Sprintf("%d/%d", s.Gen, s.Seq) }
+
+// Token is what travels around the ring.
+type Token struct {
+	Stamp
+	// Busy counts the hops during which no node idles the token: a node
+	// that did work sets it to the ring size, so that the work's effects
+	// (messages to deliver elsewhere) go round at full speed.
+	Busy int `json:"busy,omitempty"`
+	// Coord and Epoch gossip the newest coordinator any node on the way
+	// knew of, so a node that missed an announcement learns it within a
+	// rotation. Epochs are claimed by compare-and-set in the store, so an
+	// (epoch, coordinator) pair is never ambiguous.
+	Coord int64 `json:"coord,omitempty"`
+	Epoch int64 `json:"epoch,omitempty"`
+	// App is carried around unchanged by the ring; the chat service keeps
+	// its hints of pending work there.
+	App json.RawMessage `json:"app,omitempty"`
+}
+
+// Config holds the token timeouts, in ticks of the node's ticker.
+type Config struct {
+	// AckTicks is how long a sender waits for TOKEN_ACK before it declares
+	// its successor failed (a stalled successor counts as failed).
+	AckTicks int
+	// IdleHoldTicks is how long a node keeps a token it had no work for
+	// before passing it on, so an idle ring costs almost nothing.
+	IdleHoldTicks int
+	// MaxHoldTicks bounds a critical section; the runtime cancels work
+	// that runs longer.
+	MaxHoldTicks int
+	// HopTicks is the time budget of one hop in the loss bound.
+	HopTicks int
+}
+
+// DefaultConfig is tuned for a 10 ms tick on a LAN.
+func DefaultConfig() Config {
+	return Config{
+		AckTicks:      30, // 300 ms: far above a LAN round trip, well under the 1.5 s stall target
+		IdleHoldTicks: 5,  // 50 ms: an idle 5-node ring makes 20 hops a second
+		MaxHoldTicks:  10, // 100 ms: a batch of deliveries takes a few ms; this is a safety bound
+		HopTicks:      2,  // 20 ms per hop in the loss bound: a loopback hop takes well under 1 ms
+	}
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	switch {
+	case c.AckTicks < 1:
+		return fmt.Errorf("token: AckTicks %d < 1", c.AckTicks)
+	case c.IdleHoldTicks < 0:
+		return fmt.Errorf("token: IdleHoldTicks %d < 0", c.IdleHoldTicks)
+	case c.MaxHoldTicks < 1:
+		return fmt.Errorf("token: MaxHoldTicks %d < 1", c.MaxHoldTicks)
+	case c.HopTicks < 1:
+		return fmt.Errorf("token: HopTicks %d < 1", c.HopTicks)
+	}
+	return nil
+}
+
+// RotationBound is the number of ticks within which an idle token passes
+// every node of a ring of n nodes when nothing fails.
+func (c Config) RotationBound(n int) int {
+	if n < 1 {
+		n = 1
+	}
+	return n * (c.IdleHoldTicks + c.HopTicks)
+}
+
+// LossBound is how long the coordinator waits without seeing the token
+// before it creates a new generation: a full rotation in which every node
+// may hold the token for the longest critical section, plus a failed hop.
+// Regenerating too early is safe (the old generation is fenced off in the
+// store and discarded by every node that saw the new one) but wasteful.
+func (c Config) LossBound(n int) int {
+	if n < 1 {
+		n = 1
+	}
+	return n*(c.IdleHoldTicks+c.HopTicks+c.MaxHoldTicks) + c.AckTicks
+}
