@@ -6,7 +6,7 @@ LDFLAGS := -X github.com/ringchat/ringchat/internal/buildinfo.Version=$(VERSION)
 # Packages' tests may run in parallel; each test uses its own database and ports.
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build test test-short lint fmt clean db
+.PHONY: all build run status test lint fmt clean db help
 
 all: build
 
@@ -14,6 +14,14 @@ all: build
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ringnode ./cmd/ringnode
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ringchat ./cmd/ringchat
+
+## run: a local 5-node ring (nodes.csv) on the embedded store; Ctrl-C stops it
+run: build
+	$(BIN)/ringnode cluster --drop --nodes nodes.csv
+
+## status: the local ring as the store records it
+status: build
+	$(BIN)/ringnode status
 
 ## test: lint, then every test (MariaDB ones included; the server is started if it is installed)
 test: lint

@@ -70,10 +70,17 @@ and so on; --db also as RINGCHAT_DB. A flag given on the command line wins.`,
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	pf.StringVar(&g.logFormat, "log-format", logging.FormatAuto, "log format: console, json, or auto (console on a terminal)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newMigrateCmd(g), newStatusCmd(g), newVersionCmd())
+	root.AddCommand(newMigrateCmd(g), newStatusCmd(g), newVersionCmd(), newRunCmd(g), newClusterCmd(g))
+	// The original system's invocation, ringnode -i 1 -f nodes.csv -e
+	// CHANG_ROBERTS -d, runs a node without the "run" word.
+	legacy := &runOpts{}
+	addRunFlags(root.Flags(), legacy)
 	root.RunE = func(cmd *cobra.Command, args []string) error {
 		if len(args) > 0 {
 			return usageError{fmt.Errorf("unknown command %q (see ringnode --help)", args[0])}
+		}
+		if cmd.Flags().Changed("id") {
+			return runNode(cmd, g, legacy)
 		}
 		return cmd.Help()
 	}

@@ -40,21 +40,22 @@ type Config struct {
 	SyncTicks int
 }
 
-// DefaultConfig is tuned for a 10 ms tick on a LAN or loopback.
+// DefaultConfig is tuned for a 20 ms tick on a LAN or loopback: fine enough
+// for the repair targets, coarse enough that an idle node wakes rarely.
 func DefaultConfig(id int64) Config {
 	return Config{
 		ID:                id,
-		Tick:              10 * time.Millisecond,
+		Tick:              20 * time.Millisecond,
 		Token:             token.DefaultConfig(),
-		HeartbeatTicks:    10,  // 100 ms: 10 PINGs a second per link is negligible
-		FailTicks:         40,  // 400 ms: a stalled successor is bypassed well within 1.5 s
-		PredSilenceTicks:  150, // 1.5 s: far above the heartbeat, so only a dead link trips it
-		RetryTicks:        10,  // 100 ms: a lost datagram costs little
-		MaxRetryTicks:     80,  // 800 ms: keeps retrying without flooding a busy coordinator
+		HeartbeatTicks:    15,  // 300 ms: an idle link carries a few frames a second
+		FailTicks:         25,  // 500 ms without a PONG: a stalled successor is bypassed well within 1.5 s
+		PredSilenceTicks:  75,  // 1.5 s: far above the heartbeat, so only a dead link trips it
+		RetryTicks:        5,   // 100 ms: a lost datagram costs little
+		MaxRetryTicks:     40,  // 800 ms: keeps retrying without flooding a busy coordinator
 		StoreCheckRetries: 4,   // ~0.7 s without an answer: check whether the coordinator is dead
 		SuccessorRetries:  8,   // a live node answers the first or second; a dead one is found by its neighbour
 		LeaveRetries:      6,   // ~2 s, then leave anyway
-		SyncTicks:         500, // 5 s: one datagram per node; repairs any assignment lost in a coordinator change
+		SyncTicks:         250, // 5 s: one datagram per node; repairs any assignment lost in a coordinator change
 	}
 }
 

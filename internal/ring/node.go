@@ -526,14 +526,17 @@ func (n *Node) stepDown() {
 	}
 }
 
-func (n *Node) becomeCoordinator(epoch int64) {
+// becomeCoordinator takes the role for epoch; noToken says the store has
+// never made a token (a new coordinator of a ring without one makes it at
+// once instead of waiting for the loss bound).
+func (n *Node) becomeCoordinator(epoch int64, noToken bool) {
 	n.isCoord = true
 	n.coord, n.epoch = n.id, epoch
 	n.ver = 0
 	clear(n.pendingSucc)
 	n.note("coordinator", 0)
 	size := max(len(n.members), len(n.peers))
-	n.tok.SetCoordinator(true, size, false)
+	n.tok.SetCoordinator(true, size, noToken)
 	for _, p := range n.peers {
 		if p != n.id {
 			n.send(Msg{Type: MsgCoordinator, Via: ViaUDP, To: p})

@@ -222,7 +222,7 @@ func (n *Node) claimDone(r Result) {
 	}
 	n.tok.SetMinGen(r.Gen)
 	n.drainToken()
-	n.becomeCoordinator(r.Epoch)
+	n.becomeCoordinator(r.Epoch, r.Gen == 0)
 }
 
 func (n *Node) changesDone(r Result) {

@@ -427,3 +427,18 @@ func (t *sqlTx) PruneMessages(cutoff time.Time) (int, error) {
 	}
 	return int(k), nil
 }
+
+func (t *sqlTx) ProbeCounter() (int64, error) {
+	var v int64
+	if err := t.tx.QueryRowContext(t.ctx, "SELECT counter FROM mutex_probe WHERE id = 1").Scan(&v); err != nil {
+		return 0, fmt.Errorf("store: read probe counter: %w", err)
+	}
+	return v, nil
+}
+
+func (t *sqlTx) SetProbeCounter(v int64) error {
+	if _, err := t.exec("UPDATE mutex_probe SET counter = ? WHERE id = 1", v); err != nil {
+		return fmt.Errorf("store: write probe counter: %w", err)
+	}
+	return nil
+}

@@ -286,4 +286,9 @@ type Tx interface {
 	// PruneMessages deletes messages stored before cutoff that no recipient
 	// still waits for, and returns how many.
 	PruneMessages(cutoff time.Time) (int, error)
+
+	// ProbeCounter reads the mutual-exclusion probe's counter and
+	// SetProbeCounter writes it (two statements on purpose).
+	ProbeCounter() (int64, error)
+	SetProbeCounter(v int64) error
 }

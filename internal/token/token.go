@@ -61,13 +61,13 @@ type Config struct {
 	HopTicks int
 }
 
-// DefaultConfig is tuned for a 10 ms tick on a LAN.
+// DefaultConfig is tuned for a 20 ms tick on a LAN.
 func DefaultConfig() Config {
 	return Config{
-		AckTicks:      30, // 300 ms: far above a LAN round trip, well under the 1.5 s stall target
-		IdleHoldTicks: 5,  // 50 ms: an idle 5-node ring makes 20 hops a second
-		MaxHoldTicks:  10, // 100 ms: a batch of deliveries takes a few ms; this is a safety bound
-		HopTicks:      2,  // 20 ms per hop in the loss bound: a loopback hop takes well under 1 ms
+		AckTicks:      15, // 300 ms: far above a LAN round trip, well under the 1.5 s stall target
+		IdleHoldTicks: 5,  // 100 ms: an idle ring makes 10 hops a second, whatever its size
+		MaxHoldTicks:  5,  // 100 ms: a batch of deliveries takes a few ms; this is a safety bound
+		HopTicks:      1,  // 20 ms per hop in the loss bound: a loopback hop takes well under 1 ms
 	}
 }
 

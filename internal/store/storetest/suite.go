@@ -61,6 +61,7 @@ func Run(t *testing.T, newDSN NewDSN) {
 		{"History", testHistory},
 		{"Prune", testPrune},
 		{"ConcurrentHandles", testConcurrentHandles},
+		{"ProbeCounter", testProbeCounter},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newDSN) })
@@ -896,6 +897,28 @@ func testConcurrentHandles(t *testing.T, newDSN NewDSN) {
 		h, _ := tx.History(store.Conversation{GroupID: g.ID}, 1000)
 		if len(h) != handles*perHandle {
 			t.Errorf("messages = %d, want %d", len(h), handles*perHandle)
+		}
+		return nil
+	})
+}
+
+func testProbeCounter(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	for i := int64(1); i <= 3; i++ {
+		err := st.Fenced(ctx, store.Fence{Generation: 1, Seq: i, Holder: 1}, func(tx store.Tx) error {
+			v, err := tx.ProbeCounter()
+			if err != nil {
+				return err
+			}
+			return tx.SetProbeCounter(v + 1)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	update(t, st, func(tx store.Tx) error {
+		if v, err := tx.ProbeCounter(); err != nil || v != 3 {
+			t.Errorf("counter = %d, %v; want 3", v, err)
 		}
 		return nil
 	})

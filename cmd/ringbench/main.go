@@ -1,0 +1,145 @@
+// Command ringbench measures a ringchat ring on real processes and prints
+// the figures as a markdown table (docs/BENCHMARKS.md keeps the results).
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/spf13/cobra"
+
+	"github.com/ringchat/ringchat/internal/store"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRoot().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ringbench: "+err.Error())
+		os.Exit(1)
+	}
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{Use: "ringbench", Short: "Measure a ringchat ring", SilenceUsage: true, SilenceErrors: true}
+	root.AddCommand(newRingCmd())
+	return root
+}
+
+func newRingCmd() *cobra.Command {
+	var (
+		bin, db string
+		nodes   int
+		trials  int
+		idle    time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "ring",
+		Short: "Formation, hop time, idle CPU and repair times of a ring of ringnode processes",
+		Long: `ring starts ringnode processes on 127.0.0.1 and measures: the time to form the ring
+after the last start, the token hop time (send to TOKEN_ACK), the CPU an idle ring
+uses, and how long the ring takes to bypass a crashed node, a stalled node and a
+crashed coordinator. --db is a MariaDB server (a database per phase is created and
+dropped) or "sqlite" for the embedded store.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if bin == "" {
+				self, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				bin = filepath.Join(filepath.Dir(self), "ringnode")
+			}
+			if _, err := os.Stat(bin); err != nil {
+				return fmt.Errorf("ringnode binary: %w (build it with make build, or pass --bin)", err)
+			}
+			dir, err := os.MkdirTemp("", "ringbench")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+			b := &ringBench{bin: bin, dir: dir, nodes: nodes, trials: trials, idle: idle, out: cmd.ErrOrStderr()}
+			b.newStore, err = storeMaker(db, dir)
+			if err != nil {
+				return err
+			}
+			rows, err := b.run(cmd.Context())
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "| measure (%d nodes, %s store) | target | measured |\n|---|---|---|\n", nodes, storeKind(db))
+			for _, r := range rows {
+				fmt.Fprintf(out, "| %s | %s | %s |\n", r.metric, r.target, r.measured)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&bin, "bin", "", "ringnode binary (default: beside ringbench)")
+	cmd.Flags().StringVar(&db, "db", "root@tcp(127.0.0.1:3306)/", `MariaDB server (driver DSN without a database), or "sqlite"`)
+	cmd.Flags().IntVar(&nodes, "nodes", 5, "ring size")
+	cmd.Flags().IntVar(&trials, "trials", 5, "repetitions of each fault")
+	cmd.Flags().DurationVar(&idle, "idle", 20*time.Second, "how long to measure the idle ring's CPU")
+	return cmd
+}
+
+func storeKind(db string) string {
+	if db == "sqlite" {
+		return "SQLite"
+	}
+	return "MariaDB"
+}
+
+// storeMaker returns a function making a fresh migrated store per phase.
+func storeMaker(db, dir string) (func(ctx context.Context, phase string) (store.Store, string, func(), error), error) {
+	if db == "sqlite" {
+		return func(ctx context.Context, phase string) (store.Store, string, func(), error) {
+			dsn := "sqlite:" + filepath.Join(dir, phase+".db")
+			d, _ := store.ParseDSN(dsn)
+			st, _, err := store.Prepare(ctx, d, nil, store.Options{})
+			if err != nil {
+				return nil, "", nil, err
+			}
+			return st, dsn, func() { st.Close() }, nil
+		}, nil
+	}
+	cfg, err := mysql.ParseDSN(db)
+	if err != nil {
+		return nil, fmt.Errorf("--db: %w", err)
+	}
+	if cfg.DBName != "" {
+		return nil, errors.New("--db names a server, not a database: a database per phase is created")
+	}
+	return func(ctx context.Context, phase string) (store.Store, string, func(), error) {
+		name := fmt.Sprintf("ringbench_%d_%s", os.Getpid(), strings.ReplaceAll(phase, "-", "_"))
+		c := cfg.Clone()
+		c.DBName = name
+		dsn := c.FormatDSN()
+		d, err := store.ParseDSN(dsn)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		st, _, err := store.Prepare(ctx, d, nil, store.Options{})
+		if err != nil {
+			return nil, "", nil, err
+		}
+		cleanup := func() {
+			st.Close()
+			if server, err := sql.Open("mysql", cfg.FormatDSN()); err == nil {
+				_, _ = server.Exec("DROP DATABASE IF EXISTS `" + name + "`")
+				server.Close()
+			}
+		}
+		return st, dsn, cleanup, nil
+	}, nil
+}

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// procRing runs ringnode processes on 127.0.0.1 with their own node list.
+type procRing struct {
+	bin   string
+	dir   string
+	dsn   string
+	nodes string
+	flags []string
+	mu    sync.Mutex
+	procs map[int64]*proc
+	logs  map[int64]*bytes.Buffer
+}
+
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	out  *lockedBuf
+}
+
+type lockedBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]byte(nil), l.b.Bytes()...)
+}
+
+// freePort returns a port free for TCP and UDP on 127.0.0.1.
+func freePort() (int, error) {
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		l.Close()
+		if err == nil {
+			u.Close()
+			return port, nil
+		}
+	}
+	return 0, fmt.Errorf("no free TCP+UDP port")
+}
+
+func newProcRing(bin, dir, dsn string, n int, flags []string) (*procRing, error) {
+	var b strings.Builder
+	b.WriteString("id,host,coordination_port,client_port\n")
+	for id := 1; id <= n; id++ {
+		cp, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		kp, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&b, "%d,127.0.0.1,%d,%d\n", id, cp, kp)
+	}
+	path := filepath.Join(dir, "nodes.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return nil, err
+	}
+	return &procRing{bin: bin, dir: dir, dsn: dsn, nodes: path, flags: flags,
+		procs: map[int64]*proc{}, logs: map[int64]*bytes.Buffer{}}, nil
+}
+
+func (r *procRing) start(id int64) error {
+	args := append([]string{"run", "--id", strconv.FormatInt(id, 10), "--db", r.dsn, "--nodes", r.nodes,
+		"--log-format", "json", "--log-level", "info"}, r.flags...)
+	cmd := exec.Command(r.bin, args...)
+	cmd.Dir = r.dir
+	cmd.Env = append(os.Environ(), "RINGNODE_CLUSTER_KEY=ringbench-cluster-key-0123456789abcdef")
+	out := &lockedBuf{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{}), out: out}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	r.mu.Lock()
+	r.procs[id] = p
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *procRing) signal(id int64, sig syscall.Signal) error {
+	r.mu.Lock()
+	p := r.procs[id]
+	r.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("node %d not running", id)
+	}
+	return p.cmd.Process.Signal(sig)
+}
+
+// kill kills node id and waits for it.
+func (r *procRing) kill(id int64) {
+	r.mu.Lock()
+	p := r.procs[id]
+	delete(r.procs, id)
+	r.mu.Unlock()
+	if p == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	_ = p.cmd.Process.Kill()
+	<-p.done
+	r.mu.Lock()
+	if r.logs[id] == nil {
+		r.logs[id] = &bytes.Buffer{}
+	}
+	r.logs[id].Write(p.out.Bytes())
+	r.mu.Unlock()
+}
+
+func (r *procRing) stopAll() {
+	r.mu.Lock()
+	ids := make([]int64, 0, len(r.procs))
+	for id := range r.procs {
+		ids = append(ids, id)
+	}
+	r.mu.Unlock()
+	for _, id := range ids {
+		r.kill(id)
+	}
+}
+
+func (r *procRing) pids() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []int
+	for _, p := range r.procs {
+		out = append(out, p.cmd.Process.Pid)
+	}
+	return out
+}
+
+// logLines returns the JSON log lines of every node with the given message.
+func (r *procRing) logLines(message string) []map[string]any {
+	r.mu.Lock()
+	var all [][]byte
+	for _, b := range r.logs {
+		all = append(all, b.Bytes())
+	}
+	for _, p := range r.procs {
+		all = append(all, p.out.Bytes())
+	}
+	r.mu.Unlock()
+	var out []map[string]any
+	for _, b := range all {
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil && m["message"] == message {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+// cpuTime returns the user+system CPU time consumed by pid so far.
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name, which is in parentheses.
+	s := string(b)
+	s = s[strings.LastIndexByte(s, ')')+2:]
+	f := strings.Fields(s)
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	const hz = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / hz, nil
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+
+	"github.com/ringchat/ringchat/internal/store"
+)
+
+// clusterStopGrace is how long children get to leave the ring after SIGTERM
+// before they are killed.
+const clusterStopGrace = 15 * time.Second
+
+func newClusterCmd(g *globals) *cobra.Command {
+	o := &runOpts{}
+	var count int
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "Run the node list's nodes as child processes on this machine",
+		Long: `cluster starts one "ringnode run" child per node of the node list (or the first
+--count), with this command's store, election and probe settings, prefixes their
+output with the node id, and on Ctrl-C (or SIGTERM) stops them all: each leaves the
+ring cleanly. With --drop the ring state is reset once before the nodes start.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runCluster(cmd, g, o, count) },
+	}
+	addRunFlags(cmd.Flags(), o)
+	_ = cmd.Flags().MarkHidden("id")
+	_ = cmd.Flags().MarkHidden("listen")
+	cmd.Flags().IntVar(&count, "count", 0, "start only the first N nodes of the node list (0: all)")
+	return cmd
+}
+
+func runCluster(cmd *cobra.Command, g *globals, o *runOpts, count int) error {
+	if count < 0 {
+		return usageError{fmt.Errorf("--count %d is negative", count)}
+	}
+	dsn, err := store.ParseDSN(g.db)
+	if err != nil {
+		return usageError{err}
+	}
+	nodes, err := g.loadNodes(cmd)
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	st, _, err := store.Prepare(ctx, dsn, nodes, store.Options{})
+	if err != nil {
+		return err
+	}
+	if o.drop {
+		err = st.ResetRing(ctx)
+	}
+	table, terr := st.Nodes(ctx)
+	st.Close()
+	if err != nil {
+		return err
+	}
+	if terr != nil {
+		return terr
+	}
+	if count > 0 && count < len(table) {
+		table = table[:count]
+	}
+	if len(table) == 0 {
+		return errors.New("cluster: the node table is empty (give a node list with --nodes)")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	logFormat := g.logFormat
+	if logFormat == "auto" {
+		logFormat = "json"
+		if f, ok := cmd.ErrOrStderr().(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+			logFormat = "console"
+		}
+	}
+	args := []string{"run", "--db", g.db, "--nodes", g.nodes, "--log-level", g.logLevel, "--log-format", logFormat,
+		"--election", o.election, "--tick", o.tick.String()}
+	if o.keyFile != "" {
+		args = append(args, "--cluster-key-file", o.keyFile)
+	}
+	if o.mutexProbe {
+		args = append(args, "--mutex-probe")
+	}
+	out := &lockedWriter{w: cmd.ErrOrStderr()}
+	var wg sync.WaitGroup
+	var procs []*exec.Cmd
+	failed := make(chan string, len(table))
+	for _, n := range table {
+		c := exec.Command(self, append(args, "--id", strconv.FormatInt(n.ID, 10))...)
+		c.Env = os.Environ()
+		prefix := fmt.Sprintf("[node %d] ", n.ID)
+		stdout, _ := c.StdoutPipe()
+		stderr, _ := c.StderrPipe()
+		if err := c.Start(); err != nil {
+			stopAll(procs)
+			return fmt.Errorf("cluster: start node %d: %w", n.ID, err)
+		}
+		procs = append(procs, c)
+		for _, r := range []io.Reader{stdout, stderr} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				copyPrefixed(out, r, prefix)
+			}()
+		}
+		id := n.ID
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := c.Wait()
+			if err != nil {
+				failed <- fmt.Sprintf("node %d: %v", id, err)
+			}
+			fmt.Fprintf(out, "cluster: node %d exited (%v)\n", id, exitText(err))
+		}()
+	}
+	fmt.Fprintf(out, "cluster: %d nodes started; Ctrl-C stops them\n", len(procs))
+	<-ctx.Done()
+	fmt.Fprintf(out, "cluster: stopping %d nodes\n", len(procs))
+	stopAll(procs)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(clusterStopGrace):
+		for _, p := range procs {
+			_ = p.Process.Kill()
+		}
+		<-done
+	}
+	close(failed)
+	var errs []error
+	for f := range failed {
+		errs = append(errs, errors.New(f))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("cluster: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// stopAll asks every child to leave the ring.
+func stopAll(procs []*exec.Cmd) {
+	for _, p := range procs {
+		if p.Process != nil {
+			_ = p.Process.Signal(syscall.SIGTERM)
+		}
+	}
+}
+
+// copyPrefixed copies r to w line by line, each line prefixed.
+func copyPrefixed(w io.Writer, r io.Reader, prefix string) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		_, _ = w.Write([]byte(prefix + sc.Text() + "\n"))
+	}
+}
+
+// lockedWriter serialises whole-line writes from several goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func exitText(err error) string {
+	if err == nil {
+		return "status 0"
+	}
+	return err.Error()
+}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/ringchat/ringchat/internal/election"
+	"github.com/ringchat/ringchat/internal/node"
+	"github.com/ringchat/ringchat/internal/ring"
+	"github.com/ringchat/ringchat/internal/store"
+	"github.com/ringchat/ringchat/internal/transport"
+	"github.com/ringchat/ringchat/internal/wire"
+)
+
+// runOpts are the flags of a node process.
+type runOpts struct {
+	id         int64
+	election   string
+	drop       bool
+	keyFile    string
+	mutexProbe bool
+	tick       time.Duration
+	listen     string
+	stats      time.Duration
+	cpuProfile string
+}
+
+func addRunFlags(fs *pflag.FlagSet, o *runOpts) {
+	fs.Int64VarP(&o.id, "id", "i", 0, "this node's id in the node list")
+	fs.StringVarP(&o.election, "election", "e", string(election.Default),
+		"election method: ring, chang-roberts, bully or lease (also RING_BASED, CHANG_ROBERTS, BULLY)")
+	fs.BoolVarP(&o.drop, "drop", "d", false, "reset the ring state in the store first (a fresh ring; queued messages are kept)")
+	fs.StringVar(&o.keyFile, "cluster-key-file", "", "file holding the cluster key that signs node-to-node frames (else RINGNODE_CLUSTER_KEY, else an insecure development key)")
+	fs.BoolVar(&o.mutexProbe, "mutex-probe", false, "test only: check mutual exclusion with a counter in every critical section")
+	fs.DurationVar(&o.tick, "tick", ring.DefaultConfig(1).Tick, "protocol tick; timeouts are multiples of it")
+	fs.DurationVar(&o.stats, "stats-interval", 0, "log token statistics (hop times, visits) this often; 0: never")
+	fs.StringVar(&o.cpuProfile, "cpu-profile", "", "write a CPU profile of the whole run to this file (for tuning)")
+	fs.StringVar(&o.listen, "listen", "", "host:port to listen on for ring traffic (default: the node's port, on its address if loopback, else all interfaces)")
+}
+
+func newRunCmd(g *globals) *cobra.Command {
+	o := &runOpts{}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run one ring node",
+		Long: `run starts node --id: it migrates the store if needed, adds the node list's new
+nodes, joins the ring through the coordinator (or forms it), passes the token and
+serves its part of the ring until SIGINT or SIGTERM, when it hands the token on,
+asks to be spliced out and exits 0.
+
+The original invocation works too: ringnode -i 1 -f nodes.csv -e CHANG_ROBERTS -d`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runNode(cmd, g, o) },
+	}
+	addRunFlags(cmd.Flags(), o)
+	return cmd
+}
+
+func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
+	if o.id < 1 {
+		return usageError{errors.New("--id (-i) is required: the node's id in the node list")}
+	}
+	method, err := election.ParseMethod(o.election)
+	if err != nil {
+		return usageError{err}
+	}
+	if o.tick < time.Millisecond {
+		return usageError{fmt.Errorf("--tick %v is below 1ms", o.tick)}
+	}
+	dsn, err := store.ParseDSN(g.db)
+	if err != nil {
+		return usageError{err}
+	}
+	nodes, err := g.loadNodes(cmd)
+	if err != nil {
+		return err
+	}
+	log := g.log.With().Int64("node", o.id).Logger()
+	ctx := cmd.Context()
+	st, res, err := store.Prepare(ctx, dsn, nodes, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for _, m := range res.Applied {
+		log.Info().Str("migration", m.Name).Msg("schema migrated")
+	}
+	if o.drop {
+		if err := st.ResetRing(ctx); err != nil {
+			return err
+		}
+		log.Info().Msg("ring state reset (--drop)")
+	}
+	table, err := st.Nodes(ctx)
+	if err != nil {
+		return err
+	}
+	var self *store.Node
+	for i := range table {
+		if table[i].ID == o.id {
+			self = &table[i]
+		}
+	}
+	if self == nil {
+		return fmt.Errorf("node %d is not in the node table (add it to %s and run again, or check --db)", o.id, g.nodes)
+	}
+	key, isDev, err := wire.LoadKey(o.keyFile, os.Getenv("RINGNODE_CLUSTER_KEY"))
+	if err != nil {
+		return err
+	}
+	if isDev {
+		log.Warn().Msg("no cluster key (--cluster-key-file or RINGNODE_CLUSTER_KEY): using the insecure development key")
+	}
+	codec, err := wire.NewCodec(key)
+	if err != nil {
+		return err
+	}
+	addrs := node.NewAddresses(table)
+	tcfg := transport.DefaultConfig()
+	tcfg.ID, tcfg.Codec, tcfg.Resolve, tcfg.Log = o.id, codec, addrs.Resolve, log
+	tcfg.Addr = listenAddr(*self, o.listen)
+	// The transport outlives a SIGTERM: the node still talks while it leaves.
+	tr, err := transport.Listen(context.WithoutCancel(ctx), tcfg)
+	if err != nil {
+		return fmt.Errorf("node %d: listen on %s: %w", o.id, tcfg.Addr, err)
+	}
+	cfg := node.DefaultConfig(o.id)
+	cfg.Ring.Tick = o.tick
+	cfg.StatsInterval = o.stats
+	cfg.Store, cfg.Transport, cfg.Addresses, cfg.Log = st, tr, addrs, g.log
+	if o.mutexProbe {
+		cfg.Sections = append(cfg.Sections, node.MutexProbe(log))
+	}
+	n, err := node.New(cfg)
+	if err != nil {
+		tr.Close()
+		return err
+	}
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			tr.Close()
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			tr.Close()
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	log.Info().Str("listen", tr.Addr().String()).Str("store", dsn.String()).Str("election", string(method)).
+		Dur("tick", o.tick).Bool("mutex_probe", o.mutexProbe).
+		Msg("node starting (elections: the highest live id takes over until the election algorithms land)")
+	return n.Run(ctx)
+}
+
+// listenAddr is where a node listens: an explicit --listen, else its port on
+// its own address when that is a loopback one (several nodes on one
+// machine), else on all interfaces (one node per lab machine).
+func listenAddr(self store.Node, explicit string) string {
+	if explicit != "" {
+		return explicit
+	}
+	port := strconv.Itoa(self.CoordPort)
+	if ip := net.ParseIP(self.Host); (ip != nil && ip.IsLoopback()) || self.Host == "localhost" {
+		return net.JoinHostPort(self.Host, port)
+	}
+	return net.JoinHostPort("", port)
+}

@@ -1,0 +1,85 @@
+// Package node is the ringnode runtime: it owns the sockets, the ticker and
+// the store, and drives the pure ring state machine (internal/ring) with
+// them. One goroutine owns the state machine; store operations and critical
+// sections run on worker goroutines and come back as inputs.
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ringchat/ringchat/internal/ring"
+	"github.com/ringchat/ringchat/internal/store"
+	"github.com/ringchat/ringchat/internal/token"
+	"github.com/ringchat/ringchat/internal/transport"
+)
+
+// Fenced runs fn in one store transaction fenced by the visiting token's
+// stamp: if a newer token (or another copy of this one) has written, fn does
+// not run and the error wraps store.ErrFenced.
+type Fenced func(fn func(store.Tx) error) error
+
+// Section is work done while this node holds the token (a critical section
+// on the message queue). It gets the token (whose App data it may replace)
+// and a way to run fenced transactions; it should touch the store only when
+// it has work. It returns the token's new App data and whether it did work.
+type Section func(ctx context.Context, tok token.Token, fenced Fenced) (app json.RawMessage, worked bool, err error)
+
+// Config configures a node runtime.
+type Config struct {
+	Ring ring.Config
+	// Store is the shared store; the node does not close it.
+	Store store.Store
+	// Transport carries ring frames; the node closes it when Run ends.
+	Transport transport.Transport
+	// Sections run, in order, at every token visit.
+	Sections []Section
+	// PeerRefresh is how often the node table is re-read (new nodes,
+	// changed addresses).
+	PeerRefresh time.Duration
+	// StoreTimeout bounds one store operation.
+	StoreTimeout time.Duration
+	// Log receives the node's log lines; the node adds its id.
+	Log zerolog.Logger
+	// Addresses is the node table's address book; the runtime keeps it
+	// current (the transport's Resolver reads from it).
+	Addresses *Addresses
+	// StatsInterval, if positive, logs token statistics this often.
+	StatsInterval time.Duration
+}
+
+// DefaultConfig returns defaults for node id; Store and Transport must be
+// set.
+func DefaultConfig(id int64) Config {
+	return Config{
+		Ring:         ring.DefaultConfig(id),
+		PeerRefresh:  2 * time.Second, // new nodes in the table are seen within a couple of seconds
+		StoreTimeout: 5 * time.Second, // a store slower than this is treated as unavailable and retried
+		Log:          zerolog.Nop(),
+	}
+}
+
+// Validate reports a configuration that cannot run.
+func (c Config) Validate() error {
+	if err := c.Ring.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case c.Store == nil:
+		return errors.New("node: no store")
+	case c.Transport == nil:
+		return errors.New("node: no transport")
+	case c.Ring.Tick <= 0:
+		return fmt.Errorf("node: tick %v must be positive", c.Ring.Tick)
+	case c.PeerRefresh <= 0 || c.StoreTimeout <= 0:
+		return errors.New("node: PeerRefresh and StoreTimeout must be positive")
+	case c.Addresses == nil:
+		return errors.New("node: no address book")
+	}
+	return nil
+}

@@ -1,0 +1,118 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ringchat/ringchat/internal/ring"
+	"github.com/ringchat/ringchat/internal/store"
+	"github.com/ringchat/ringchat/internal/token"
+)
+
+// execOp carries out a ring store operation for node id against st. It is
+// what ringsim.Store models in memory.
+func execOp(ctx context.Context, st store.Store, id int64, op ring.Op) ring.Result {
+	res, err := execOpErr(ctx, st, id, op)
+	if err == nil {
+		return res
+	}
+	if errors.Is(err, store.ErrEpochChanged) || errors.Is(err, store.ErrNotCoordinator) {
+		c, rerr := st.Coordinator(ctx)
+		if rerr != nil {
+			return ring.Result{Op: op, Outcome: ring.Failed, Err: rerr}
+		}
+		return ring.Result{Op: op, Outcome: ring.Lost, Err: err, Coord: c.NodeID, Epoch: c.Epoch}
+	}
+	return ring.Result{Op: op, Outcome: ring.Failed, Err: err}
+}
+
+func execOpErr(ctx context.Context, st store.Store, id int64, op ring.Op) (ring.Result, error) {
+	res := ring.Result{Op: op}
+	coord := store.Coordinator{NodeID: id, Epoch: op.Epoch}
+	switch op.Kind {
+	case ring.OpReadCoordinator:
+		c, err := st.Coordinator(ctx)
+		res.Coord, res.Epoch = c.NodeID, c.Epoch
+		return res, err
+	case ring.OpClaim:
+		epoch, err := st.ClaimCoordinator(ctx, id, op.PrevEpoch)
+		if err != nil {
+			return res, err
+		}
+		f, err := st.Fence(ctx)
+		if err != nil {
+			return res, err
+		}
+		res.Coord, res.Epoch, res.Gen = id, epoch, f.Generation
+		return res, nil
+	case ring.OpRegenerate:
+		f, err := st.NewGeneration(ctx, coord)
+		res.Stamp = token.Stamp{Gen: f.Generation, Seq: f.Seq}
+		return res, err
+	case ring.OpJoin, ring.OpRepair, ring.OpLeave, ring.OpSync:
+		return execTopology(ctx, st, coord, op)
+	}
+	return res, fmt.Errorf("node: unknown store operation %v", op.Kind)
+}
+
+// execTopology reads the ring, plans the change, writes it under the
+// coordinator's epoch and clears the presence of nodes it removed.
+func execTopology(ctx context.Context, st store.Store, coord store.Coordinator, op ring.Op) (ring.Result, error) {
+	res := ring.Result{Op: op}
+	nodes, err := st.Nodes(ctx)
+	if err != nil {
+		return res, err
+	}
+	topo := ring.Topology{}
+	known := map[int64]bool{}
+	for _, n := range nodes {
+		known[n.ID] = true
+		if n.InRing() {
+			topo[n.ID] = n.Successor
+		}
+	}
+	switch op.Kind {
+	case ring.OpJoin:
+		if !known[op.Node] {
+			return res, fmt.Errorf("node: join from node %d, which is not in the node table: %w", op.Node, store.ErrInvalid)
+		}
+		res.WasEmpty = len(topo) == 0
+		res.Changes = ring.PlanJoin(topo, op.Node)
+	case ring.OpRepair:
+		res.Changes, res.NotInRing = ring.PlanRepair(topo, op.Node, op.Failed)
+	case ring.OpLeave:
+		res.Changes = ring.PlanRemove(topo, op.Node)
+	case ring.OpSync:
+		res.Changes = ring.PlanSync(topo)
+		res.Members = topo.Members()
+		return res, nil
+	}
+	var writes []store.SuccessorChange
+	for _, c := range res.Changes {
+		if topo[c.Node] != c.Succ || c.Succ == 0 {
+			writes = append(writes, store.SuccessorChange{NodeID: c.Node, Successor: c.Succ})
+		}
+	}
+	if len(writes) > 0 {
+		if err := st.SetSuccessors(ctx, coord, writes); err != nil {
+			return res, err
+		}
+	}
+	after := topo.Apply(res.Changes)
+	res.Members = after.Members()
+	for _, c := range res.Changes {
+		if c.Succ != 0 {
+			continue
+		}
+		// The node is out of the ring: nobody is logged in there any more.
+		err := st.Update(ctx, func(tx store.Tx) error {
+			_, err := tx.ClearNodePresence(c.Node)
+			return err
+		})
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}

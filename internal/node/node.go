@@ -1,0 +1,450 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ringchat/ringchat/internal/ring"
+	"github.com/ringchat/ringchat/internal/store"
+	"github.com/ringchat/ringchat/internal/token"
+	"github.com/ringchat/ringchat/internal/transport"
+	"github.com/ringchat/ringchat/internal/wire"
+)
+
+// Node runs one ring node: New, then Run until its context ends (it then
+// leaves the ring cleanly and returns).
+type Node struct {
+	cfg  Config
+	log  zerolog.Logger
+	rn   *ring.Node
+	tr   transport.Transport
+	st   store.Store
+	wg   sync.WaitGroup
+	done chan struct{}
+
+	ops      chan ring.Op
+	results  chan ring.Result
+	visits   chan token.Token
+	visited  chan visitResult
+	peers    chan []store.Node
+	statusCh chan chan Status
+
+	stats Stats
+
+	framesIn  map[ring.MsgType]uint64
+	framesOut map[ring.MsgType]uint64
+
+	// token hop timing (owned by the run loop)
+	sentAt   time.Time
+	sentSeq  token.Stamp
+	hopTimes []time.Duration
+}
+
+type visitResult struct {
+	tok    token.Token
+	worked bool
+	fenced bool
+	err    error
+}
+
+// Stats are counters of a node's life, for status and metrics.
+type Stats struct {
+	TokenVisits    uint64
+	TokensFenced   uint64
+	Regenerations  uint64
+	StoreFailures  uint64
+	FramesBad      uint64
+	SuccessorFails uint64
+}
+
+// Status is a snapshot of a node.
+type Status struct {
+	ID          int64
+	Phase       ring.Phase
+	Coordinator int64
+	Epoch       int64
+	IsCoord     bool
+	Successor   int64
+	SuccessorUp bool
+	Predecessor int64
+	HoldsToken  bool
+	LastStamp   token.Stamp
+	Stats       Stats
+	// HopTimes holds the most recent send-to-ack times of forwarded
+	// tokens (up to 1024).
+	HopTimes []time.Duration
+}
+
+// New builds a node; Run starts it.
+func New(cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	n := &Node{
+		cfg:       cfg,
+		log:       cfg.Log.With().Int64("node", cfg.Ring.ID).Logger(),
+		rn:        ring.NewNode(cfg.Ring),
+		tr:        cfg.Transport,
+		st:        cfg.Store,
+		done:      make(chan struct{}),
+		ops:       make(chan ring.Op, 16),
+		results:   make(chan ring.Result, 16),
+		visits:    make(chan token.Token, 4),
+		visited:   make(chan visitResult, 4),
+		peers:     make(chan []store.Node, 1),
+		statusCh:  make(chan chan Status),
+		framesIn:  map[ring.MsgType]uint64{},
+		framesOut: map[ring.MsgType]uint64{},
+	}
+	return n, nil
+}
+
+// goFunc starts f on a goroutine that Run waits for.
+func (n *Node) goFunc(f func()) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
+}
+
+// Status returns a snapshot, or false if the node is not running.
+func (n *Node) Status(ctx context.Context) (Status, bool) {
+	ch := make(chan Status, 1)
+	select {
+	case n.statusCh <- ch:
+	case <-n.done:
+		return Status{}, false
+	case <-ctx.Done():
+		return Status{}, false
+	}
+	select {
+	case s := <-ch:
+		return s, true
+	case <-ctx.Done():
+		return Status{}, false
+	}
+}
+
+// Run runs the node until ctx ends, then leaves the ring cleanly (hands
+// the token on, asks to be spliced out) and returns once every goroutine
+// has stopped. It returns nil after a clean leave.
+func (n *Node) Run(ctx context.Context) error {
+	defer close(n.done)
+	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	n.goFunc(func() { n.storeWorker(work) })
+	n.goFunc(func() { n.visitWorker(work) })
+	n.goFunc(func() { n.peerWorker(work) })
+	defer func() {
+		stopWork()
+		n.tr.Close()
+		n.wg.Wait()
+	}()
+
+	n.rn.SetPeers(n.cfg.Addresses.IDs())
+	n.rn.Start()
+	n.flush()
+	ticker := time.NewTicker(n.cfg.Ring.Tick)
+	defer ticker.Stop()
+	var statsC <-chan time.Time
+	if n.cfg.StatsInterval > 0 {
+		st := time.NewTicker(n.cfg.StatsInterval)
+		defer st.Stop()
+		statsC = st.C
+	}
+	leaving := ctx.Done()
+	events := n.tr.Events()
+	for n.rn.Phase() != ring.PhaseLeft {
+		select {
+		case <-leaving:
+			leaving = nil
+			n.log.Info().Msg("leaving the ring")
+			n.rn.Leave()
+		case <-ticker.C:
+			n.rn.Tick()
+		case ev, ok := <-events:
+			if !ok {
+				return errors.New("node: transport closed")
+			}
+			n.handleEvent(ev)
+		case r := <-n.results:
+			if r.Outcome == ring.Failed {
+				n.stats.StoreFailures++
+				n.log.Warn().Err(r.Err).Stringer("op", r.Op).Msg("store operation failed; retrying")
+			}
+			if r.Op.Kind == ring.OpRegenerate && r.Outcome == ring.OK {
+				n.stats.Regenerations++
+			}
+			n.rn.StoreDone(r)
+		case v := <-n.visited:
+			n.visitDone(v)
+		case nodes := <-n.peers:
+			n.cfg.Addresses.Set(nodes)
+			n.rn.SetPeers(n.cfg.Addresses.IDs())
+		case ch := <-n.statusCh:
+			ch <- n.snapshot()
+		case <-statsC:
+			n.logStats()
+		}
+		n.flush()
+	}
+	n.log.Info().Msg("left the ring")
+	return nil
+}
+
+func (n *Node) snapshot() Status {
+	c, e := n.rn.Coordinator()
+	succ, up := n.rn.Successor()
+	return Status{
+		ID: n.cfg.Ring.ID, Phase: n.rn.Phase(), Coordinator: c, Epoch: e, IsCoord: n.rn.IsCoordinator(),
+		Successor: succ, SuccessorUp: up, Predecessor: n.rn.Predecessor(), HoldsToken: n.rn.HoldsToken(),
+		LastStamp: n.rn.LastStamp(), Stats: n.stats, HopTimes: append([]time.Duration(nil), n.hopTimes...),
+	}
+}
+
+func (n *Node) handleEvent(ev transport.Event) {
+	switch ev.Kind {
+	case transport.EventFrame:
+		via := map[transport.Via]ring.Via{
+			transport.ViaDatagram: ring.ViaUDP, transport.ViaPredecessor: ring.ViaPred, transport.ViaSuccessor: ring.ViaSucc,
+		}[ev.Via]
+		m, err := ring.ParseMsg(ev.Frame.Type, ev.Frame.Src, ev.Frame.Epoch, ev.Frame.Payload, via)
+		if err != nil {
+			n.stats.FramesBad++
+			n.log.Warn().Err(err).Int64("from", ev.Frame.Src).Msg("dropped a frame")
+			return
+		}
+		if m.Type == ring.MsgTokenAck && m.Stamp != nil && *m.Stamp == n.sentSeq && !n.sentAt.IsZero() {
+			n.recordHop(time.Since(n.sentAt))
+		}
+		n.framesIn[m.Type]++
+		n.rn.Step(m)
+	case transport.EventSuccessorUp:
+		n.rn.SuccessorUp(ev.Peer)
+	case transport.EventSuccessorDown:
+		switch {
+		case ev.Err == nil: // we replaced or closed it ourselves
+		case errors.Is(ev.Err, transport.ErrReplaced):
+			n.log.Debug().Int64("peer", ev.Peer).Msg("successor took another predecessor")
+			n.rn.SuccessorReplaced(ev.Peer)
+		default:
+			n.log.Info().Int64("peer", ev.Peer).Err(ev.Err).Msg("successor link lost")
+			n.rn.SuccessorDown(ev.Peer)
+		}
+	case transport.EventPredecessorUp:
+		n.rn.PredecessorUp(ev.Peer)
+	case transport.EventPredecessorDown:
+		n.rn.PredecessorDown(ev.Peer)
+	}
+}
+
+// StatsLogMessage is the message of the periodic statistics log line.
+const StatsLogMessage = "token stats"
+
+func (n *Node) logStats() {
+	hops := slices.Clone(n.hopTimes)
+	slices.Sort(hops)
+	pct := func(p float64) int64 {
+		if len(hops) == 0 {
+			return 0
+		}
+		return hops[min(len(hops)-1, int(p*float64(len(hops))))].Microseconds()
+	}
+	c, e := n.rn.Coordinator()
+	n.log.Info().Int("hops", len(hops)).Int64("hop_p50_us", pct(0.5)).Int64("hop_p99_us", pct(0.99)).
+		Uint64("visits", n.stats.TokenVisits).Uint64("regenerations", n.stats.Regenerations).
+		Int64("coordinator", c).Int64("epoch", e).Any("frames_in", n.framesIn).Any("frames_out", n.framesOut).
+		Msg(StatsLogMessage)
+	n.hopTimes = n.hopTimes[:0]
+}
+
+func (n *Node) recordHop(d time.Duration) {
+	if len(n.hopTimes) >= 1024 {
+		n.hopTimes = n.hopTimes[1:]
+	}
+	n.hopTimes = append(n.hopTimes, d)
+	n.sentAt = time.Time{}
+}
+
+// flush carries out what the state machine asked for.
+func (n *Node) flush() {
+	r := n.rn.Ready()
+	if r.Empty() {
+		return
+	}
+	for _, note := range r.Notes {
+		n.logNote(note)
+	}
+	if r.Connect != nil {
+		if *r.Connect == 0 {
+			n.tr.DisconnectSuccessor()
+		} else {
+			n.tr.ConnectSuccessor(*r.Connect)
+		}
+	}
+	if r.DropPred {
+		n.tr.DropPredecessor()
+	}
+	for _, m := range r.Msgs {
+		n.send(m)
+	}
+	for _, op := range r.Ops {
+		n.ops <- op // the state machine keeps at most one in flight
+	}
+	for _, t := range r.Visits {
+		if len(n.cfg.Sections) == 0 {
+			// Nothing to run: skip the worker round trip.
+			n.rn.VisitDone(t, false)
+			n.stats.TokenVisits++
+			n.flush()
+			continue
+		}
+		n.visits <- t
+	}
+}
+
+func (n *Node) send(m ring.Msg) {
+	p, err := m.Payload()
+	if err != nil {
+		n.log.Error().Err(err).Msg("encode frame")
+		return
+	}
+	n.framesOut[m.Type]++
+	f := wire.Frame{Type: string(m.Type), Src: m.From, Epoch: m.Epoch, Payload: p}
+	switch m.Via {
+	case ring.ViaUDP:
+		err = n.tr.Send(m.To, f)
+	case ring.ViaSucc:
+		if m.Type == ring.MsgToken {
+			n.sentAt, n.sentSeq = time.Now(), m.Token.Stamp
+		}
+		err = n.tr.SendSuccessor(f)
+	case ring.ViaPred:
+		err = n.tr.SendPredecessor(f)
+	}
+	if err != nil && !errors.Is(err, transport.ErrNoLink) {
+		n.log.Debug().Err(err).Stringer("msg", m).Msg("send failed")
+	}
+}
+
+func (n *Node) logNote(note ring.Note) {
+	ev := n.log.Debug()
+	switch note.Event {
+	case "coordinator", "coordinator-deposed", "coordinator-failed", "coordinator-unresponsive",
+		"joined", "left", "spliced-out", "handoff", "rejoin", "token-regenerated", "higher-than-coordinator",
+		"leave-deadline", "leave-unanswered":
+		ev = n.log.Info()
+	case "successor-failed", "predecessor-silent", "token-fenced", "successor-watchdog":
+		if note.Event == "successor-failed" {
+			n.stats.SuccessorFails++
+		}
+		ev = n.log.Warn()
+	}
+	ev.Int64("peer", note.Peer).Int64("epoch", note.Epoch).Msg(note.Event)
+}
+
+func (n *Node) visitDone(v visitResult) {
+	n.stats.TokenVisits++
+	switch {
+	case v.fenced:
+		n.stats.TokensFenced++
+		n.rn.VisitFenced(v.tok)
+	default:
+		if v.err != nil {
+			n.log.Warn().Err(v.err).Stringer("token", v.tok.Stamp).Msg("critical section failed")
+		}
+		n.rn.VisitDone(v.tok, v.worked)
+	}
+}
+
+// storeWorker runs store operations one at a time.
+func (n *Node) storeWorker(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case op := <-n.ops:
+			octx, cancel := context.WithTimeout(ctx, n.cfg.StoreTimeout)
+			res := execOp(octx, n.st, n.cfg.Ring.ID, op)
+			cancel()
+			select {
+			case n.results <- res:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// visitWorker runs the critical sections of token visits.
+func (n *Node) visitWorker(ctx context.Context) {
+	maxHold := time.Duration(n.cfg.Ring.Token.MaxHoldTicks) * n.cfg.Ring.Tick
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case tok := <-n.visits:
+			vctx, cancel := context.WithTimeout(ctx, maxHold)
+			res := n.runSections(vctx, tok)
+			cancel()
+			select {
+			case n.visited <- res:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+func (n *Node) runSections(ctx context.Context, tok token.Token) visitResult {
+	fence := store.Fence{Generation: tok.Gen, Seq: tok.Seq, Holder: n.cfg.Ring.ID}
+	fenced := func(fn func(store.Tx) error) error { return n.st.Fenced(ctx, fence, fn) }
+	res := visitResult{tok: tok}
+	for _, section := range n.cfg.Sections {
+		app, worked, err := section(ctx, res.tok, fenced)
+		if err != nil {
+			res.err = err
+			res.fenced = errors.Is(err, store.ErrFenced)
+			if res.fenced {
+				n.log.Warn().Err(err).Msg("critical section refused: a newer token exists")
+			}
+			return res
+		}
+		res.tok.App = app
+		res.worked = res.worked || worked
+	}
+	return res
+}
+
+// peerWorker re-reads the node table now and then.
+func (n *Node) peerWorker(ctx context.Context) {
+	t := time.NewTicker(n.cfg.PeerRefresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rctx, cancel := context.WithTimeout(ctx, n.cfg.StoreTimeout)
+		nodes, err := n.st.Nodes(rctx)
+		cancel()
+		if err != nil {
+			n.log.Warn().Err(err).Msg("could not refresh the node table")
+			continue
+		}
+		select {
+		case n.peers <- nodes:
+		default: // the loop has not taken the previous list yet
+		}
+	}
+}
+
+// String describes the node for logs.
+func (n *Node) String() string { return fmt.Sprintf("node %d", n.cfg.Ring.ID) }

@@ -1,0 +1,248 @@
+package node
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
+
+	"github.com/ringchat/ringchat/internal/nodelist"
+	"github.com/ringchat/ringchat/internal/ring"
+	"github.com/ringchat/ringchat/internal/store"
+	"github.com/ringchat/ringchat/internal/testutil"
+	"github.com/ringchat/ringchat/internal/token"
+	"github.com/ringchat/ringchat/internal/transport"
+	"github.com/ringchat/ringchat/internal/wire"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// cluster runs in-process nodes over the in-memory network and a shared
+// SQLite store.
+type cluster struct {
+	t      *testing.T
+	st     store.Store
+	net    *transport.MemNetwork
+	nodes  map[int64]*Node
+	cancel map[int64]context.CancelFunc
+	errs   map[int64]chan error
+}
+
+func newCluster(t *testing.T, ids ...int64) *cluster {
+	t.Helper()
+	return newClusterWith(t, transport.NewMemNetwork(), ids...)
+}
+
+func newClusterWith(t *testing.T, network *transport.MemNetwork, ids ...int64) *cluster {
+	t.Helper()
+	ctx := context.Background()
+	var list []nodelist.Node
+	for _, id := range ids {
+		list = append(list, nodelist.Node{ID: id, Host: "127.0.0.1", CoordPort: 5000 + int(id), ClientPort: 8000 + int(id)})
+	}
+	dsn, err := store.ParseDSN("sqlite:" + filepath.Join(t.TempDir(), "ring.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _, err := store.Prepare(ctx, dsn, list, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	c := &cluster{t: t, st: st, net: network, nodes: map[int64]*Node{},
+		cancel: map[int64]context.CancelFunc{}, errs: map[int64]chan error{}}
+	t.Cleanup(c.stopAll)
+	return c
+}
+
+func fastConfig(id int64) ring.Config {
+	c := ring.DefaultConfig(id)
+	c.Tick = 2 * time.Millisecond
+	return c
+}
+
+func (c *cluster) start(id int64, sections ...Section) {
+	c.t.Helper()
+	nodes, err := c.st.Nodes(context.Background())
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cfg := DefaultConfig(id)
+	cfg.Ring = fastConfig(id)
+	cfg.Store = c.st
+	cfg.Transport = c.net.Transport(id)
+	cfg.Addresses = NewAddresses(nodes)
+	cfg.Sections = sections
+	cfg.PeerRefresh = 100 * time.Millisecond
+	cfg.Log = zerolog.New(zerolog.NewTestWriter(c.t)).Level(zerolog.InfoLevel)
+	n, err := New(cfg)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- n.Run(ctx) }()
+	c.nodes[id], c.cancel[id], c.errs[id] = n, cancel, errc
+}
+
+// crash stops a node without a clean leave: its links break at once.
+func (c *cluster) crash(id int64) {
+	c.t.Helper()
+	c.net.Isolate(id)
+	c.cancel[id]()
+	<-c.errs[id]
+	delete(c.nodes, id)
+	c.net.Unisolate(id)
+}
+
+// leave stops a node cleanly and returns Run's error.
+func (c *cluster) leave(id int64) error {
+	c.cancel[id]()
+	err := <-c.errs[id]
+	delete(c.nodes, id)
+	return err
+}
+
+func (c *cluster) stopAll() {
+	for id := range c.nodes {
+		c.cancel[id]()
+		<-c.errs[id]
+	}
+	c.nodes = map[int64]*Node{}
+}
+
+// healthy: the store's ring is one cycle of the running nodes, each links
+// to its store successor, one of them is the store's coordinator, and the
+// token fence has moved since mark.
+func (c *cluster) healthy(mark store.Fence) bool {
+	ctx := context.Background()
+	nodes, err := c.st.Nodes(ctx)
+	if err != nil {
+		return false
+	}
+	topo := ring.Topology{}
+	for _, n := range nodes {
+		if n.InRing() {
+			topo[n.ID] = n.Successor
+		}
+	}
+	order, problems := ring.Order(topo)
+	var running []int64
+	for id := range c.nodes {
+		running = append(running, id)
+	}
+	slices.Sort(running)
+	slices.Sort(order)
+	if len(problems) > 0 || !slices.Equal(order, running) {
+		return false
+	}
+	coord, err := c.st.Coordinator(ctx)
+	if err != nil || c.nodes[coord.NodeID] == nil {
+		return false
+	}
+	for id, n := range c.nodes {
+		s, ok := n.Status(ctx)
+		if !ok || s.Phase != ring.PhaseInRing || s.Successor != topo[id] || !s.SuccessorUp || s.Epoch != coord.Epoch {
+			return false
+		}
+	}
+	f, err := c.st.Fence(ctx)
+	return err == nil && f.Generation >= mark.Generation && (f.Generation > mark.Generation || f.Seq > mark.Seq+int64(2*len(running)))
+}
+
+func (c *cluster) waitHealthy(what string) {
+	c.t.Helper()
+	mark, _ := c.st.Fence(context.Background())
+	testutil.Eventually(c.t, 10*time.Second, what, func() bool { return c.healthy(mark) })
+}
+
+func TestRingFormsMovesAndHeals(t *testing.T) {
+	c := newCluster(t, 1, 2, 3, 4)
+	probe := MutexProbe(zerolog.Nop())
+	for _, id := range []int64{3, 1, 4, 2} {
+		c.start(id, probe)
+	}
+	c.waitHealthy("formation")
+	c.crash(2)
+	c.waitHealthy("after node 2 crashed")
+	coord, _ := c.st.Coordinator(context.Background())
+	c.crash(coord.NodeID)
+	c.waitHealthy("after the coordinator crashed")
+	c.start(2, probe)
+	c.start(coord.NodeID, probe)
+	c.waitHealthy("after restarts")
+	if err := c.leave(1); err != nil {
+		t.Fatalf("clean leave: %v", err)
+	}
+	c.waitHealthy("after a clean leave")
+}
+
+// TestForgedFramesAreDropped: a process without the cluster key sends
+// every kind of ring frame to every node; none is acted on, each is counted,
+// and the ring goes on.
+func TestForgedFramesAreDropped(t *testing.T) {
+	key := []byte("the-real-cluster-key-of-this-ring")
+	codecs := map[int64]*wire.Codec{}
+	var mu sync.Mutex
+	network := transport.NewMemNetwork(transport.WithCodecs(func(id int64) *wire.Codec {
+		k := key
+		if id == 99 {
+			k = []byte("a-guessed-key-that-is-wrong-1234")
+		}
+		c, err := wire.NewCodec(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		codecs[id] = c
+		mu.Unlock()
+		return c
+	}))
+	c := newClusterWith(t, network, 1, 2, 3)
+	for _, id := range []int64{1, 2, 3} {
+		c.start(id, MutexProbe(zerolog.Nop()))
+	}
+	c.waitHealthy("formation")
+	rogue := network.Transport(99)
+	defer rogue.Close()
+	forged := []ring.Msg{
+		{Type: ring.MsgSuccessor, Succ: 99, Ver: 1000},
+		{Type: ring.MsgRejoin},
+		{Type: ring.MsgCoordinator},
+		{Type: ring.MsgHandoff},
+		{Type: ring.MsgLeave},
+		{Type: ring.MsgToken, Token: &token.Token{Stamp: token.Stamp{Gen: 1 << 40}}},
+	}
+	sent := 0
+	for _, target := range []int64{1, 2, 3} {
+		for _, m := range forged {
+			p, _ := m.Payload()
+			// Claim to be the coordinator, with a huge epoch.
+			_ = rogue.Send(target, wire.Frame{Type: string(m.Type), Src: 3, Epoch: 1 << 40, Payload: p})
+			sent++
+		}
+	}
+	testutil.Eventually(t, 5*time.Second, "forged frames counted", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		var bad uint64
+		for id, codec := range codecs {
+			if id != 99 {
+				bad += codec.Stats().BadMAC
+			}
+		}
+		return bad >= uint64(sent)
+	})
+	c.waitHealthy("after the forged frames")
+	coord, _ := c.st.Coordinator(context.Background())
+	if coord.Epoch >= 1<<40 {
+		t.Errorf("a forged epoch reached the store: %+v", coord)
+	}
+}
