@@ -187,21 +187,29 @@ func (r *procRing) logLines(message string) []map[string]any {
 	return out
 }
 
-// cpuTime returns the user+system CPU time consumed by pid so far.
+// cpuTime returns the CPU time consumed so far by every thread of pid, from
+// the scheduler's own accounting (nanoseconds; /proc/PID/stat's tick-sampled
+// counters are too coarse for a process that wakes briefly and often).
 func cpuTime(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
 	if err != nil {
 		return 0, err
 	}
-	// Fields after the command name, which is in parentheses.
-	s := string(b)
-	s = s[strings.LastIndexByte(s, ')')+2:]
-	f := strings.Fields(s)
-	if len(f) < 13 {
-		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	var sum time.Duration
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // the thread exited
+		}
+		fields := strings.Fields(string(b))
+		if len(fields) == 0 {
+			continue
+		}
+		ns, _ := strconv.ParseInt(fields[0], 10, 64)
+		sum += time.Duration(ns)
 	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	const hz = 100 // USER_HZ on Linux
-	return time.Duration(utime+stime) * time.Second / hz, nil
+	if len(tasks) == 0 {
+		return 0, fmt.Errorf("no such process %d", pid)
+	}
+	return sum, nil
 }

@@ -150,8 +150,14 @@ func (n *Node) Run(ctx context.Context) error {
 	n.rn.SetPeers(n.cfg.Addresses.IDs())
 	n.rn.Start()
 	n.flush()
-	ticker := time.NewTicker(n.cfg.Ring.Tick)
-	defer ticker.Stop()
+	// No fixed ticker: the loop sleeps until the state machine's next
+	// deadline (or an input), so an idle node wakes only when something is
+	// due. Before every input the machine's clock is brought to the present.
+	tick := n.cfg.Ring.Tick
+	start := time.Now()
+	clock := func() int64 { return int64(time.Since(start) / tick) }
+	timer := time.NewTimer(0)
+	defer timer.Stop()
 	var statsC <-chan time.Time
 	if n.cfg.StatsInterval > 0 {
 		st := time.NewTicker(n.cfg.StatsInterval)
@@ -164,16 +170,19 @@ func (n *Node) Run(ctx context.Context) error {
 		select {
 		case <-leaving:
 			leaving = nil
+			n.rn.AdvanceTo(clock())
 			n.log.Info().Msg("leaving the ring")
 			n.rn.Leave()
-		case <-ticker.C:
-			n.rn.Tick()
+		case <-timer.C:
+			n.rn.AdvanceTo(clock())
 		case ev, ok := <-events:
 			if !ok {
 				return errors.New("node: transport closed")
 			}
+			n.rn.AdvanceTo(clock())
 			n.handleEvent(ev)
 		case r := <-n.results:
+			n.rn.AdvanceTo(clock())
 			if r.Outcome == ring.Failed {
 				n.stats.StoreFailures++
 				n.log.Warn().Err(r.Err).Stringer("op", r.Op).Msg("store operation failed; retrying")
@@ -183,6 +192,7 @@ func (n *Node) Run(ctx context.Context) error {
 			}
 			n.rn.StoreDone(r)
 		case v := <-n.visited:
+			n.rn.AdvanceTo(clock())
 			n.visitDone(v)
 		case nodes := <-n.peers:
 			n.cfg.Addresses.Set(nodes)
@@ -193,6 +203,8 @@ func (n *Node) Run(ctx context.Context) error {
 			n.logStats()
 		}
 		n.flush()
+		wake := start.Add(time.Duration(n.rn.NextDeadline()) * tick)
+		timer.Reset(max(time.Until(wake), 0))
 	}
 	n.log.Info().Msg("left the ring")
 	return nil

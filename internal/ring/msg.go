@@ -26,6 +26,7 @@ const (
 	MsgTokenAck         MsgType = "TOKEN_ACK"         // successor -> predecessor (TCP)
 	MsgPing             MsgType = "PING"              // predecessor -> successor when the link is idle
 	MsgPong             MsgType = "PONG"              // successor -> predecessor
+	MsgWake             MsgType = "WAKE"              // any -> all: pass the token on without idling for a rotation
 )
 
 // Via says which channel a message travels on.
@@ -101,7 +102,7 @@ func (m Msg) String() string {
 var knownTypes = map[MsgType]bool{
 	MsgJoin: true, MsgSuccessor: true, MsgSuccessorAck: true, MsgSuccessorRequest: true, MsgRejoin: true,
 	MsgLeave: true, MsgLeaveOK: true, MsgCoordinator: true, MsgHandoff: true, MsgToken: true,
-	MsgTokenAck: true, MsgPing: true, MsgPong: true,
+	MsgTokenAck: true, MsgPing: true, MsgPong: true, MsgWake: true,
 }
 
 // Payload encodes the message body for a frame.

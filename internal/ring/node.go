@@ -83,6 +83,7 @@ type Node struct {
 	downSince  int64    // tick the successor link was last seen going down
 	suspect    [2]int64 // (coordinator, epoch) that left requests unanswered
 	leaveBy    int64    // a leave ends by this tick whatever happens
+	nextWake   int64    // Want sends WAKE again only from this tick
 	lastSent   int64
 	pingOut    bool
 	pingAt     int64
@@ -205,10 +206,27 @@ func (n *Node) VisitDone(t token.Token, worked bool) {
 	n.drainToken()
 }
 
-// Hurry asks an idle token held here to move on (there is new work).
-func (n *Node) Hurry() {
+// Want says this node has new work for the token: an idle token held here
+// moves on, and every node is asked (at most once per hurried rotation) to
+// pass the token on without idling, so it arrives within a hurried rotation.
+func (n *Node) Want() {
 	n.tok.Hurry()
 	n.drainToken()
+	if n.now >= n.nextWake {
+		n.wakeAll()
+	}
+}
+
+// wakeAll sends WAKE to every other node and hurries the token here.
+func (n *Node) wakeAll() {
+	n.nextWake = n.now + int64(n.cfg.Token.HurriedRotation(max(len(n.peers), 1)))
+	n.tok.Urgent()
+	n.drainToken()
+	for _, p := range n.peers {
+		if p != n.id {
+			n.send(Msg{Type: MsgWake, Via: ViaUDP, To: p})
+		}
+	}
 }
 
 // VisitFenced reports that the store refused the critical section of t (a
@@ -542,6 +560,10 @@ func (n *Node) becomeCoordinator(epoch int64, noToken bool) {
 			n.send(Msg{Type: MsgCoordinator, Via: ViaUDP, To: p})
 		}
 	}
+	// The previous coordinator may have died holding the token: hurry the
+	// token round, and make a new one if it does not come within that.
+	n.wakeAll()
+	n.tok.Suspect()
 	n.enqueue(Op{Kind: OpSync})
 	n.nextSync = n.now + int64(n.cfg.SyncTicks)
 	switch n.phase {

@@ -33,6 +33,9 @@ func (n *Node) Step(m Msg) {
 		if m.From == n.succ {
 			n.pingOut = false
 		}
+	case MsgWake:
+		n.tok.Urgent()
+		n.drainToken()
 	case MsgJoin, MsgSuccessorRequest, MsgLeave:
 		n.stepRequest(m)
 	case MsgSuccessorAck:
@@ -240,6 +243,19 @@ func (n *Node) changesDone(r Result) {
 		}
 		return
 	}
+	if op.Kind == OpSync {
+		// Anyone who believes it is in the ring but is not in the store's
+		// ring (an assignment lost with a deposed coordinator) joins again.
+		for _, p := range n.peers {
+			if p != n.id && !slices.Contains(n.members, p) {
+				n.send(Msg{Type: MsgRejoin, Via: ViaUDP, To: p})
+			}
+		}
+		if !slices.Contains(n.members, n.id) && n.phase == PhaseInRing {
+			n.rejoin()
+			return
+		}
+	}
 	removed := false
 	for _, c := range r.Changes {
 		switch {
@@ -273,6 +289,9 @@ func (n *Node) changesDone(r Result) {
 		n.tok.SetCoordinator(true, len(n.members), true)
 	}
 	if removed {
+		// The removed node may have taken the token with it: hurry the
+		// token round so its absence shows within a hurried rotation.
+		n.wakeAll()
 		n.tok.Suspect()
 	}
 	n.drainToken()

@@ -74,6 +74,8 @@ type Machine struct {
 	linkUp bool  // successor link state
 	leave  bool  // leaving: no more critical sections
 
+	urgentUntil int64 // until then the token is not idled (someone wants it)
+
 	coordinator  bool
 	ringSize     int
 	lossDeadline int64 // coordinator: regenerate if the token is not seen by then
@@ -177,7 +179,7 @@ func (m *Machine) VisitDone(t Token, worked bool) {
 		t.Busy = m.ringSize
 	}
 	m.held = &t
-	if t.Busy > 0 || m.cfg.IdleHoldTicks == 0 || m.leave {
+	if t.Busy > 0 || m.cfg.IdleHoldTicks == 0 || m.leave || m.now < m.urgentUntil {
 		m.forward()
 		return
 	}
@@ -262,6 +264,13 @@ func (m *Machine) Hurry() {
 	}
 }
 
+// Urgent makes the token skip its idle hold here for a hurried rotation
+// (a node somewhere wants it, or the coordinator is looking for it).
+func (m *Machine) Urgent() {
+	m.urgentUntil = max(m.urgentUntil, m.now+int64(m.cfg.HurriedRotation(m.ringSize)))
+	m.Hurry()
+}
+
 // LinkUp reports a (new) successor link; a blocked token is sent on it.
 func (m *Machine) LinkUp() {
 	m.linkUp = true
@@ -310,7 +319,7 @@ func (m *Machine) Suspect() {
 	if !m.coordinator {
 		return
 	}
-	soon := m.now + int64(m.cfg.RotationBound(m.ringSize)+m.cfg.HopTicks)
+	soon := m.now + int64(2*m.cfg.HurriedRotation(m.ringSize)+m.cfg.AckTicks)
 	if soon < m.lossDeadline {
 		m.lossDeadline = soon
 	}
@@ -353,5 +362,33 @@ func (m *Machine) Leave() {
 	m.leave = true
 	if m.phase == phaseIdling {
 		m.forward()
+	}
+}
+
+// never is a deadline that does not come.
+const never = int64(1) << 62
+
+// NextDeadline is the first tick at which Tick may act (or a far future
+// tick if none): until then ticks only advance the clock, so a runtime may
+// sleep until it instead of ticking.
+func (m *Machine) NextDeadline() int64 {
+	next := never
+	switch m.phase {
+	case phaseIdling:
+		next = m.since + int64(m.cfg.IdleHoldTicks)
+	case phaseSending:
+		next = m.since + int64(m.cfg.AckTicks)
+	}
+	if m.coordinator && m.held == nil && !m.regenPending {
+		next = min(next, m.lossDeadline)
+	}
+	return max(next, m.now+1)
+}
+
+// Skip advances the clock to tick to without acting; the caller ensures
+// no deadline falls before it (see NextDeadline).
+func (m *Machine) Skip(to int64) {
+	if to > m.now {
+		m.now = to
 	}
 }

@@ -65,7 +65,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		AckTicks:      15, // 300 ms: far above a LAN round trip, well under the 1.5 s stall target
-		IdleHoldTicks: 5,  // 100 ms: an idle ring makes 10 hops a second, whatever its size
+		IdleHoldTicks: 10, // 200 ms: an idle ring makes 5 hops a second, whatever its size; a WAKE skips it
 		MaxHoldTicks:  5,  // 100 ms: a batch of deliveries takes a few ms; this is a safety bound
 		HopTicks:      1,  // 20 ms per hop in the loss bound: a loopback hop takes well under 1 ms
 	}
@@ -93,6 +93,15 @@ func (c Config) RotationBound(n int) int {
 		n = 1
 	}
 	return n * (c.IdleHoldTicks + c.HopTicks)
+}
+
+// HurriedRotation is the number of ticks a rotation takes when no node
+// idles the token (after a WAKE).
+func (c Config) HurriedRotation(n int) int {
+	if n < 1 {
+		n = 1
+	}
+	return n * c.HopTicks
 }
 
 // LossBound is how long the coordinator waits without seeing the token

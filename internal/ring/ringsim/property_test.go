@@ -28,6 +28,7 @@ func TestRandomFaultSchedules(t *testing.T) {
 		s.Dup = rapid.Float64Range(0, 0.3).Draw(rt, "dup")
 		s.MaxDelay = rapid.Int64Range(0, 5).Draw(rt, "delay")
 		s.HoldTicks = rapid.Int64Range(1, 3).Draw(rt, "hold")
+		s.Lazy = rapid.Bool().Draw(rt, "lazy")
 		var log []string
 		s.Trace = func(line string) {
 			log = append(log, line)

@@ -38,8 +38,13 @@ type Proc struct {
 	visits        []visit
 	Visits        int // critical sections committed
 	Exited        bool
-	inc           int // incarnation: bumped at every start
+	inc           int   // incarnation: bumped at every start
+	base          int64 // sim time at which the node's clock read 0 (lazy mode)
+	stalledAt     int64
 }
+
+// clock is the node's own time at sim time now.
+func (p *Proc) clock(now int64) int64 { return now - p.base }
 
 type visit struct {
 	tok  token.Token
@@ -70,6 +75,10 @@ type Sim struct {
 	HoldTicks int64
 	// Trace, if set, receives a line per event.
 	Trace func(string)
+	// Lazy drives nodes as the runtime does: instead of a Tick every tick,
+	// AdvanceTo their next deadline and before every input. A correct
+	// NextDeadline makes a lazy run identical to an eager one.
+	Lazy bool
 
 	queue   []envelope
 	seq     int64
@@ -117,7 +126,7 @@ func (s *Sim) Start(id int64) {
 	if p.State != Down {
 		s.Crash(id)
 	}
-	*p = Proc{ID: id, Node: ring.NewNode(s.Cfg(id)), State: Running, inc: p.inc + 1}
+	*p = Proc{ID: id, Node: ring.NewNode(s.Cfg(id)), State: Running, inc: p.inc + 1, base: s.Now}
 	p.Node.SetPeers(s.IDs())
 	p.Node.Start()
 	s.tracef("start %d", id)
@@ -163,7 +172,9 @@ func (s *Sim) breakLinksOf(p *Proc) {
 func (s *Sim) Stall(id int64) {
 	if p := s.Procs[id]; p != nil && p.State == Running {
 		s.tracef("stall %d", id)
+		s.catchUp(p)
 		p.State = Stalled
+		p.stalledAt = s.Now
 	}
 }
 
@@ -175,6 +186,8 @@ func (s *Sim) Wake(id int64) {
 	}
 	s.tracef("wake %d", id)
 	p.State = Running
+	p.base += s.Now - p.stalledAt // a stopped process's clock did not tick
+	s.catchUp(p)
 	inbox := p.inbox
 	p.inbox = nil
 	for _, f := range inbox {
@@ -189,7 +202,17 @@ func (s *Sim) Wake(id int64) {
 func (s *Sim) Leave(id int64) {
 	if p := s.Procs[id]; p != nil && p.State == Running {
 		s.tracef("leave %d", id)
+		s.catchUp(p)
 		p.Node.Leave()
+		s.flush(p)
+	}
+}
+
+// catchUp brings a lazy node's clock to the present (between steps), as an
+// eager node's is.
+func (s *Sim) catchUp(p *Proc) {
+	if s.Lazy {
+		p.Node.AdvanceTo(p.clock(s.Now))
 		s.flush(p)
 	}
 }
@@ -236,6 +259,10 @@ func (s *Sim) Step() {
 			p.inbox = append(p.inbox, func() { f(p); s.flush(p) })
 		default:
 			s.tracef("deliver %d: %s", e.to, e.desc)
+			if s.Lazy {
+				p.Node.AdvanceTo(p.clock(s.Now) - 1)
+				s.flush(p)
+			}
 			e.run(p)
 			s.flush(p)
 		}
@@ -245,7 +272,12 @@ func (s *Sim) Step() {
 		if p.State != Running {
 			continue
 		}
-		p.Node.Tick()
+		switch {
+		case !s.Lazy:
+			p.Node.Tick()
+		case p.Node.NextDeadline() <= p.clock(s.Now) || len(p.visits) > 0:
+			p.Node.AdvanceTo(p.clock(s.Now))
+		}
 		s.flush(p)
 		s.finishVisits(p)
 	}

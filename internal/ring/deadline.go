@@ -1,0 +1,65 @@
+package ring
+
+// never is a deadline that does not come.
+const never = int64(1) << 62
+
+// NextDeadline is the first tick at which Tick may act; until then ticks
+// only advance the clock. A runtime can sleep until it (AdvanceTo) instead
+// of ticking, which is what keeps an idle node from waking up 50 times a
+// second. It may be early (then Tick does nothing) but never late.
+func (n *Node) NextDeadline() int64 {
+	next := n.tok.NextDeadline()
+	at := func(t int64) { next = min(next, t) }
+	inRing := n.phase == PhaseInRing || n.phase == PhaseLeaving
+	if inRing && !n.succUp && n.deferred == 0 && n.req == nil {
+		at(n.downSince + int64(2*n.cfg.FailTicks) + 1)
+	}
+	if n.succ != 0 && n.succUp && inRing {
+		if n.pingOut {
+			at(n.pingAt + int64(n.cfg.FailTicks))
+		} else {
+			at(n.lastSent + int64(n.cfg.HeartbeatTicks))
+		}
+	}
+	if n.pred != 0 {
+		at(n.predHeard + int64(n.cfg.PredSilenceTicks) + 1)
+	}
+	if n.req != nil {
+		at(n.req.nextAt)
+	}
+	if n.isCoord {
+		at(n.nextSync)
+		for _, p := range n.pendingSucc {
+			at(p.nextAt)
+		}
+		if n.handoff != nil {
+			at(n.handoff.nextAt)
+		}
+	}
+	if n.retryOpAt != 0 {
+		at(n.retryOpAt)
+	}
+	if n.phase == PhaseLeaving {
+		at(n.leaveBy)
+		if n.leaveOK && !n.tok.Holding() {
+			at(n.now + 1)
+		}
+	}
+	return max(next, n.now+1)
+}
+
+// AdvanceTo brings the clock to tick t, running Tick at every deadline on
+// the way (and only there). It is equivalent to calling Tick t-Now() times.
+func (n *Node) AdvanceTo(t int64) {
+	for n.now < t {
+		next := n.NextDeadline()
+		if next > t {
+			n.now = t
+			n.tok.Skip(t)
+			return
+		}
+		n.now = next - 1
+		n.tok.Skip(next - 1)
+		n.Tick()
+	}
+}
