@@ -59,7 +59,7 @@ func (b *ringBench) idleCluster(ctx context.Context) ([]row, error) {
 	}
 	defer cleanup()
 	b.st, b.dsn = st, dsn
-	r, err := newProcRing(b.bin, b.dir, b.dsn, b.nodes, []string{"--stats-interval", "1s"})
+	r, err := newProcRing(b.bin, b.dir, b.dsn, b.nodes, []string{"--stats-interval", "5s"})
 	if err != nil {
 		return nil, err
 	}

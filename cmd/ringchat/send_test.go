@@ -19,6 +19,7 @@ func TestSend(t *testing.T) {
 	if m := received(t, bob); m.From != "alice" || m.To != client.ToUser("bob") || m.Content != "hello there" {
 		t.Errorf("bob got %#v", m)
 	}
+	srv.WaitGone(t, "alice") // one login per name: the first send's session must be over
 	code, _, stderr = runOnce(t, nil, "send", "--node", srv.Addr, "--user", "alice", "--group", "#g1", "all")
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, stderr)

@@ -58,8 +58,8 @@ type Config struct {
 func DefaultConfig(id int64) Config {
 	return Config{
 		Ring:         ring.DefaultConfig(id),
-		PeerRefresh:  2 * time.Second, // new nodes in the table are seen within a couple of seconds
-		StoreTimeout: 5 * time.Second, // a store slower than this is treated as unavailable and retried
+		PeerRefresh:  10 * time.Second, // nodes added to the table at run time are seen within 10 s
+		StoreTimeout: 5 * time.Second,  // a store slower than this is treated as unavailable and retried
 		Log:          zerolog.Nop(),
 	}
 }

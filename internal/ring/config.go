@@ -47,15 +47,15 @@ func DefaultConfig(id int64) Config {
 		ID:                id,
 		Tick:              20 * time.Millisecond,
 		Token:             token.DefaultConfig(),
-		HeartbeatTicks:    30,  // 600 ms idle before a PING: with the idle token's hops, about 2 frames a second a link
-		FailTicks:         25,  // 500 ms without a PONG: a stalled successor is bypassed well within 1.5 s
+		HeartbeatTicks:    25,  // 500 ms idle before a PING: with the idle token's hops, about 2 frames a second a link
+		FailTicks:         20,  // 400 ms without a PONG: a stalled successor is found within 0.9 s
 		PredSilenceTicks:  75,  // 1.5 s: far above the heartbeat, so only a dead link trips it
 		RetryTicks:        5,   // 100 ms: a lost datagram costs little
 		MaxRetryTicks:     40,  // 800 ms: keeps retrying without flooding a busy coordinator
 		StoreCheckRetries: 4,   // ~0.7 s without an answer: check whether the coordinator is dead
 		SuccessorRetries:  8,   // a live node answers the first or second; a dead one is found by its neighbour
 		LeaveRetries:      6,   // ~2 s, then leave anyway
-		SyncTicks:         250, // 5 s: one datagram per node; repairs any assignment lost in a coordinator change
+		SyncTicks:         500, // 10 s: one datagram per node; repairs any assignment lost in a coordinator change
 	}
 }
 

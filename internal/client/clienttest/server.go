@@ -114,6 +114,12 @@ func (s *Server) WaitUser(t testing.TB, user string) {
 	s.wait(t, "login of "+user, func() bool { return s.users[user] != nil })
 }
 
+// WaitGone waits until user is no longer logged in (its connection closed).
+func (s *Server) WaitGone(t testing.TB, user string) {
+	t.Helper()
+	s.wait(t, "logout of "+user, func() bool { return s.users[user] == nil })
+}
+
 // SendRaw writes line (plus "\n") to the connection of the online user.
 func (s *Server) SendRaw(user, line string) error {
 	s.mu.Lock()
