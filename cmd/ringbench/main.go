@@ -32,7 +32,7 @@ func main() {
 
 func newRoot() *cobra.Command {
 	root := &cobra.Command{Use: "ringbench", Short: "Measure a ringchat ring", SilenceUsage: true, SilenceErrors: true}
-	root.AddCommand(newRingCmd())
+	root.AddCommand(newRingCmd(), newFloorCmd(), newEchoServerCmd())
 	return root
 }
 
