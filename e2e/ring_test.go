@@ -23,20 +23,7 @@ import (
 var ringnodeBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "ringchat-e2e")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	ringnodeBin, err = testutil.Build("./cmd/ringnode", dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testutil.MainWithBinary(m, "./cmd/ringnode", &ringnodeBin))
 }
 
 // within bounds every wait for the ring to settle; the targets are far

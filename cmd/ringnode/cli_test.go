@@ -24,20 +24,7 @@ import (
 var ringnodeBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "ringnode-cli-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	ringnodeBin, err = testutil.Build("./cmd/ringnode", dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testutil.MainWithBinary(m, "./cmd/ringnode", &ringnodeBin))
 }
 
 type result struct {

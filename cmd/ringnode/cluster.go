@@ -14,8 +14,6 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
-
-	"github.com/ringchat/ringchat/internal/store"
 )
 
 // clusterStopGrace is how long children get to leave the ring after SIGTERM
@@ -46,19 +44,12 @@ func runCluster(cmd *cobra.Command, g *globals, o *runOpts, count int) error {
 	if count < 0 {
 		return usageError{fmt.Errorf("--count %d is negative", count)}
 	}
-	dsn, err := store.ParseDSN(g.db)
-	if err != nil {
-		return usageError{err}
-	}
-	nodes, err := g.loadNodes(cmd)
-	if err != nil {
-		return err
-	}
 	ctx := cmd.Context()
-	st, _, err := store.Prepare(ctx, dsn, nodes, store.Options{})
+	p, err := g.prepareStore(cmd)
 	if err != nil {
 		return err
 	}
+	st := p.st
 	if o.drop {
 		err = st.ResetRing(ctx)
 	}

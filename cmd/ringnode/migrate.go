@@ -18,18 +18,11 @@ the node list whose ids the store does not know yet. Nodes already in the store 
 left as they are: the store is the truth once a node is in it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dsn, err := store.ParseDSN(g.db)
-			if err != nil {
-				return usageError{err}
-			}
-			nodes, err := g.loadNodes(cmd)
+			p, err := g.prepareStore(cmd)
 			if err != nil {
 				return err
 			}
-			st, res, err := store.Prepare(cmd.Context(), dsn, nodes, store.Options{})
-			if err != nil {
-				return err
-			}
+			dsn, nodes, st, res := p.dsn, p.nodes, p.st, p.res
 			defer st.Close()
 			out := cmd.OutOrStdout()
 			for _, m := range res.Applied {

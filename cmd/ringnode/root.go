@@ -126,3 +126,26 @@ func (g *globals) loadNodes(cmd *cobra.Command) ([]nodelist.Node, error) {
 	}
 	return nodes, nil
 }
+
+// prepared is an open, migrated store with the node list's new nodes added.
+type prepared struct {
+	dsn   store.DSN
+	nodes []nodelist.Node // the node list as read (nil if there was none)
+	st    store.Store
+	res   store.Prepared
+}
+
+// prepareStore parses --db, reads the node list and prepares the store:
+// what migrate, run and cluster all start with. The caller closes p.st.
+func (g *globals) prepareStore(cmd *cobra.Command) (prepared, error) {
+	var p prepared
+	var err error
+	if p.dsn, err = store.ParseDSN(g.db); err != nil {
+		return p, usageError{err}
+	}
+	if p.nodes, err = g.loadNodes(cmd); err != nil {
+		return p, err
+	}
+	p.st, p.res, err = store.Prepare(cmd.Context(), p.dsn, p.nodes, store.Options{})
+	return p, err
+}

@@ -76,20 +76,13 @@ func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
 	if o.tick < time.Millisecond {
 		return usageError{fmt.Errorf("--tick %v is below 1ms", o.tick)}
 	}
-	dsn, err := store.ParseDSN(g.db)
-	if err != nil {
-		return usageError{err}
-	}
-	nodes, err := g.loadNodes(cmd)
-	if err != nil {
-		return err
-	}
 	log := g.log.With().Int64("node", o.id).Logger()
 	ctx := cmd.Context()
-	st, res, err := store.Prepare(ctx, dsn, nodes, store.Options{})
+	p, err := g.prepareStore(cmd)
 	if err != nil {
 		return err
 	}
+	dsn, st, res := p.dsn, p.st, p.res
 	defer st.Close()
 	for _, m := range res.Applied {
 		log.Info().Str("migration", m.Name).Msg("schema migrated")

@@ -260,19 +260,9 @@ func (n *Node) SuccessorDown(peer int64) {
 // accepted another predecessor: it is alive, and the coordinator has (or
 // will have) told us our new successor. If no assignment arrives, ask.
 func (n *Node) SuccessorReplaced(peer int64) {
-	if peer != n.succ || n.deferred != 0 {
-		if peer == n.succ {
-			n.tok.LinkDown()
-			n.drainToken()
-			n.relinkDeferred()
-		}
+	if peer != n.succ || !n.linkLost() {
 		return
 	}
-	n.succUp = false
-	n.pingOut = false
-	n.downSince = n.now
-	n.tok.LinkDown()
-	n.drainToken()
 	if n.phase != PhaseInRing && n.phase != PhaseLeaving {
 		return
 	}
@@ -457,26 +447,30 @@ func (n *Node) finishLeave() {
 	n.note("left", 0)
 }
 
+// linkLost marks the successor link down. If the coordinator already named
+// the next successor (held back for a token's ack), it links there instead
+// and reports false: nothing more to do.
+func (n *Node) linkLost() bool {
+	n.tok.LinkDown()
+	n.drainToken()
+	if n.deferred != 0 {
+		n.relinkDeferred()
+		return false
+	}
+	n.succUp, n.pingOut = false, false
+	n.downSince = n.now
+	return true
+}
+
 // successorFailed handles a successor that broke its link or stopped
 // answering: the coordinator splices it out itself; a node whose failed
 // successor was the coordinator takes the role over first; any other node
 // asks the coordinator.
 func (n *Node) successorFailed(f int64) {
-	if f == 0 || f != n.succ || n.failedSucc == f {
+	if f == 0 || f != n.succ || n.failedSucc == f || !n.linkLost() {
 		return
 	}
-	if n.deferred != 0 { // the coordinator already named the next successor
-		n.tok.LinkDown()
-		n.drainToken()
-		n.relinkDeferred()
-		return
-	}
-	n.succUp = false
-	n.pingOut = false
-	n.tok.LinkDown()
-	n.drainToken()
 	n.failedSucc = f
-	n.downSince = n.now
 	n.note("successor-failed", f)
 	switch {
 	case n.phase != PhaseInRing && n.phase != PhaseLeaving:

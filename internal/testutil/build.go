@@ -34,3 +34,20 @@ func Build(pkg, dir string) (string, error) {
 	}
 	return out, nil
 }
+
+// MainWithBinary is a TestMain body for packages whose tests run a
+// command: it builds pkg into a temporary directory, stores the binary's
+// path in *bin, runs the tests and cleans up. It returns the exit code.
+func MainWithBinary(m interface{ Run() int }, pkg string, bin *string) int {
+	dir, err := os.MkdirTemp("", "ringchat-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if *bin, err = Build(pkg, dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
