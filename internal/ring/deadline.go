@@ -1,8 +1,5 @@
 package ring
 
-// never is a deadline that does not come.
-const never = int64(1) << 62
-
 // NextDeadline is the first tick at which Tick may act; until then ticks
 // only advance the clock. A runtime can sleep until it (AdvanceTo) instead
 // of ticking, which is what keeps an idle node from waking up 50 times a
