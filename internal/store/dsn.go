@@ -17,6 +17,17 @@ import (
 // working directory, shared by every node started from that directory.
 const DefaultDSN = "sqlite:.ringchat/ringchat.db"
 
+// sessionGuards are MariaDB session settings that keep one stuck process
+// from stopping the ring. A node stopped (SIGSTOP) or starved in the middle
+// of a critical section holds the token fence's row lock; the server aborts
+// its transaction after a second of silence, and the others wait for a lock
+// at most a few seconds. A live critical section issues its statements
+// within milliseconds (it is bounded far below that).
+var sessionGuards = map[string]string{
+	"idle_write_transaction_timeout": "1",
+	"innodb_lock_wait_timeout":       "5",
+}
+
 // ErrBadDSN wraps every DSN parsing error.
 var ErrBadDSN = errors.New("store: bad DSN")
 
@@ -149,6 +160,11 @@ func finishMySQL(cfg *mysql.Config) (DSN, error) {
 	}
 	if _, ok := cfg.Params["time_zone"]; !ok {
 		cfg.Params["time_zone"] = "'+00:00'"
+	}
+	for k, v := range sessionGuards {
+		if _, ok := cfg.Params[k]; !ok {
+			cfg.Params[k] = v
+		}
 	}
 	return DSN{Dialect: "mysql", MySQL: cfg}, nil
 }

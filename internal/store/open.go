@@ -87,6 +87,14 @@ func openMySQL(ctx context.Context, d DSN, opts Options, now func() time.Time) (
 	cfg := d.MySQL.Clone()
 	cfg.ClientFoundRows = true // an UPDATE that matches but changes nothing still counts as done
 	db, err := openMySQLDB(ctx, cfg)
+	if err != nil && isMySQLErr(err, 1193) { // unknown system variable: not MariaDB
+		for k := range sessionGuards {
+			if cfg.Params[k] == sessionGuards[k] {
+				delete(cfg.Params, k)
+			}
+		}
+		db, err = openMySQLDB(ctx, cfg)
+	}
 	if err != nil && opts.Create && isMySQLErr(err, 1049) { // unknown database
 		if cerr := createMySQLDatabase(ctx, cfg); cerr != nil {
 			return nil, classifyMySQL(cerr, d)
