@@ -43,13 +43,7 @@ func (c *checker) ringOf(ctx context.Context) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	topo := ring.Topology{}
-	for _, n := range nodes {
-		if n.InRing() {
-			topo[n.ID] = n.Successor
-		}
-	}
-	order, problems := ring.Order(topo)
+	order, problems := ring.Order(store.Successors(nodes))
 	if len(problems) > 0 {
 		return order, fmt.Errorf("ring broken: %v", problems)
 	}

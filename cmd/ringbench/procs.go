@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/ringchat/ringchat/internal/procutil"
 )
 
 // procRing runs ringnode processes on 127.0.0.1 with their own node list.
@@ -31,53 +32,18 @@ type procRing struct {
 type proc struct {
 	cmd  *exec.Cmd
 	done chan struct{}
-	out  *lockedBuf
-}
-
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) Bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]byte(nil), l.b.Bytes()...)
-}
-
-// freePort returns a port free for TCP and UDP on 127.0.0.1.
-func freePort() (int, error) {
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		l.Close()
-		if err == nil {
-			u.Close()
-			return port, nil
-		}
-	}
-	return 0, fmt.Errorf("no free TCP+UDP port")
+	out  *procutil.Buffer
 }
 
 func newProcRing(bin, dir, dsn string, n int, flags []string) (*procRing, error) {
 	var b strings.Builder
 	b.WriteString("id,host,coordination_port,client_port\n")
 	for id := 1; id <= n; id++ {
-		cp, err := freePort()
+		cp, err := procutil.FreePort()
 		if err != nil {
 			return nil, err
 		}
-		kp, err := freePort()
+		kp, err := procutil.FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -97,7 +63,7 @@ func (r *procRing) start(id int64) error {
 	cmd := exec.Command(r.bin, args...)
 	cmd.Dir = r.dir
 	cmd.Env = append(os.Environ(), "RINGNODE_CLUSTER_KEY=ringbench-cluster-key-0123456789abcdef")
-	out := &lockedBuf{}
+	out := &procutil.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		return err

@@ -53,22 +53,11 @@ func (b *ringBench) run(ctx context.Context) ([]row, error) {
 // idleCluster: formation time, hop time and idle CPU, without the probe (an
 // idle ring touches no store).
 func (b *ringBench) idleCluster(ctx context.Context) ([]row, error) {
-	st, dsn, cleanup, err := b.newStore(ctx, "idle")
+	r, stop, err := b.startCluster(ctx, "idle", []string{"--stats-interval", "5s"})
 	if err != nil {
 		return nil, err
 	}
-	defer cleanup()
-	b.st, b.dsn = st, dsn
-	r, err := newProcRing(b.bin, b.dir, b.dsn, b.nodes, []string{"--stats-interval", "5s"})
-	if err != nil {
-		return nil, err
-	}
-	defer r.stopAll()
-	for id := int64(1); id <= int64(b.nodes); id++ {
-		if err := r.start(id); err != nil {
-			return nil, err
-		}
-	}
+	defer stop()
 	t0 := time.Now()
 	if err := b.waitRing(ctx, b.ids(), false, 30*time.Second); err != nil {
 		return nil, fmt.Errorf("formation: %w", err)
@@ -113,6 +102,32 @@ func hopSummary(r *procRing) string {
 	return fmt.Sprintf("median %.0f µs (p99 up to %.0f µs; %d node intervals)", p50s[len(p50s)/2], p99s[len(p99s)-1], len(p50s))
 }
 
+// startCluster makes a fresh store for phase and starts every node with
+// flags; stop kills the nodes and removes the store.
+func (b *ringBench) startCluster(ctx context.Context, phase string, flags []string) (*procRing, func(), error) {
+	st, dsn, cleanup, err := b.newStore(ctx, phase)
+	if err != nil {
+		return nil, nil, err
+	}
+	b.st, b.dsn = st, dsn
+	r, err := newProcRing(b.bin, b.dir, b.dsn, b.nodes, flags)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	stop := func() {
+		r.stopAll()
+		cleanup()
+	}
+	for id := int64(1); id <= int64(b.nodes); id++ {
+		if err := r.start(id); err != nil {
+			stop()
+			return nil, nil, err
+		}
+	}
+	return r, stop, nil
+}
+
 func totalCPU(pids []int) (time.Duration, error) {
 	var sum time.Duration
 	for _, pid := range pids {
@@ -136,22 +151,11 @@ func (b *ringBench) ids() []int64 {
 // faultCluster: repair times with the mutex probe on (every visit writes,
 // so the token's movement shows in the store).
 func (b *ringBench) faultCluster(ctx context.Context) ([]row, error) {
-	st, dsn, cleanup, err := b.newStore(ctx, "faults")
+	r, stop, err := b.startCluster(ctx, "faults", []string{"--mutex-probe", "--stats-interval", "5s"})
 	if err != nil {
 		return nil, err
 	}
-	defer cleanup()
-	b.st, b.dsn = st, dsn
-	r, err := newProcRing(b.bin, b.dir, b.dsn, b.nodes, []string{"--mutex-probe", "--stats-interval", "5s"})
-	if err != nil {
-		return nil, err
-	}
-	defer r.stopAll()
-	for id := int64(1); id <= int64(b.nodes); id++ {
-		if err := r.start(id); err != nil {
-			return nil, err
-		}
-	}
+	defer stop()
 	live := b.ids()
 	if err := b.waitRing(ctx, live, true, 30*time.Second); err != nil {
 		return nil, fmt.Errorf("formation: %w", err)
@@ -278,13 +282,7 @@ func (b *ringBench) ringIs(ctx context.Context, ids []int64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	topo := ring.Topology{}
-	for _, n := range nodes {
-		if n.InRing() {
-			topo[n.ID] = n.Successor
-		}
-	}
-	order, problems := ring.Order(topo)
+	order, problems := ring.Order(store.Successors(nodes))
 	slices.Sort(order)
 	want := slices.Clone(ids)
 	slices.Sort(want)

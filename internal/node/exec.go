@@ -64,13 +64,10 @@ func execTopology(ctx context.Context, st store.Store, coord store.Coordinator, 
 	if err != nil {
 		return res, err
 	}
-	topo := ring.Topology{}
+	topo := ring.Topology(store.Successors(nodes))
 	known := map[int64]bool{}
 	for _, n := range nodes {
 		known[n.ID] = true
-		if n.InRing() {
-			topo[n.ID] = n.Successor
-		}
 	}
 	switch op.Kind {
 	case ring.OpJoin:

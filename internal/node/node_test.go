@@ -127,12 +127,7 @@ func (c *cluster) healthy(mark store.Fence) bool {
 	if err != nil {
 		return false
 	}
-	topo := ring.Topology{}
-	for _, n := range nodes {
-		if n.InRing() {
-			topo[n.ID] = n.Successor
-		}
-	}
+	topo := store.Successors(nodes)
 	order, problems := ring.Order(topo)
 	var running []int64
 	for id := range c.nodes {

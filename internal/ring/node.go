@@ -118,21 +118,20 @@ func NewNode(cfg Config) *Node {
 
 // Accessors for the runtime, status and tests.
 
-func (n *Node) ID() int64                       { return n.id }
-func (n *Node) Phase() Phase                    { return n.phase }
-func (n *Node) Coordinator() (id, epoch int64)  { return n.coord, n.epoch }
-func (n *Node) IsCoordinator() bool             { return n.isCoord }
-func (n *Node) Successor() (id int64, up bool)  { return n.succ, n.succUp }
-func (n *Node) Predecessor() int64              { return n.pred }
-func (n *Node) HoldsToken() bool                { return n.tok.Holding() }
-func (n *Node) HeldToken() (token.Token, bool)  { return n.tok.Held() }
-func (n *Node) LastStamp() token.Stamp          { return n.tok.Last() }
-func (n *Node) Members() []int64                { return slices.Clone(n.members) }
-func (n *Node) Now() int64                      { return n.now }
-func (n *Node) Config() Config                  { return n.cfg }
-func (n *Node) Visiting() bool                  { return n.tok.Visiting() }
-func (n *Node) PendingRequest() (MsgType, bool) { return n.reqType() }
-func (n *Node) reqType() (MsgType, bool) {
+func (n *Node) ID() int64                      { return n.id }
+func (n *Node) Phase() Phase                   { return n.phase }
+func (n *Node) Coordinator() (id, epoch int64) { return n.coord, n.epoch }
+func (n *Node) IsCoordinator() bool            { return n.isCoord }
+func (n *Node) Successor() (id int64, up bool) { return n.succ, n.succUp }
+func (n *Node) Predecessor() int64             { return n.pred }
+func (n *Node) HoldsToken() bool               { return n.tok.Holding() }
+func (n *Node) HeldToken() (token.Token, bool) { return n.tok.Held() }
+func (n *Node) LastStamp() token.Stamp         { return n.tok.Last() }
+func (n *Node) Members() []int64               { return slices.Clone(n.members) }
+func (n *Node) Now() int64                     { return n.now }
+func (n *Node) Config() Config                 { return n.cfg }
+func (n *Node) Visiting() bool                 { return n.tok.Visiting() }
+func (n *Node) PendingRequest() (MsgType, bool) {
 	if n.req == nil {
 		return "", false
 	}
@@ -370,14 +369,7 @@ func (n *Node) sendRequest() {
 	if n.isCoord { // ask ourselves: do it
 		r := n.req
 		n.req = nil
-		switch r.typ {
-		case MsgJoin:
-			n.enqueue(Op{Kind: OpJoin, Node: n.id})
-		case MsgSuccessorRequest:
-			n.enqueue(Op{Kind: OpRepair, Node: n.id, Failed: r.failed})
-		case MsgLeave:
-			n.enqueue(Op{Kind: OpLeave, Node: n.id})
-		}
+		n.enqueue(requestOp(r.typ, n.id, r.failed))
 		return
 	}
 	if n.coord == 0 || n.coord == n.id {

@@ -52,13 +52,19 @@ func (n *Node) stepRequest(m Msg) {
 	if !n.isCoord || n.phase == PhaseLeaving {
 		return // the sender finds the coordinator in the store after a few retries
 	}
-	switch m.Type {
+	n.enqueue(requestOp(m.Type, m.From, m.Failed))
+}
+
+// requestOp is the coordinator's store operation for a request (JOIN,
+// SUCCESSOR_REQUEST or LEAVE) from node from.
+func requestOp(typ MsgType, from, failed int64) Op {
+	switch typ {
 	case MsgJoin:
-		n.enqueue(Op{Kind: OpJoin, Node: m.From})
+		return Op{Kind: OpJoin, Node: from}
 	case MsgSuccessorRequest:
-		n.enqueue(Op{Kind: OpRepair, Node: m.From, Failed: m.Failed})
-	case MsgLeave:
-		n.enqueue(Op{Kind: OpLeave, Node: m.From})
+		return Op{Kind: OpRepair, Node: from, Failed: failed}
+	default: // MsgLeave
+		return Op{Kind: OpLeave, Node: from}
 	}
 }
 

@@ -80,7 +80,7 @@ func Collect(ctx context.Context, st store.Store, storeName string) (Report, err
 	for _, p := range online {
 		byNode[p.NodeID] = append(byNode[p.NodeID], p.UserName)
 	}
-	succ := map[int64]int64{}
+	succ := store.Successors(nodes)
 	for _, n := range nodes {
 		rn := Node{ID: n.ID, Host: n.Host, CoordinationPort: n.CoordPort, ClientPort: n.ClientPort,
 			InRing: n.InRing(), Coordinator: n.ID == coord.NodeID, Online: byNode[n.ID]}
@@ -91,7 +91,6 @@ func Collect(ctx context.Context, st store.Store, storeName string) (Report, err
 		if n.InRing() {
 			s := n.Successor
 			rn.Successor = &s
-			succ[n.ID] = s
 		}
 		r.Nodes = append(r.Nodes, rn)
 	}

@@ -54,6 +54,18 @@ type Node struct {
 // InRing reports whether the node has a successor pointer.
 func (n Node) InRing() bool { return n.Successor != 0 }
 
+// Successors maps every node in the ring to its successor (the ring's
+// topology as the store records it; nodes not in the ring are absent).
+func Successors(nodes []Node) map[int64]int64 {
+	out := make(map[int64]int64, len(nodes))
+	for _, n := range nodes {
+		if n.InRing() {
+			out[n.ID] = n.Successor
+		}
+	}
+	return out
+}
+
 // Coordinator is the single coordinator row. NodeID is 0 when there is no
 // coordinator. Epoch only grows, and only through ClaimCoordinator.
 type Coordinator struct {

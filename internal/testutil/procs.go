@@ -3,7 +3,6 @@ package testutil
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,34 +11,25 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ringchat/ringchat/internal/procutil"
 )
 
-// FreePort returns a port free for both TCP and UDP on 127.0.0.1 (a node
-// uses one number for both).
+// FreePort returns a port free for both TCP and UDP on 127.0.0.1.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		l.Close()
-		if err == nil {
-			u.Close()
-			return port
-		}
+	port, err := procutil.FreePort()
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no free TCP+UDP port found")
-	return 0
+	return port
 }
 
 // Proc is a node process started by a Ring.
 type Proc struct {
 	ID   int64
 	cmd  *exec.Cmd
-	log  *syncBuffer
+	log  *procutil.Buffer
 	done chan struct{}
 	err  error
 }
@@ -87,7 +77,7 @@ func (r *Ring) Start(id int64, flags ...string) {
 	cmd := exec.Command(r.Bin, args...)
 	cmd.Dir = r.Dir
 	cmd.Env = append(os.Environ(), "RINGNODE_CLUSTER_KEY=0123456789abcdef0123456789abcdef-test-key")
-	buf := &syncBuffer{}
+	buf := &procutil.Buffer{}
 	cmd.Stdout, cmd.Stderr = buf, buf
 	if err := cmd.Start(); err != nil {
 		r.t.Fatalf("start node %d: %v", id, err)
@@ -216,21 +206,4 @@ func (r *Ring) KillAll() {
 			r.t.Logf("--- node %d log (tail) ---\n%s", id, tail)
 		}
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]byte(nil), s.b.Bytes()...)
 }

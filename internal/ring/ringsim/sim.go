@@ -147,12 +147,7 @@ func (s *Sim) Crash(id int64) {
 }
 
 func (s *Sim) breakLinksOf(p *Proc) {
-	if p.succ != 0 {
-		if q := s.Procs[p.succ]; q != nil && q.pred == p.ID && q.predGen == p.succGen {
-			q.pred, q.predGen = 0, 0
-			s.deliverIn(q, 1, fmt.Sprintf("pred-down %d", p.ID), func(q *Proc) { q.Node.PredecessorDown(p.ID) })
-		}
-	}
+	s.closeOutbound(p)
 	for _, id := range s.IDs() {
 		q := s.Procs[id]
 		if q != p && q.succ == p.ID {
@@ -353,16 +348,22 @@ func (s *Sim) flush(p *Proc) {
 	}
 }
 
-func (s *Sim) connect(p *Proc, target int64) {
-	// Replacing the outbound link closes the old one; the old successor
-	// sees its inbound link go.
-	if p.succ != 0 {
-		if q := s.Procs[p.succ]; q != nil && q.pred == p.ID && q.predGen == p.succGen {
-			old := p.ID
-			q.pred, q.predGen = 0, 0
-			s.deliverIn(q, 1, fmt.Sprintf("pred-down %d", old), func(q *Proc) { q.Node.PredecessorDown(old) })
-		}
+// closeOutbound closes p's outbound link: its successor sees its inbound
+// link go.
+func (s *Sim) closeOutbound(p *Proc) {
+	if p.succ == 0 {
+		return
 	}
+	if q := s.Procs[p.succ]; q != nil && q.pred == p.ID && q.predGen == p.succGen {
+		from := p.ID
+		q.pred, q.predGen = 0, 0
+		s.deliverIn(q, 1, fmt.Sprintf("pred-down %d", from), func(q *Proc) { q.Node.PredecessorDown(from) })
+	}
+}
+
+func (s *Sim) connect(p *Proc, target int64) {
+	// Replacing the outbound link closes the old one.
+	s.closeOutbound(p)
 	p.succ, p.succGen = 0, 0
 	if target == 0 {
 		return

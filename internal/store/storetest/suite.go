@@ -264,13 +264,7 @@ func ring(t *testing.T, st store.Store) map[int64]int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[int64]int64{}
-	for _, n := range nodes {
-		if n.InRing() {
-			out[n.ID] = n.Successor
-		}
-	}
-	return out
+	return store.Successors(nodes)
 }
 
 func testSetSuccessors(t *testing.T, newDSN NewDSN) {
