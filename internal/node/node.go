@@ -34,6 +34,7 @@ type Node struct {
 	visited  chan visitResult
 	peers    chan []store.Node
 	statusCh chan chan Status
+	wants    chan struct{}
 
 	stats Stats
 
@@ -99,6 +100,7 @@ func New(cfg Config) (*Node, error) {
 		visited:   make(chan visitResult, 4),
 		peers:     make(chan []store.Node, 1),
 		statusCh:  make(chan chan Status),
+		wants:     make(chan struct{}, 1),
 		framesIn:  map[ring.MsgType]uint64{},
 		framesOut: map[ring.MsgType]uint64{},
 	}
@@ -129,6 +131,16 @@ func (n *Node) Status(ctx context.Context) (Status, bool) {
 		return s, true
 	case <-ctx.Done():
 		return Status{}, false
+	}
+}
+
+// Want tells the node that it has new work for the token (a chat message
+// queued here, a login to serve): the token is fetched without idling. It
+// never blocks; calls while one is pending are merged.
+func (n *Node) Want() {
+	select {
+	case n.wants <- struct{}{}:
+	default:
 	}
 }
 
@@ -199,6 +211,9 @@ func (n *Node) Run(ctx context.Context) error {
 			n.rn.SetPeers(n.cfg.Addresses.IDs())
 		case ch := <-n.statusCh:
 			ch <- n.snapshot()
+		case <-n.wants:
+			n.rn.AdvanceTo(clock())
+			n.rn.Want()
 		case <-statsC:
 			n.logStats()
 		}
