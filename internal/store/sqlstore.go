@@ -30,6 +30,9 @@ type dialect struct {
 	// forUpdate locks rows read in a transaction (SQLite transactions
 	// already hold the write lock).
 	forUpdate string
+	// clockUS is the store's clock in microseconds as an SQL expression
+	// ("?" binds the process clock: SQLite lives on this machine).
+	clockUS   string
 	txOptions *sql.TxOptions
 	// retryable reports transient errors after which a transaction is
 	// retried from the start.
@@ -40,6 +43,7 @@ var mysqlDialect = dialect{
 	name:         "mysql",
 	insertIgnore: "INSERT IGNORE INTO",
 	forUpdate:    " FOR UPDATE",
+	clockUS:      "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)",
 	// Read committed: a transaction that waited for the fence row lock sees
 	// what the previous holder committed.
 	txOptions: &sql.TxOptions{Isolation: sql.LevelReadCommitted},
@@ -52,6 +56,7 @@ var sqliteDialect = dialect{
 	name:             "sqlite",
 	insertIgnore:     "INSERT INTO",
 	onConflictIgnore: " ON CONFLICT DO NOTHING",
+	clockUS:          "?",
 	retryable:        func(error) bool { return false },
 }
 
@@ -177,6 +182,18 @@ func (s *sqlStore) Nodes(ctx context.Context) ([]Node, error) {
 	return out, nil
 }
 
+// checkNodeExists fails with ErrInvalid unless nodeID is in the node table.
+func (s *sqlStore) checkNodeExists(ctx context.Context, tx *sql.Tx, nodeID int64) error {
+	var exists int
+	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM nodes WHERE node_id = ?", nodeID).Scan(&exists); err != nil {
+		return err
+	}
+	if exists == 0 {
+		return fmt.Errorf("%w: node %d is not in the node table", ErrInvalid, nodeID)
+	}
+	return nil
+}
+
 // checkCoordinator fails with ErrNotCoordinator unless coord is the current
 // coordinator row. It locks the row for the rest of the transaction.
 func (s *sqlStore) checkCoordinator(ctx context.Context, tx *sql.Tx, coord Coordinator) error {
@@ -238,7 +255,7 @@ func (s *sqlStore) ResetRing(ctx context.Context) error {
 	return s.inTx(ctx, "reset ring", func(tx *sql.Tx) error {
 		for _, q := range []string{
 			"UPDATE nodes SET successor_id = NULL",
-			"UPDATE ring_coordinator SET node_id = NULL, changed_us = ? WHERE id = 1",
+			"UPDATE ring_coordinator SET node_id = NULL, lease_until_us = 0, changed_us = ? WHERE id = 1",
 			"DELETE FROM presence",
 			"UPDATE recipients SET delivered_us = NULL WHERE delivered_us IS NOT NULL",
 		} {
@@ -271,17 +288,12 @@ func (s *sqlStore) ClaimCoordinator(ctx context.Context, nodeID, prevEpoch int64
 	}
 	epoch := prevEpoch + 1
 	err := s.inTx(ctx, "claim coordinator", func(tx *sql.Tx) error {
-		var exists int
-		err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM nodes WHERE node_id = ?", nodeID).Scan(&exists)
-		if err != nil {
+		if err := s.checkNodeExists(ctx, tx, nodeID); err != nil {
 			return err
-		}
-		if exists == 0 {
-			return fmt.Errorf("%w: node %d is not in the node table", ErrInvalid, nodeID)
 		}
 		now := s.nowUS()
 		res, err := tx.ExecContext(ctx,
-			"UPDATE ring_coordinator SET node_id = ?, epoch = ?, changed_us = ? WHERE id = 1 AND epoch = ?",
+			"UPDATE ring_coordinator SET node_id = ?, epoch = ?, changed_us = ?, lease_until_us = 0 WHERE id = 1 AND epoch = ?",
 			nodeID, epoch, now, prevEpoch)
 		if err != nil {
 			return err
@@ -299,6 +311,93 @@ func (s *sqlStore) ClaimCoordinator(ctx context.Context, nodeID, prevEpoch int64
 		return 0, err
 	}
 	return epoch, nil
+}
+
+// leaseRow reads the coordinator row and the store's clock (the database
+// server's on MariaDB) inside tx, locking the row.
+func (s *sqlStore) leaseRow(ctx context.Context, tx *sql.Tx) (holder, epoch, until, now int64, err error) {
+	var node sql.NullInt64
+	q := "SELECT node_id, epoch, lease_until_us, " + s.d.clockUS + " FROM ring_coordinator WHERE id = 1" + s.d.forUpdate
+	var args []any
+	if s.d.clockUS == "?" {
+		args = append(args, s.nowUS())
+	}
+	err = tx.QueryRowContext(ctx, q, args...).Scan(&node, &epoch, &until, &now)
+	return node.Int64, epoch, until, now, err
+}
+
+func leaseOf(holder, epoch, until, now int64) Lease {
+	return Lease{Holder: holder, Epoch: epoch, Remaining: time.Duration(max(until-now, 0)) * time.Microsecond}
+}
+
+func (s *sqlStore) AcquireLease(ctx context.Context, nodeID int64, ttl time.Duration) (bool, Lease, error) {
+	if nodeID < 1 || ttl <= 0 {
+		return false, Lease{}, wrapOp("acquire lease", fmt.Errorf("%w: node %d, ttl %v", ErrInvalid, nodeID, ttl))
+	}
+	var (
+		won   bool
+		lease Lease
+	)
+	err := s.inTx(ctx, "acquire lease", func(tx *sql.Tx) error {
+		if err := s.checkNodeExists(ctx, tx, nodeID); err != nil {
+			return err
+		}
+		holder, epoch, until, now, err := s.leaseRow(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if holder != 0 && holder != nodeID && until > now {
+			won, lease = false, leaseOf(holder, epoch, until, now)
+			return nil
+		}
+		until, epoch = now+ttl.Microseconds(), epoch+1
+		if _, err := tx.ExecContext(ctx,
+			"UPDATE ring_coordinator SET node_id = ?, epoch = ?, changed_us = ?, lease_until_us = ? WHERE id = 1",
+			nodeID, epoch, s.nowUS(), until); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO coordinator_history (epoch, node_id, claimed_us) VALUES (?, ?, ?)",
+			epoch, nodeID, s.nowUS()); err != nil {
+			return err
+		}
+		won, lease = true, leaseOf(nodeID, epoch, until, now)
+		return nil
+	})
+	if err != nil {
+		return false, Lease{}, err
+	}
+	return won, lease, nil
+}
+
+func (s *sqlStore) RenewLease(ctx context.Context, nodeID, epoch int64, ttl time.Duration) (bool, Lease, error) {
+	if nodeID < 1 || ttl <= 0 {
+		return false, Lease{}, wrapOp("renew lease", fmt.Errorf("%w: node %d, ttl %v", ErrInvalid, nodeID, ttl))
+	}
+	var (
+		ok    bool
+		lease Lease
+	)
+	err := s.inTx(ctx, "renew lease", func(tx *sql.Tx) error {
+		holder, cur, until, now, err := s.leaseRow(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if holder != nodeID || cur != epoch {
+			ok, lease = false, leaseOf(holder, cur, until, now)
+			return nil
+		}
+		until = now + ttl.Microseconds()
+		if _, err := tx.ExecContext(ctx, "UPDATE ring_coordinator SET lease_until_us = ? WHERE id = 1 AND epoch = ?",
+			until, epoch); err != nil {
+			return err
+		}
+		ok, lease = true, leaseOf(holder, cur, until, now)
+		return nil
+	})
+	if err != nil {
+		return false, Lease{}, err
+	}
+	return ok, lease, nil
 }
 
 func (s *sqlStore) CoordinatorHistory(ctx context.Context) ([]CoordinatorTerm, error) {

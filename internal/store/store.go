@@ -73,6 +73,17 @@ type Coordinator struct {
 	Epoch  int64
 }
 
+// Lease is the coordinator lease of the lease election method: Holder is
+// the coordinator for Epoch and keeps the role for Remaining (measured on
+// the store's clock when the lease was read or written). Remaining is 0 when
+// the lease has expired or the coordinator holds none (it was elected by a
+// voting method).
+type Lease struct {
+	Holder    int64
+	Epoch     int64
+	Remaining time.Duration
+}
+
 // CoordinatorTerm is one entry of the coordinator history: the node that
 // claimed the given epoch. Epochs are unique in the history, so two nodes can
 // never both have claimed the same epoch.
@@ -206,6 +217,17 @@ type Store interface {
 	// if the current epoch is still prevEpoch (compare-and-set), and records
 	// the term in the history. It returns the new epoch, or ErrEpochChanged.
 	ClaimCoordinator(ctx context.Context, nodeID, prevEpoch int64) (int64, error)
+	// AcquireLease makes nodeID the coordinator with a new epoch and a
+	// lease of ttl if no lease is valid: no coordinator, an expired lease,
+	// a coordinator without a lease, or a lease held by nodeID itself (a
+	// restarted holder). It records the term in the history like
+	// ClaimCoordinator. It reports whether it acquired, and the lease as
+	// the store has it afterwards. Time is the store's clock, so nodes
+	// with skewed clocks agree on expiry.
+	AcquireLease(ctx context.Context, nodeID int64, ttl time.Duration) (bool, Lease, error)
+	// RenewLease extends the lease to ttl from now if nodeID still holds
+	// it for epoch. It reports whether it did, and the lease afterwards.
+	RenewLease(ctx context.Context, nodeID, epoch int64, ttl time.Duration) (bool, Lease, error)
 	// CoordinatorHistory lists every claimed term, oldest first.
 	CoordinatorHistory(ctx context.Context) ([]CoordinatorTerm, error)
 

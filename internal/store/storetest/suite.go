@@ -47,6 +47,8 @@ func Run(t *testing.T, newDSN NewDSN) {
 		{"AddNodes", testAddNodes},
 		{"ClaimCoordinator", testClaimCoordinator},
 		{"ClaimCoordinatorRace", testClaimCoordinatorRace},
+		{"Lease", testLease},
+		{"LeaseRace", testLeaseRace},
 		{"SetSuccessors", testSetSuccessors},
 		{"ResetRing", testResetRing},
 		{"FenceGenerations", testFenceGenerations},
@@ -219,6 +221,102 @@ func testClaimCoordinator(t *testing.T, newDSN NewDSN) {
 	}
 	if diff := cmp.Diff([][2]int64{{1, 3}, {2, 5}}, got); diff != "" {
 		t.Errorf("history (-want +got):\n%s", diff)
+	}
+}
+
+func testLease(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	mustNodes(t, st)
+	const long = time.Hour
+	won, l, err := st.AcquireLease(ctx, 2, long)
+	if err != nil || !won || l.Holder != 2 || l.Epoch != 1 || l.Remaining <= long-time.Minute {
+		t.Fatalf("acquire on a free row = %v, %+v, %v", won, l, err)
+	}
+	// A valid lease keeps everyone else out and changes nothing.
+	won, l, err = st.AcquireLease(ctx, 5, long)
+	if err != nil || won || l.Holder != 2 || l.Epoch != 1 || l.Remaining <= 0 {
+		t.Fatalf("acquire of a held lease = %v, %+v, %v", won, l, err)
+	}
+	if ok, l, err := st.RenewLease(ctx, 2, 1, long); err != nil || !ok || l.Epoch != 1 {
+		t.Fatalf("renew by the holder = %v, %+v, %v", ok, l, err)
+	}
+	if ok, _, err := st.RenewLease(ctx, 5, 1, long); err != nil || ok {
+		t.Fatalf("renew by another node = %v, %v", ok, err)
+	}
+	// The holder restarted: it takes its own lease again with a new epoch.
+	if won, l, err := st.AcquireLease(ctx, 2, long); err != nil || !won || l.Epoch != 2 {
+		t.Fatalf("re-acquire by the holder = %v, %+v, %v", won, l, err)
+	}
+	if ok, _, err := st.RenewLease(ctx, 2, 1, long); err != nil || ok {
+		t.Fatalf("renew for an old epoch = %v, %v", ok, err)
+	}
+	// An expired lease is taken over.
+	if ok, _, err := st.RenewLease(ctx, 2, 2, time.Millisecond); err != nil || !ok {
+		t.Fatalf("shorten = %v, %v", ok, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		won, l, err = st.AcquireLease(ctx, 4, long)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if won || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !won || l.Holder != 4 || l.Epoch != 3 {
+		t.Fatalf("take-over after expiry = %v, %+v", won, l)
+	}
+	if ok, _, _ := st.RenewLease(ctx, 2, 2, long); ok {
+		t.Fatal("the old holder renewed a lease taken over")
+	}
+	// A voting claim ends the lease: the claimant's epoch holds no lease.
+	if _, err := st.ClaimCoordinator(ctx, 5, 3); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, _ := st.RenewLease(ctx, 4, 3, long); ok {
+		t.Fatal("renewed a lease after a voting claim")
+	}
+	if won, l, err := st.AcquireLease(ctx, 1, long); err != nil || !won || l.Epoch != 5 {
+		t.Fatalf("acquire over a coordinator without lease = %v, %+v, %v", won, l, err)
+	}
+	if _, _, err := st.AcquireLease(ctx, 42, long); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("unknown node: %v, want ErrInvalid", err)
+	}
+	h, err := st.CoordinatorHistory(ctx)
+	if err != nil || len(h) != 5 {
+		t.Fatalf("history = %+v, %v; want 5 terms", h, err)
+	}
+}
+
+func testLeaseRace(t *testing.T, newDSN NewDSN) {
+	dsn := newDSN(t)
+	st := Open(t, dsn)
+	mustNodes(t, st)
+	var wg sync.WaitGroup
+	won := make([]bool, 5)
+	errs := make([]error, 5)
+	start := make(chan struct{})
+	for i := range 5 {
+		h := Open(t, dsn)
+		wg.Go(func() {
+			<-start
+			won[i], _, errs[i] = h.AcquireLease(ctx, int64(i+1), time.Hour)
+		})
+	}
+	close(start)
+	wg.Wait()
+	winners := 0
+	for i := range 5 {
+		if errs[i] != nil {
+			t.Errorf("node %d: %v", i+1, errs[i])
+		}
+		if won[i] {
+			winners++
+		}
+	}
+	if winners != 1 {
+		t.Fatalf("%d nodes acquired one lease", winners)
 	}
 }
 
