@@ -317,6 +317,55 @@ func (t *sqlTx) PendingForNode(nodeID int64, limit int) ([]Delivery, error) {
 	return out, rows.Err()
 }
 
+func (t *sqlTx) PendingForNodeFair(nodeID int64, perRecipient, limit int) ([]Delivery, error) {
+	if limit <= 0 || perRecipient <= 0 {
+		return nil, fmt.Errorf("%w: limit %d, per recipient %d", ErrInvalid, limit, perRecipient)
+	}
+	// The window numbers each recipient's undelivered rows oldest first;
+	// both dialects (MariaDB 10.2+, SQLite 3.25+) have window functions.
+	rows, err := t.tx.QueryContext(t.ctx,
+		"SELECT w.user_id, ru.name, "+messageCols+" FROM"+
+			" (SELECT r.user_id, r.msg_seq, ROW_NUMBER() OVER (PARTITION BY r.user_id ORDER BY r.msg_seq) AS rn"+
+			" FROM presence p JOIN recipients r ON r.user_id = p.user_id"+
+			" WHERE p.node_id = ? AND r.delivered_us IS NULL) w"+
+			" JOIN users ru ON ru.user_id = w.user_id"+
+			" JOIN messages m ON m.msg_seq = w.msg_seq"+messageJoins+
+			" WHERE w.rn <= ? ORDER BY w.msg_seq, w.user_id LIMIT ?",
+		nodeID, perRecipient, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: pending messages: %w", err)
+	}
+	defer rows.Close()
+	var out []Delivery
+	for rows.Next() {
+		var d Delivery
+		if err := scanMessage(rows, &d.Message, &d.RecipientID, &d.Recipient); err != nil {
+			return nil, fmt.Errorf("store: pending messages: %w", err)
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+func (t *sqlTx) NodesWithPending(fromSeq, toSeq int64) ([]int64, error) {
+	rows, err := t.tx.QueryContext(t.ctx,
+		"SELECT DISTINCT p.node_id FROM recipients r JOIN presence p ON p.user_id = r.user_id"+
+			" WHERE r.msg_seq BETWEEN ? AND ? AND r.delivered_us IS NULL ORDER BY p.node_id", fromSeq, toSeq)
+	if err != nil {
+		return nil, fmt.Errorf("store: nodes with pending messages: %w", err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("store: nodes with pending messages: %w", err)
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
 // execIn runs q once per chunk of vals, with q's single "(?)" placeholder
 // list expanded; head are the arguments before the list.
 func (t *sqlTx) execIn(q string, head []any, vals []any) (int, error) {
@@ -348,6 +397,51 @@ func (t *sqlTx) MarkDelivered(recipientID int64, seqs []int64) error {
 		return fmt.Errorf("store: mark delivered: %w", err)
 	}
 	return nil
+}
+
+// rowChunk bounds the (user_id = ? AND msg_seq = ?) terms of one statement
+// (SQLite limits the depth of an expression tree).
+const rowChunk = 200
+
+// execRows runs head followed by an OR of one equality pair per row, once
+// per chunk; both dialects use the primary key for such an OR.
+func (t *sqlTx) execRows(head string, args []any, rows []RecipientSeq) (int, error) {
+	total := 0
+	for chunk := range slices.Chunk(rows, rowChunk) {
+		var b strings.Builder
+		b.WriteString(head)
+		b.WriteString(" (")
+		a := slices.Clone(args)
+		for i, r := range chunk {
+			if i > 0 {
+				b.WriteString(" OR ")
+			}
+			b.WriteString("(user_id = ? AND msg_seq = ?)")
+			a = append(a, r.RecipientID, r.Seq)
+		}
+		b.WriteString(")")
+		k, err := t.exec(b.String(), a...)
+		if err != nil {
+			return total, err
+		}
+		total += int(k)
+	}
+	return total, nil
+}
+
+func (t *sqlTx) MarkDeliveredRows(rows []RecipientSeq) error {
+	if _, err := t.execRows("UPDATE recipients SET delivered_us = ? WHERE", []any{t.s.nowUS()}, rows); err != nil {
+		return fmt.Errorf("store: mark delivered: %w", err)
+	}
+	return nil
+}
+
+func (t *sqlTx) AckRows(rows []RecipientSeq) (int, error) {
+	k, err := t.execRows("DELETE FROM recipients WHERE", nil, rows)
+	if err != nil {
+		return k, fmt.Errorf("store: ack: %w", err)
+	}
+	return k, nil
 }
 
 func (t *sqlTx) ResetDelivered(recipientID int64) (int, error) {

@@ -177,6 +177,13 @@ type Delivery struct {
 	Message
 }
 
+// RecipientSeq names one row of the recipients table: a message (by its
+// sequence) that waits for one recipient.
+type RecipientSeq struct {
+	RecipientID int64
+	Seq         int64
+}
+
 // Conversation selects a history: a group, or the direct messages between
 // two users.
 type Conversation struct {
@@ -300,10 +307,25 @@ type Tx interface {
 	// PendingForNode returns up to limit undelivered rows for users present
 	// at nodeID, in global order.
 	PendingForNode(nodeID int64, limit int) ([]Delivery, error)
+	// PendingForNodeFair is PendingForNode with at most perRecipient rows
+	// (the oldest) per recipient, so that one recipient's backlog cannot
+	// fill a batch and hold up everyone else's messages.
+	PendingForNodeFair(nodeID int64, perRecipient, limit int) ([]Delivery, error)
+	// NodesWithPending returns, ascending, the nodes at which a recipient of
+	// an undelivered row of a message with sequence in [fromSeq, toSeq] is
+	// present: the nodes that have new work after those messages were
+	// inserted.
+	NodesWithPending(fromSeq, toSeq int64) ([]int64, error)
 	// MarkDelivered records that these messages were handed to the
 	// recipient's connection; they are not returned by PendingForNode again
 	// until ResetDelivered.
 	MarkDelivered(recipientID int64, seqs []int64) error
+	// MarkDeliveredRows is MarkDelivered for rows of several recipients in
+	// one statement per chunk (a visit delivers to many users at once).
+	MarkDeliveredRows(rows []RecipientSeq) error
+	// AckRows removes these rows (acknowledged, or written to a protocol-1
+	// client, which has no ACK) and returns how many were removed.
+	AckRows(rows []RecipientSeq) (int, error)
 	// ResetDelivered makes every unacknowledged message of the recipient
 	// pending again (after a reconnect) and returns how many.
 	ResetDelivered(recipientID int64) (int, error)

@@ -60,6 +60,9 @@ func Run(t *testing.T, newDSN NewDSN) {
 		{"Messages", testMessages},
 		{"MessageValidation", testMessageValidation},
 		{"DeliveryCycle", testDeliveryCycle},
+		{"PendingFair", testPendingFair},
+		{"NodesWithPending", testNodesWithPending},
+		{"RowsOfManyRecipients", testRowsOfManyRecipients},
 		{"History", testHistory},
 		{"Prune", testPrune},
 		{"ConcurrentHandles", testConcurrentHandles},
@@ -861,6 +864,150 @@ func testDeliveryCycle(t *testing.T, newDSN NewDSN) {
 		if d, _ := tx.PendingForNode(2, 100); len(d) != 2 || d[0].Recipient != "c" || d[0].ToGroup != "g" {
 			t.Errorf("node 2 pending = %+v", d)
 		}
+	})
+}
+
+func testPendingFair(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	p, _ := setupPeople(t, st)
+	var seqs []int64
+	update(t, st, func(tx store.Tx) error {
+		// b has a backlog of five, then c gets two.
+		for i, to := range []store.User{p.b, p.b, p.b, p.b, p.b, p.c, p.c} {
+			seq, _, err := tx.InsertMessage(store.NewMessage{ID: fmt.Sprintf("f%d", i), SenderID: p.a.ID, ToUserID: to.ID,
+				Content: fmt.Sprint(i), SentAt: time.Now(), NodeID: 1}, []int64{to.ID})
+			if err != nil {
+				return err
+			}
+			seqs = append(seqs, seq)
+		}
+		if err := tx.SetPresence(p.b.ID, 1); err != nil {
+			return err
+		}
+		return tx.SetPresence(p.c.ID, 1)
+	})
+	contents := func(d []store.Delivery) []string {
+		var out []string
+		for _, x := range d {
+			out = append(out, x.Recipient+":"+x.Content)
+		}
+		return out
+	}
+	update(t, st, func(tx store.Tx) error {
+		d, err := tx.PendingForNodeFair(1, 2, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"b:0", "b:1", "c:5", "c:6"}, contents(d)); diff != "" {
+			t.Errorf("two per recipient, global order (-want +got):\n%s", diff)
+		}
+		if d, _ := tx.PendingForNodeFair(1, 2, 3); len(d) != 3 {
+			t.Errorf("limit 3 returned %d rows", len(d))
+		}
+		if d, _ := tx.PendingForNodeFair(2, 2, 100); len(d) != 0 {
+			t.Errorf("node 2 has nobody online, got %v", contents(d))
+		}
+		// Delivered rows are skipped: the window moves on.
+		if err := tx.MarkDelivered(p.b.ID, seqs[:2]); err != nil {
+			return err
+		}
+		d, _ = tx.PendingForNodeFair(1, 2, 100)
+		if diff := cmp.Diff([]string{"b:2", "b:3", "c:5", "c:6"}, contents(d)); diff != "" {
+			t.Errorf("after delivering two (-want +got):\n%s", diff)
+		}
+		if _, err := tx.PendingForNodeFair(1, 0, 10); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("per recipient 0: err = %v, want ErrInvalid", err)
+		}
+		return nil
+	})
+}
+
+func testNodesWithPending(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	p, g := setupPeople(t, st)
+	update(t, st, func(tx store.Tx) error {
+		if err := tx.SetPresence(p.b.ID, 2); err != nil {
+			return err
+		}
+		if err := tx.SetPresence(p.c.ID, 4); err != nil {
+			return err
+		}
+		s1, _, err := tx.InsertMessage(store.NewMessage{ID: "n1", SenderID: p.a.ID, ToUserID: p.b.ID, SentAt: time.Now()}, []int64{p.b.ID})
+		if err != nil {
+			return err
+		}
+		s2, _, err := tx.InsertMessage(store.NewMessage{ID: "n2", SenderID: p.b.ID, ToGroupID: g.ID, SentAt: time.Now()}, []int64{p.a.ID, p.c.ID})
+		if err != nil {
+			return err
+		}
+		if got, _ := tx.NodesWithPending(s1, s2); !slices.Equal(got, []int64{2, 4}) {
+			t.Errorf("nodes for both messages = %v, want [2 4]", got)
+		}
+		if got, _ := tx.NodesWithPending(s2, s2); !slices.Equal(got, []int64{4}) {
+			t.Errorf("nodes for the group message = %v, want [4] (a is offline)", got)
+		}
+		if err := tx.MarkDelivered(p.c.ID, []int64{s2}); err != nil {
+			return err
+		}
+		if got, _ := tx.NodesWithPending(s2, s2); len(got) != 0 {
+			t.Errorf("nodes after delivery = %v, want none", got)
+		}
+		return nil
+	})
+}
+
+func testRowsOfManyRecipients(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	p, g := setupPeople(t, st)
+	var all []store.RecipientSeq
+	update(t, st, func(tx store.Tx) error {
+		for _, u := range []store.User{p.a, p.b, p.c} {
+			if err := tx.SetPresence(u.ID, 1); err != nil {
+				return err
+			}
+		}
+		// More rows than one statement's chunk.
+		for i := range 150 {
+			seq, _, err := tx.InsertMessage(store.NewMessage{ID: fmt.Sprintf("r%d", i), SenderID: p.a.ID, ToGroupID: g.ID,
+				Content: fmt.Sprint(i), SentAt: time.Now()}, []int64{p.a.ID, p.b.ID, p.c.ID})
+			if err != nil {
+				return err
+			}
+			for _, u := range []store.User{p.a, p.b, p.c} {
+				all = append(all, store.RecipientSeq{RecipientID: u.ID, Seq: seq})
+			}
+		}
+		return nil
+	})
+	update(t, st, func(tx store.Tx) error {
+		// Deliver everything but c's last message.
+		if err := tx.MarkDeliveredRows(all[:len(all)-1]); err != nil {
+			t.Fatal(err)
+		}
+		d, err := tx.PendingForNode(1, 1000)
+		if err != nil || len(d) != 1 || d[0].Recipient != "c" || d[0].ID != "r149" {
+			t.Errorf("pending after MarkDeliveredRows = %+v, %v; want c's r149 only", d, err)
+		}
+		// Acknowledge b's rows and one unknown row.
+		var bRows []store.RecipientSeq
+		for _, r := range all {
+			if r.RecipientID == p.b.ID {
+				bRows = append(bRows, r)
+			}
+		}
+		n, err := tx.AckRows(append(bRows, store.RecipientSeq{RecipientID: p.b.ID, Seq: 1 << 40}))
+		if err != nil || n != 150 {
+			t.Errorf("AckRows = %d, %v; want 150", n, err)
+		}
+		for _, want := range []struct {
+			u store.User
+			n int
+		}{{p.a, 150}, {p.b, 0}, {p.c, 150}} {
+			if n, _ := tx.PendingCount(want.u.ID); n != want.n {
+				t.Errorf("rows of %s = %d, want %d", want.u.Name, n, want.n)
+			}
+		}
+		return nil
 	})
 }
 
