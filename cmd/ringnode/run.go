@@ -32,6 +32,7 @@ type runOpts struct {
 	listen     string
 	stats      time.Duration
 	cpuProfile string
+	chat       chatOpts
 }
 
 func addRunFlags(fs *pflag.FlagSet, o *runOpts) {
@@ -45,6 +46,7 @@ func addRunFlags(fs *pflag.FlagSet, o *runOpts) {
 	fs.DurationVar(&o.stats, "stats-interval", 0, "log token statistics (hop times, visits) this often; 0: never")
 	fs.StringVar(&o.cpuProfile, "cpu-profile", "", "write a CPU profile of the whole run to this file (for tuning)")
 	fs.StringVar(&o.listen, "listen", "", "host:port to listen on for ring traffic (default: the node's port, on its address if loopback, else all interfaces)")
+	addChatFlags(fs, &o.chat)
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -133,10 +135,22 @@ func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
 	if o.mutexProbe {
 		cfg.Sections = append(cfg.Sections, node.MutexProbe(log))
 	}
-	n, err := node.New(cfg)
+	var n *node.Node
+	srv, err := newChatServer(*self, st, o.chat, log, func() { n.Want() })
 	if err != nil {
 		tr.Close()
 		return err
+	}
+	cfg.Sections = append(cfg.Sections, srv.Section())
+	n, err = node.New(cfg)
+	if err != nil {
+		tr.Close()
+		return err
+	}
+	// The client port, before the node joins: a port in use fails the start.
+	if err := srv.Listen(ctx); err != nil {
+		tr.Close()
+		return fmt.Errorf("node %d: %w", o.id, err)
 	}
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
@@ -154,7 +168,7 @@ func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
 	log.Info().Str("listen", tr.Addr().String()).Str("store", dsn.String()).Str("election", string(method)).
 		Dur("tick", o.tick).Bool("mutex_probe", o.mutexProbe).
 		Msg("node starting (elections: the highest live id takes over until the election algorithms land)")
-	return n.Run(ctx)
+	return runWithChat(ctx, n, srv)
 }
 
 // listenAddr is where a node listens: an explicit --listen, else its port on

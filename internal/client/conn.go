@@ -1,11 +1,14 @@
 // Package client talks to a ringnode's client port: newline-delimited JSON,
-// protocol v1 as DESIGN.md ("Chat") fixes it.
+// protocol v1 as DESIGN.md ("Chat") fixes it, and protocol v2
+// (docs/PROTOCOL.md) after LoginV2.
 //
 // A Conn has one reader goroutine. Requests that the server echoes (LOGIN,
 // JOIN_GROUP, LEAVE_GROUP) wait for their echo or for an ERROR; since v1 has
 // no request ids, pending requests form a FIFO: an echo completes the oldest
 // pending request of the same type and value, an ERROR fails the oldest
-// pending request. Everything else arrives on Events.
+// pending request. In v2 every request carries an id and its answer (echo,
+// STORED, WHO, GROUPS, HISTORY or ERROR) names it. Everything else arrives
+// on Events.
 package client
 
 import (
@@ -14,6 +17,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,16 +38,37 @@ var (
 	ErrNotLoggedIn  = errors.New("client: not logged in")
 )
 
+// DefaultKeepAlive is how often an otherwise silent connection sends ALIVE
+// (servers close connections idle for minutes).
+const DefaultKeepAlive = 30 * time.Second
+
 // Options configure a connection.
 type Options struct {
 	// Timeout bounds dialing, and each request or write whose context has
 	// no deadline of its own. Zero means DefaultTimeout.
 	Timeout time.Duration
+	// KeepAlive is how often ALIVE is sent. Zero means DefaultKeepAlive; a
+	// negative value sends none.
+	KeepAlive time.Duration
+	// AutoAck (protocol 2) acknowledges each chat message as soon as it is
+	// on Events. Without it, call Ack once the message is safe.
+	AutoAck bool
+	// Seen (protocol 2) remembers the ids of messages already delivered,
+	// so that a message delivered again after a reconnect is not delivered
+	// twice. Share one Seen between the connections of one user; nil
+	// means a new one per connection.
+	Seen *Seen
 }
 
 func (o Options) withDefaults() Options {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if o.KeepAlive == 0 {
+		o.KeepAlive = DefaultKeepAlive
+	}
+	if o.Seen == nil {
+		o.Seen = NewSeen(0)
 	}
 	return o
 }
@@ -57,11 +82,19 @@ type Conn struct {
 
 	wmu sync.Mutex // serialises writes, and keeps pending in wire order
 
-	mu      sync.Mutex
-	user    string
-	pending []*request
-	closing bool  // Close was called
-	err     error // why the connection ended; set when the reader exits
+	mu       sync.Mutex
+	user     string
+	version  int // 2 after LoginV2, else 1
+	pending  []*request
+	unstored []Outgoing // protocol 2: sent, no STORED or ERROR yet
+	closing  bool       // Close was called
+	err      error      // why the connection ended; set when the reader exits
+
+	reqSeq  atomic.Uint64
+	ackMu   sync.Mutex
+	ackBuf  []string
+	ackWake chan struct{}
+	bg      sync.WaitGroup // keep-alive and acknowledgement goroutines
 
 	closeOnce  sync.Once
 	closeErr   error
@@ -90,8 +123,16 @@ func NewConn(nc net.Conn, opts Options) *Conn {
 		events:     make(chan Event, eventBuffer),
 		closingCh:  make(chan struct{}),
 		readerDone: make(chan struct{}),
+		version:    1,
+		ackWake:    make(chan struct{}, 1),
 	}
 	go c.readLoop()
+	c.bg.Add(1)
+	go c.ackLoop()
+	if c.opts.KeepAlive > 0 {
+		c.bg.Add(1)
+		go c.keepAlive()
+	}
 	return c
 }
 
@@ -125,6 +166,12 @@ func (c *Conn) Login(ctx context.Context, user string) error {
 
 // Join sends JOIN_GROUP and waits for its echo.
 func (c *Conn) Join(ctx context.Context, group string) error {
+	if c.Version() >= 2 {
+		if _, err := c.call(ctx, groupV2Wire{TypeJoinGroup, group, c.newID()}); err != nil {
+			return fmt.Errorf("join %s: %w", group, err)
+		}
+		return nil
+	}
 	if err := c.request(ctx, JoinGroup{Group: group}, TypeJoinGroup, group); err != nil {
 		return fmt.Errorf("join %s: %w", group, err)
 	}
@@ -133,6 +180,12 @@ func (c *Conn) Join(ctx context.Context, group string) error {
 
 // Leave sends LEAVE_GROUP and waits for its echo.
 func (c *Conn) Leave(ctx context.Context, group string) error {
+	if c.Version() >= 2 {
+		if _, err := c.call(ctx, groupV2Wire{TypeLeaveGroup, group, c.newID()}); err != nil {
+			return fmt.Errorf("leave %s: %w", group, err)
+		}
+		return nil
+	}
 	if err := c.request(ctx, LeaveGroup{Group: group}, TypeLeaveGroup, group); err != nil {
 		return fmt.Errorf("leave %s: %w", group, err)
 	}
@@ -149,6 +202,10 @@ func (c *Conn) Send(ctx context.Context, to Recipient, text string) error {
 	}
 	if text == "" {
 		return fmt.Errorf("client: send: %w: empty message", ErrInvalidMessage)
+	}
+	if c.Version() >= 2 {
+		_, err := c.Post(ctx, to, text)
+		return err
 	}
 	msg := ChatMessage{From: user, To: to, Content: text, SentAt: c.now().Format(TimeLayout)}
 	ctx, cancel := c.withTimeout(ctx)
@@ -187,6 +244,7 @@ func (c *Conn) Close() error {
 		}
 	})
 	<-c.readerDone
+	c.bg.Wait()
 	return c.closeErr
 }
 
@@ -234,6 +292,11 @@ func (c *Conn) writeLocked(ctx context.Context, msg Event) error {
 	if err != nil {
 		return err
 	}
+	return c.writeBytesLocked(ctx, b)
+}
+
+// writeBytesLocked writes b and a newline; c.wmu must be held.
+func (c *Conn) writeBytesLocked(ctx context.Context, b []byte) error {
 	if err := c.ended(); err != nil {
 		return err
 	}

@@ -12,21 +12,38 @@ import (
 type Event interface{ isEvent() }
 
 // Login is a LOGIN message: sent to log in, echoed by the server on success.
-type Login struct{ Username string }
+// Protocol 2's answer also carries the version, the node and the request id.
+type Login struct {
+	Username string
+	Version  int
+	Node     int64
+	ID       string
+}
 
 // JoinGroup is a JOIN_GROUP message, echoed by the server on success.
-type JoinGroup struct{ Group string }
+type JoinGroup struct {
+	Group string
+	ID    string // protocol 2: the request id
+}
 
 // LeaveGroup is a LEAVE_GROUP message, echoed by the server on success.
-type LeaveGroup struct{ Group string }
+type LeaveGroup struct {
+	Group string
+	ID    string // protocol 2: the request id
+}
 
 // ChatMessage is a CHAT_MESSAGE. SentAt is kept as it appeared on the wire
-// (TimeLayout, stamped by the server on delivery); see Time.
+// (TimeLayout, stamped by the server on delivery); see Time. Protocol 2 adds
+// the message id, its place in the ring's global order (Seq) and the time
+// in RFC 3339 (Stamp).
 type ChatMessage struct {
 	From    string
 	To      Recipient
 	Content string
 	SentAt  string
+	ID      string
+	Seq     int64
+	Stamp   string
 }
 
 // Time parses SentAt (TimeLayout, in local time).
@@ -35,7 +52,56 @@ func (m ChatMessage) Time() (time.Time, error) {
 }
 
 // ErrorMessage is an ERROR from the server that no pending request claimed.
-type ErrorMessage struct{ Message string }
+// Protocol 2 adds a stable Code and the id of the request it refuses.
+type ErrorMessage struct {
+	Message string
+	Code    string
+	ID      string
+}
+
+// Stored is protocol 2's receipt: the message with this id is committed to
+// the store, at position Seq of the ring's global order.
+type Stored struct {
+	ID    string
+	Seq   int64
+	Stamp string
+}
+
+// OnlineUser is one entry of a WHO answer.
+type OnlineUser struct {
+	Username string `json:"username"`
+	Node     int64  `json:"node"`
+}
+
+// Who is protocol 2's answer to WHO: the users online and their node.
+type Who struct {
+	Users     []OnlineUser
+	Truncated bool
+	ID        string
+}
+
+// GroupInfo is one entry of a GROUPS answer.
+type GroupInfo struct {
+	Group   string `json:"group"`
+	Members int    `json:"members"`
+	Member  bool   `json:"member"`
+}
+
+// Groups is protocol 2's answer to GROUPS.
+type Groups struct {
+	Groups    []GroupInfo
+	Truncated bool
+	ID        string
+}
+
+// History is protocol 2's answer to HISTORY: the last messages of a
+// conversation, oldest first.
+type History struct {
+	To        Recipient
+	Messages  []ChatMessage
+	Truncated bool
+	ID        string
+}
 
 // Alive is an ALIVE keep-alive. Conn never delivers it.
 type Alive struct{}
@@ -60,10 +126,17 @@ func (ErrorMessage) isEvent()  {}
 func (Alive) isEvent()         {}
 func (ProtocolError) isEvent() {}
 func (Disconnected) isEvent()  {}
+func (Stored) isEvent()        {}
+func (Who) isEvent()           {}
+func (Groups) isEvent()        {}
+func (History) isEvent()       {}
 
 // ServerError is an ERROR the server sent in answer to a request. Its text
-// is the server's message as it is.
-type ServerError struct{ Message string }
+// is the server's message as it is; Code is protocol 2's stable code.
+type ServerError struct {
+	Message string
+	Code    string
+}
 
 func (e *ServerError) Error() string { return e.Message }
 

@@ -46,7 +46,7 @@ func TestEchoMatchesByValue(t *testing.T) {
 	}
 	// An echo nobody waits for is delivered.
 	srv.write(t, `{"messageType":"JOIN_GROUP","group":"g7"}`, `{"messageType":"ALIVE"}`, `{"messageType":"LOGIN","username":"x"}`)
-	if diff := cmp.Diff([]Event{JoinGroup{"g7"}, Login{"x"}}, []Event{nextEvent(t, c), nextEvent(t, c)}); diff != "" {
+	if diff := cmp.Diff([]Event{JoinGroup{Group: "g7"}, Login{Username: "x"}}, []Event{nextEvent(t, c), nextEvent(t, c)}); diff != "" {
 		t.Error(diff)
 	}
 }
@@ -68,7 +68,7 @@ func TestAbandonedRequestConsumesItsAnswer(t *testing.T) {
 	if err := result(t, j2); err != nil {
 		t.Fatalf("Join g2 = %v", err)
 	}
-	if diff := cmp.Diff(Event(ErrorMessage{"late"}), nextEvent(t, c)); diff != "" {
+	if diff := cmp.Diff(Event(ErrorMessage{Message: "late"}), nextEvent(t, c)); diff != "" {
 		t.Error(diff)
 	}
 }
@@ -103,7 +103,7 @@ func TestProtocolErrorKeepsConnection(t *testing.T) {
 	if pe, ok := ev.(ProtocolError); !ok || !errors.Is(pe.Err, ErrUnknownType) {
 		t.Errorf("second event %#v", ev)
 	}
-	if diff := cmp.Diff(Event(ErrorMessage{"x"}), nextEvent(t, c)); diff != "" {
+	if diff := cmp.Diff(Event(ErrorMessage{Message: "x"}), nextEvent(t, c)); diff != "" {
 		t.Error(diff)
 	}
 }

@@ -15,6 +15,8 @@ import (
 type request struct {
 	typ       MessageType
 	key       string
+	id        string     // protocol 2: answers name it
+	reply     Event      // protocol 2: the answer, set before done
 	done      chan error // buffered 1
 	queued    bool
 	abandoned bool // its caller gave up; the answer is still consumed
@@ -112,32 +114,93 @@ func (c *Conn) readLoop() {
 func (c *Conn) dispatch(ev Event) {
 	switch ev := ev.(type) {
 	case Login:
-		if c.answerEcho(TypeLogin, ev.Username) {
+		if c.answerID(ev.ID, ev, nil) || c.answerEcho(TypeLogin, ev.Username) {
 			return
 		}
 	case JoinGroup:
-		if c.answerEcho(TypeJoinGroup, ev.Group) {
+		if c.answerID(ev.ID, ev, nil) || c.answerEcho(TypeJoinGroup, ev.Group) {
 			return
 		}
 	case LeaveGroup:
-		if c.answerEcho(TypeLeaveGroup, ev.Group) {
+		if c.answerID(ev.ID, ev, nil) || c.answerEcho(TypeLeaveGroup, ev.Group) {
 			return
 		}
 	case ErrorMessage:
+		if ev.ID != "" {
+			c.dropUnstored(ev.ID) // refused: not to be sent again
+			if c.answerID(ev.ID, nil, &ServerError{Message: ev.Message, Code: ev.Code}) {
+				return
+			}
+			break
+		}
+		if c.Version() >= 2 {
+			break // protocol 2 names the request an error answers: this one answers none
+		}
 		if claimed, deliver := c.answerError(ev.Message); claimed && !deliver {
 			return
 		}
+	case Stored:
+		c.dropUnstored(ev.ID)
+		if c.answerID(ev.ID, ev, nil) {
+			return
+		}
+	case Who:
+		if c.answerID(ev.ID, ev, nil) {
+			return
+		}
+	case Groups:
+		if c.answerID(ev.ID, ev, nil) {
+			return
+		}
+	case History:
+		if c.answerID(ev.ID, ev, nil) {
+			return
+		}
+	case ChatMessage:
+		if ev.ID == "" {
+			break
+		}
+		if !c.opts.Seen.Add(ev.ID) {
+			c.queueAck(ev.ID) // delivered before (a reconnect): acknowledge again, deliver once
+			return
+		}
+		c.emit(ev)
+		if c.opts.AutoAck {
+			c.queueAck(ev.ID)
+		}
+		return
 	case Alive:
 		return
 	}
 	c.emit(ev)
 }
 
+// answerID completes the pending request with this id (protocol 2).
+func (c *Conn) answerID(id string, ev Event, err error) bool {
+	if id == "" {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := slices.IndexFunc(c.pending, func(r *request) bool { return r.id == id })
+	if i < 0 {
+		return false
+	}
+	r := c.pending[i]
+	c.removeLocked(r)
+	if l, ok := ev.(Login); ok && err == nil {
+		c.user, c.version = l.Username, max(l.Version, 1)
+	}
+	r.reply = ev
+	r.done <- err
+	return true
+}
+
 // answerEcho completes the oldest pending request of this type and value.
 func (c *Conn) answerEcho(typ MessageType, key string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	i := slices.IndexFunc(c.pending, func(r *request) bool { return r.typ == typ && r.key == key })
+	i := slices.IndexFunc(c.pending, func(r *request) bool { return r.id == "" && r.typ == typ && r.key == key })
 	if i < 0 {
 		return false
 	}
@@ -155,10 +218,11 @@ func (c *Conn) answerEcho(typ MessageType, key string) bool {
 func (c *Conn) answerError(msg string) (claimed, deliver bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.pending) == 0 {
+	i := slices.IndexFunc(c.pending, func(r *request) bool { return r.id == "" })
+	if i < 0 {
 		return false, true
 	}
-	r := c.pending[0]
+	r := c.pending[i]
 	c.removeLocked(r)
 	r.done <- &ServerError{Message: msg}
 	return true, r.abandoned

@@ -19,6 +19,13 @@ const (
 	TypeChatMessage MessageType = "CHAT_MESSAGE"
 	TypeError       MessageType = "ERROR"
 	TypeAlive       MessageType = "ALIVE"
+
+	// Protocol 2 only.
+	TypeStored  MessageType = "STORED"
+	TypeAck     MessageType = "ACK"
+	TypeWho     MessageType = "WHO"
+	TypeGroups  MessageType = "GROUPS"
+	TypeHistory MessageType = "HISTORY"
 )
 
 // TimeLayout is the layout of a CHAT_MESSAGE's "sentAt" field.
@@ -48,6 +55,27 @@ type Wire struct {
 	MessageContent string          `json:"messageContent,omitempty"`
 	SentAt         json.RawMessage `json:"sentAt,omitempty"`
 	ErrorMessage   string          `json:"errorMessage,omitempty"`
+
+	// Protocol 2.
+	Version   int             `json:"version,omitempty"`
+	Node      int64           `json:"node,omitempty"`
+	ID        json.RawMessage `json:"id,omitempty"` // a string; anything else is ignored
+	Seq       int64           `json:"seq,omitempty"`
+	Time      string          `json:"time,omitempty"`
+	Code      string          `json:"code,omitempty"`
+	Users     []OnlineUser    `json:"users,omitempty"`
+	Groups    []GroupInfo     `json:"groups,omitempty"`
+	Messages  []Wire          `json:"messages,omitempty"`
+	Truncated bool            `json:"truncated,omitempty"`
+}
+
+// id returns the "id" field if it is a string.
+func (w *Wire) id() string {
+	var s string
+	if len(w.ID) > 0 && json.Unmarshal(w.ID, &s) == nil {
+		return s
+	}
+	return ""
 }
 
 // Decode parses one line of the client port into an Event: Login,
@@ -61,6 +89,11 @@ func Decode(line []byte) (Event, error) {
 	if err := json.Unmarshal(line, &w); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
+	return decodeWire(&w)
+}
+
+func decodeWire(w *Wire) (Event, error) {
+	id := w.id()
 	switch w.MessageType {
 	case "":
 		return nil, ErrMissingType
@@ -68,21 +101,43 @@ func Decode(line []byte) (Event, error) {
 		if w.Username == "" {
 			return nil, fmt.Errorf("%w: LOGIN without username", ErrInvalidMessage)
 		}
-		return Login{Username: w.Username}, nil
+		return Login{Username: w.Username, Version: w.Version, Node: w.Node, ID: id}, nil
 	case TypeJoinGroup, TypeLeaveGroup:
 		if w.Group == "" {
 			return nil, fmt.Errorf("%w: %s without group", ErrInvalidMessage, w.MessageType)
 		}
 		if w.MessageType == TypeJoinGroup {
-			return JoinGroup{Group: w.Group}, nil
+			return JoinGroup{Group: w.Group, ID: id}, nil
 		}
-		return LeaveGroup{Group: w.Group}, nil
+		return LeaveGroup{Group: w.Group, ID: id}, nil
 	case TypeChatMessage:
-		return decodeChat(&w)
+		return decodeChat(w)
 	case TypeError:
-		return ErrorMessage{Message: w.ErrorMessage}, nil
+		return ErrorMessage{Message: w.ErrorMessage, Code: w.Code, ID: id}, nil
 	case TypeAlive:
 		return Alive{}, nil
+	case TypeStored:
+		if id == "" {
+			return nil, fmt.Errorf("%w: STORED without id", ErrInvalidMessage)
+		}
+		return Stored{ID: id, Seq: w.Seq, Stamp: w.Time}, nil
+	case TypeWho:
+		return Who{Users: w.Users, Truncated: w.Truncated, ID: id}, nil
+	case TypeGroups:
+		return Groups{Groups: w.Groups, Truncated: w.Truncated, ID: id}, nil
+	case TypeHistory:
+		h := History{To: ToUser(w.ToUsername), Truncated: w.Truncated, ID: id}
+		if w.ToGroup != "" {
+			h.To = ToGroup(w.ToGroup)
+		}
+		for i := range w.Messages {
+			ev, err := decodeChat(&w.Messages[i])
+			if err != nil {
+				return nil, fmt.Errorf("HISTORY message %d: %w", i, err)
+			}
+			h.Messages = append(h.Messages, ev.(ChatMessage))
+		}
+		return h, nil
 	default:
 		return nil, fmt.Errorf("%w %q", ErrUnknownType, string(w.MessageType))
 	}
@@ -106,7 +161,7 @@ func decodeChat(w *Wire) (Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ChatMessage{From: w.FromName, To: to, Content: w.MessageContent, SentAt: sent}, nil
+	return ChatMessage{From: w.FromName, To: to, Content: w.MessageContent, SentAt: sent, ID: w.id(), Seq: w.Seq, Stamp: w.Time}, nil
 }
 
 func decodeSentAt(raw json.RawMessage) (string, error) {

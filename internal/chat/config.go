@@ -1,0 +1,132 @@
+package chat
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ringchat/ringchat/internal/store"
+)
+
+// Config configures a chat server.
+type Config struct {
+	// NodeID is the node this server belongs to (presence is recorded
+	// under it).
+	NodeID int64
+	// Store is the shared store; the server does not close it.
+	Store store.Store
+	// Addr is the client port's listen address ("host:port").
+	Addr string
+	// Want asks the ring to bring the token soon (node.Node.Want); nil in
+	// tests that drive visits themselves.
+	Want func()
+	// Log receives the server's log lines.
+	Log zerolog.Logger
+
+	// MaxClients bounds open client connections; more are refused with
+	// SERVER_FULL.
+	MaxClients int
+	// WriteQueue bounds the lines waiting to be written to one client; a
+	// client whose queue overflows is dropped (SLOW_CONSUMER).
+	WriteQueue int
+	// WriteTimeout drops a client that accepts no bytes for this long.
+	WriteTimeout time.Duration
+	// SocketBuffer is the kernel send buffer of a client socket (0: the
+	// system's default, which on Linux grows to megabytes per socket).
+	SocketBuffer int
+	// IdleTimeout closes a connection that sent nothing (not even ALIVE)
+	// for this long: half-open connections do not hold a slot forever.
+	IdleTimeout time.Duration
+	// RateLimit and RateBurst bound the lines per second of one connection
+	// (a token bucket); 0 disables the limit. Lines over the limit are
+	// dropped with RATE_LIMITED; FloodLimit such lines in a row close the
+	// connection (FLOOD).
+	RateLimit  float64
+	RateBurst  int
+	FloodLimit int
+	// StoreTimeout bounds one store operation made for a client (login,
+	// join, WHO, ...).
+	StoreTimeout time.Duration
+	// OutboxLimit bounds the messages accepted here that wait for the token.
+	OutboxLimit int
+	// BatchStart and BatchMax bound the messages stored in one visit; the
+	// batch adapts between 8 and BatchMax to the visit's time budget.
+	BatchStart, BatchMax int
+	// FetchLimit bounds the deliveries fetched in one visit, and
+	// FetchPerClient those for one client.
+	FetchLimit, FetchPerClient int
+	// SafetyFetch: a node with clients fetches at least this often even if
+	// the token's hints say nothing is pending here (hints lost with a
+	// crashed holder's token are recovered).
+	SafetyFetch time.Duration
+	// Retention is how long delivered messages stay for HISTORY; pruning
+	// runs every PruneInterval. 0 keeps them forever.
+	Retention     time.Duration
+	PruneInterval time.Duration
+	// ShutdownDrain bounds how long a stopping server waits for the token
+	// to store what its clients sent.
+	ShutdownDrain time.Duration
+	// ReconcileInterval is how often presence in the store is checked
+	// against this node's sessions (stale rows cleared, lost rows restored).
+	ReconcileInterval time.Duration
+	// HashWorkers bounds concurrent password hashes (each costs CPU and
+	// memory).
+	HashWorkers int
+}
+
+// DefaultConfig returns defaults for node id; Store and Addr must be set.
+func DefaultConfig(id int64) Config {
+	return Config{
+		NodeID:            id,
+		Log:               zerolog.Nop(),
+		MaxClients:        1000,             // "hundreds of clients per node", with room
+		WriteQueue:        1024,             // a burst of deliveries to one client fits; a stuck one fills it in seconds
+		WriteTimeout:      10 * time.Second, // a client that reads nothing for 10 s is gone
+		SocketBuffer:      256 << 10,        // kernel memory per client stays bounded with hundreds of clients
+		IdleTimeout:       5 * time.Minute,  // our client sends ALIVE every 30 s; an original client idle for 5 min is gone
+		RateLimit:         50,               // lines a second: far above a person typing, far below a flood
+		RateBurst:         200,              // pasting or a reconnect's resends fit in the burst
+		FloodLimit:        400,              // two bursts' worth of refused lines: a flood, not a hiccup
+		StoreTimeout:      5 * time.Second,  // as the node's store operations
+		OutboxLimit:       20000,            // ~1 s of a busy ring's throughput; then BUSY
+		BatchStart:        64,               // fits a 100 ms visit on MariaDB with room
+		BatchMax:          1000,             // the adaptive batch never exceeds this
+		FetchLimit:        2000,             // deliveries per visit
+		FetchPerClient:    256,              // one backlog cannot fill a visit
+		SafetyFetch:       30 * time.Second, // a lost hint delays delivery by at most this
+		Retention:         7 * 24 * time.Hour,
+		PruneInterval:     10 * time.Minute,
+		ShutdownDrain:     3 * time.Second, // a few rotations of a busy ring
+		ReconcileInterval: 10 * time.Second,
+		HashWorkers:       4,
+	}
+}
+
+// Validate reports a configuration that cannot run.
+func (c Config) Validate() error {
+	switch {
+	case c.Store == nil:
+		return errors.New("chat: no store")
+	case c.NodeID < 1:
+		return fmt.Errorf("chat: node id %d must be positive", c.NodeID)
+	case c.MaxClients < 1 || c.WriteQueue < 16:
+		return fmt.Errorf("chat: MaxClients %d must be positive and WriteQueue %d at least 16", c.MaxClients, c.WriteQueue)
+	case c.WriteTimeout <= 0 || c.IdleTimeout <= 0 || c.StoreTimeout <= 0:
+		return errors.New("chat: WriteTimeout, IdleTimeout and StoreTimeout must be positive")
+	case c.RateLimit < 0 || (c.RateLimit > 0 && (c.RateBurst < 1 || c.FloodLimit < 1)):
+		return fmt.Errorf("chat: rate %v/s needs a positive burst and flood limit", c.RateLimit)
+	case c.OutboxLimit < 1 || c.BatchStart < 1 || c.BatchMax < c.BatchStart:
+		return errors.New("chat: OutboxLimit and BatchStart must be positive, BatchMax at least BatchStart")
+	case c.FetchLimit < 1 || c.FetchPerClient < 1:
+		return errors.New("chat: FetchLimit and FetchPerClient must be positive")
+	case c.SafetyFetch <= 0 || c.ReconcileInterval <= 0 || c.ShutdownDrain < 0:
+		return errors.New("chat: SafetyFetch and ReconcileInterval must be positive")
+	case c.Retention < 0 || (c.Retention > 0 && c.PruneInterval <= 0):
+		return errors.New("chat: Retention must not be negative, and needs a positive PruneInterval")
+	case c.HashWorkers < 1:
+		return errors.New("chat: HashWorkers must be positive")
+	}
+	return nil
+}

@@ -1,0 +1,325 @@
+package chat
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ringchat/ringchat/internal/store"
+)
+
+// queueReserve is the part of a write queue that deliveries leave free, for
+// the replies and errors of the client's own requests.
+const queueReserve = 16
+
+// finalWriteTimeout bounds writing the last line (the reason for closing).
+const finalWriteTimeout = time.Second
+
+// conn is one client connection: a reader goroutine (readLoop: decode,
+// handle, reply) and a writer goroutine (writeLoop: the bounded queue to the
+// socket). Nothing else ever blocks on the socket.
+type conn struct {
+	s      *Server
+	nc     net.Conn
+	remote string
+	out    chan outItem
+
+	closeOnce  sync.Once
+	quit       chan struct{} // closed by closeWith
+	final      *Error        // the reason, written last (nil: a graceful close)
+	writerDone chan struct{}
+
+	// sessPtr is sess for the writer goroutine.
+	sessPtr atomic.Pointer[session]
+
+	// Owned by the reader goroutine.
+	version int
+	sess    *session
+	limiter *bucket
+	refused int // lines refused in a row by the rate limit
+}
+
+// outItem is one line for the writer. A protocol-1 delivery carries its
+// recipient row: once written it counts as delivered and is removed.
+type outItem struct {
+	line []byte
+	ack  store.RecipientSeq
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	return &conn{
+		s:          s,
+		nc:         nc,
+		remote:     nc.RemoteAddr().String(),
+		out:        make(chan outItem, s.cfg.WriteQueue),
+		quit:       make(chan struct{}),
+		writerDone: make(chan struct{}),
+		version:    V1,
+		limiter:    newBucket(s.cfg.RateLimit, s.cfg.RateBurst, time.Now()),
+	}
+}
+
+// send queues a line for the client without ever waiting: a full queue
+// means the client does not read, and it is dropped.
+func (c *conn) send(it outItem) bool {
+	select {
+	case <-c.quit:
+		return false
+	default:
+	}
+	select {
+	case c.out <- it:
+		return true
+	default:
+		c.s.log.Info().Str("remote", c.remote).Int("queued", cap(c.out)).Msg("chat: dropping a client that does not read")
+		c.closeWith(errorf(CodeSlowConsumer, "too many messages waiting (%d): the client does not read fast enough", cap(c.out)))
+		return false
+	}
+}
+
+func (c *conn) sendLine(line []byte) bool { return c.send(outItem{line: line}) }
+
+// reply answers the client in its protocol version.
+func (c *conn) reply(e *Error) { c.sendLine(encodeError(c.version, e)) }
+
+// room is how many deliveries the queue takes now.
+func (c *conn) room() int { return cap(c.out) - len(c.out) - queueReserve }
+
+// closeWith ends the connection: the writer writes reason (if any) as the
+// last line, or, for a graceful close (nil), what is still queued; then it
+// closes the socket, which ends the reader.
+func (c *conn) closeWith(reason *Error) {
+	c.closeOnce.Do(func() {
+		c.final = reason
+		if reason != nil {
+			// A write in progress to a client that does not read fails
+			// soon instead of after WriteTimeout.
+			_ = c.nc.SetWriteDeadline(time.Now().Add(finalWriteTimeout))
+			if reason.Code != CodeShutdown {
+				c.s.stats.dropped.Add(1)
+			}
+		}
+		close(c.quit)
+	})
+}
+
+func (c *conn) closed() bool {
+	select {
+	case <-c.quit:
+		return true
+	default:
+		return false
+	}
+}
+
+// writeLoop is the connection's one writer.
+func (c *conn) writeLoop() {
+	defer close(c.writerDone)
+	defer c.nc.Close()
+	bw := bufio.NewWriterSize(c.nc, 32<<10)
+	var acks []store.RecipientSeq
+	write := func(it outItem) error {
+		if _, err := bw.Write(it.line); err != nil {
+			return err
+		}
+		if it.ack.RecipientID != 0 {
+			acks = append(acks, it.ack)
+		}
+		return nil
+	}
+	for {
+		select {
+		case it := <-c.out:
+			acks = acks[:0]
+			if c.closed() {
+				c.finish(bw, it)
+				return
+			}
+			_ = c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
+			err := write(it)
+		more:
+			for err == nil && bw.Buffered() < 64<<10 {
+				select {
+				case it = <-c.out:
+					err = write(it)
+				default:
+					break more
+				}
+			}
+			if err == nil {
+				err = bw.Flush()
+			}
+			if err != nil {
+				if errors.Is(err, os.ErrDeadlineExceeded) && !c.closed() {
+					c.s.log.Info().Str("remote", c.remote).Dur("timeout", c.s.cfg.WriteTimeout).Msg("chat: dropping a client that does not read")
+					c.closeWith(errorf(CodeSlowConsumer, "nothing read for %v", c.s.cfg.WriteTimeout))
+				} else if !c.closed() {
+					c.s.log.Debug().Err(err).Str("remote", c.remote).Msg("chat: write failed; closing")
+				}
+				c.closeWith(nil)
+				return
+			}
+			if len(acks) > 0 {
+				// In the socket's buffer: delivered, as the original counted it.
+				c.s.written(acks)
+			}
+			if sess := c.sessPtr.Load(); sess != nil && sess.starved.Load() && len(c.out) < cap(c.out)/4 {
+				sess.starved.Store(false)
+				c.s.requestFetch()
+			}
+		case <-c.quit:
+			c.finish(bw)
+			return
+		}
+	}
+}
+
+// finish writes the connection's last lines: what is still queued, then
+// the reason for closing, if any, all within finalWriteTimeout.
+func (c *conn) finish(bw *bufio.Writer, first ...outItem) {
+	_ = c.nc.SetWriteDeadline(time.Now().Add(finalWriteTimeout))
+	var acks []store.RecipientSeq
+	var err error
+	for _, it := range first {
+		if _, err = bw.Write(it.line); err == nil && it.ack.RecipientID != 0 {
+			acks = append(acks, it.ack)
+		}
+	}
+queued:
+	for err == nil {
+		select {
+		case it := <-c.out:
+			_, err = bw.Write(it.line)
+			if err == nil && it.ack.RecipientID != 0 {
+				acks = append(acks, it.ack)
+			}
+		default:
+			break queued
+		}
+	}
+	if err == nil && c.final != nil {
+		_, err = bw.Write(encodeError(c.finalVersion(), c.final))
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil && len(acks) > 0 {
+		c.s.written(acks)
+	}
+}
+
+// finalVersion is the protocol of the closing line (the writer does not
+// read the reader's fields; the session knows it).
+func (c *conn) finalVersion() int {
+	if sess := c.sessPtr.Load(); sess != nil {
+		return sess.version
+	}
+	return V1
+}
+
+// readLoop is the connection's one reader: it owns the session state.
+func (c *conn) readLoop() {
+	defer c.cleanup()
+	br := bufio.NewReaderSize(c.nc, 16<<10)
+	for !c.closed() {
+		_ = c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+		line, err := readLine(br, MaxLineBytes)
+		if err != nil {
+			c.readFailed(err)
+			break
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if !c.limiter.allow(time.Now()) {
+			c.refused++
+			switch {
+			case c.refused >= c.s.cfg.FloodLimit:
+				c.s.log.Info().Str("remote", c.remote).Int("refused", c.refused).Msg("chat: closing a flooding client")
+				c.closeWith(errorf(CodeFlood, "too many messages: over %v lines a second, %d refused in a row", c.s.cfg.RateLimit, c.refused))
+			case c.refused == 1:
+				c.reply(errorf(CodeRateLimited, "too many messages: over %v lines a second; lines are dropped until you slow down", c.s.cfg.RateLimit))
+			}
+			continue
+		}
+		c.refused = 0
+		c.handleLine(line)
+	}
+}
+
+// readFailed closes the connection for a read error, saying why.
+func (c *conn) readFailed(err error) {
+	var ne net.Error
+	switch {
+	case errors.Is(err, errLineTooLong):
+		c.closeWith(errorf(CodeLineTooLong, "line longer than %d bytes", MaxLineBytes))
+	case errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
+		c.closeWith(errorf(CodeIdle, "nothing received for %v (send ALIVE to keep an idle connection)", c.s.cfg.IdleTimeout))
+	default: // EOF, reset, or the writer closed the socket
+		c.closeWith(nil)
+	}
+}
+
+// cleanup runs when the reader ends: it waits for the writer, then logs the
+// user out (presence cleared; unacknowledged messages stay for the next
+// login).
+func (c *conn) cleanup() {
+	c.closeWith(nil)
+	<-c.writerDone
+	s := c.s
+	s.mu.Lock()
+	delete(s.conns, c)
+	sess := c.sess
+	if sess != nil {
+		sess.ready, sess.closing = false, true
+	}
+	closing := s.closing
+	s.mu.Unlock()
+	if sess == nil {
+		return
+	}
+	if !closing { // at shutdown Run clears the node's presence in one go
+		s.clearPresence(sess)
+	}
+	s.mu.Lock()
+	if s.sessions[sess.userID] == sess {
+		delete(s.sessions, sess.userID)
+	}
+	s.mu.Unlock()
+	close(sess.gone)
+	s.log.Debug().Str("user", sess.name).Str("remote", c.remote).Msg("chat: logged out")
+}
+
+var errLineTooLong = errors.New("chat: line too long")
+
+// readLine reads one line of at most max bytes (without "\n" or "\r\n"),
+// holding at most max+2 bytes of it.
+func readLine(br *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		frag, err := br.ReadSlice('\n')
+		line = append(line, frag...)
+		if len(line) > max+2 {
+			return nil, errLineTooLong
+		}
+		switch {
+		case err == nil:
+			line = bytes.TrimSuffix(line[:len(line)-1], []byte("\r"))
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && len(line) > 0:
+		default:
+			return nil, err
+		}
+		if len(line) > max {
+			return nil, errLineTooLong
+		}
+		return line, nil
+	}
+}

@@ -1,0 +1,398 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ringchat/ringchat/internal/store"
+)
+
+// Server is the client port of one node. New, then Listen (it binds the
+// port and clears presence this node left behind), then Run until its
+// context ends; Run returns once every goroutine has exited.
+type Server struct {
+	cfg     Config
+	log     zerolog.Logger
+	st      store.Store
+	hashSem chan struct{}
+	names   nameCache
+	stats   counters
+
+	ln     net.Listener
+	wg     sync.WaitGroup
+	runCtx context.Context // ends when Run's context ends; bounds store calls of connections
+
+	mu       sync.Mutex
+	conns    map[*conn]struct{}
+	sessions map[int64]*session // by user id: logged in, logging in, or logging out
+	outbox   []*outMsg          // messages accepted here, waiting for the token
+	acks     []store.RecipientSeq
+	ackIDs   map[int64][]string // protocol-2 ACKs by user id
+	ackCount int
+	fetchReq uint64 // bumped when a local event needs a fetch (login, room in a queue)
+	more     bool   // the last fetch left deliveries behind
+	draining bool   // shutting down: no new messages
+	closing  bool   // shutting down: no new connections or logins
+	dirty    bool   // a presence row of ours may be stale (a clear failed)
+	visited  chan struct{}
+
+	// Owned by the visit goroutine (visits of one node never overlap).
+	v visitState
+}
+
+type visitState struct {
+	batch     int
+	lastGen   int64
+	fetchDone uint64
+	lastFetch time.Time
+	lastPrune time.Time
+}
+
+// session is a user logged in (or logging in, or out) on a connection of
+// this node. Fields marked mu are guarded by Server.mu.
+type session struct {
+	c       *conn
+	userID  int64
+	name    string
+	version int
+
+	ready     bool // mu: visits deliver to it
+	needReset bool // mu: its unacknowledged messages must become pending again
+	closing   bool // mu: logging out; a new login of the user waits for gone
+	gone      chan struct{}
+	starved   atomic.Bool // a visit left deliveries behind for lack of queue room
+}
+
+// outMsg is a message accepted from a client, stored at the next visit.
+type outMsg struct {
+	id       string
+	senderID int64
+	sender   string
+	to       Recipient
+	content  string
+	sentAt   time.Time
+	c        *conn // for the receipt or the error; may have closed
+	version  int
+}
+
+// Stats are counters of the server's life.
+type Stats struct {
+	Clients         int    // open connections now
+	Sessions        int    // logged-in users now
+	Accepted        uint64 // connections accepted
+	Refused         uint64 // connections refused (SERVER_FULL)
+	Dropped         uint64 // connections closed by the server for bad behaviour
+	Queued          uint64 // messages accepted from clients
+	Stored          uint64 // messages stored by this node's visits
+	Delivered       uint64 // deliveries handed to client queues
+	Visits          uint64 // token visits
+	StoreVisits     uint64 // visits that opened a store transaction
+	FailedVisits    uint64 // visits whose transaction failed (nothing committed)
+	BatchSize       int    // current adaptive batch
+	OutboxLen       int    // messages waiting for the token
+	PendingAcks     int
+	PresenceCleared uint64 // stale presence rows removed
+}
+
+type counters struct {
+	accepted, refused, dropped, queued, stored, delivered atomic.Uint64
+	visits, storeVisits, failedVisits, presenceCleared    atomic.Uint64
+}
+
+// New checks cfg and builds a server.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg:      cfg,
+		log:      cfg.Log.With().Str("part", "chat").Logger(),
+		st:       cfg.Store,
+		hashSem:  make(chan struct{}, cfg.HashWorkers),
+		conns:    map[*conn]struct{}{},
+		sessions: map[int64]*session{},
+		ackIDs:   map[int64][]string{},
+		visited:  make(chan struct{}),
+		runCtx:   context.Background(),
+	}
+	s.v.batch = cfg.BatchStart
+	s.names.init()
+	return s, nil
+}
+
+// Listen binds the client port and clears the presence rows this node id
+// left in the store (a crash or kill leaves them behind).
+func (s *Server) Listen(ctx context.Context) error {
+	if s.ln != nil {
+		return errors.New("chat: already listening")
+	}
+	var lc net.ListenConfig // TCP keep-alive on by default: dead peers are noticed
+	ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("chat: listen on %s: %w", s.cfg.Addr, err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+	defer cancel()
+	var n int
+	err = s.st.Update(sctx, func(tx store.Tx) error {
+		var err error
+		n, err = tx.ClearNodePresence(s.cfg.NodeID)
+		return err
+	})
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("chat: clear this node's old presence: %w", err)
+	}
+	if n > 0 {
+		s.log.Info().Int("users", n).Msg("cleared presence left by an earlier run of this node")
+	}
+	s.ln = ln
+	return nil
+}
+
+// Addr is the bound client port (after Listen).
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// goFunc starts f on a goroutine that Run waits for.
+func (s *Server) goFunc(f func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+}
+
+// Run serves clients until ctx ends. It then stops accepting, gives the
+// token ShutdownDrain to store what clients sent, closes every connection
+// with SHUTTING_DOWN, removes this node's presence rows and returns once
+// every goroutine has exited. The token must keep visiting (the node keeps
+// running) until Run returns.
+func (s *Server) Run(ctx context.Context) error {
+	if s.ln == nil {
+		if err := s.Listen(ctx); err != nil {
+			return err
+		}
+	}
+	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWork()
+	s.mu.Lock()
+	s.runCtx = work
+	s.mu.Unlock()
+	s.log.Info().Str("listen", s.ln.Addr().String()).Int("max_clients", s.cfg.MaxClients).Msg("chat: serving clients")
+	s.goFunc(s.acceptLoop)
+	s.goFunc(func() { s.reconcileLoop(work) })
+
+	<-ctx.Done()
+	s.ln.Close()
+	s.drain()
+	s.mu.Lock()
+	s.closing = true
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.closeWith(errorf(CodeShutdown, "server shutting down"))
+	}
+	stopWork()
+	s.wg.Wait()
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.StoreTimeout)
+	defer cancel()
+	err := s.st.Update(cctx, func(tx store.Tx) error {
+		_, err := tx.ClearNodePresence(s.cfg.NodeID)
+		return err
+	})
+	if err != nil {
+		s.log.Warn().Err(err).Msg("chat: could not clear presence at shutdown (the next start does)")
+	}
+	st := s.Stats()
+	s.log.Info().Uint64("stored", st.Stored).Uint64("delivered", st.Delivered).Int("unsent", st.OutboxLen).Msg("chat: stopped")
+	return nil
+}
+
+// drain waits (at most ShutdownDrain) until the token has stored every
+// message queued here. New messages are refused meanwhile.
+func (s *Server) drain() {
+	deadline := time.NewTimer(s.cfg.ShutdownDrain)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		s.draining = true
+		left := len(s.outbox) + len(s.acks) + s.ackCount
+		visited := s.visited
+		s.mu.Unlock()
+		if left == 0 {
+			return
+		}
+		s.want()
+		select {
+		case <-visited:
+		case <-deadline.C:
+			s.log.Warn().Int("left", left).Msg("chat: stopping with messages or acknowledgements not stored")
+			return
+		}
+	}
+}
+
+func (s *Server) acceptLoop() {
+	var backoff time.Duration
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors and the like: wait, as net/http does.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.log.Warn().Err(err).Dur("retry_in", backoff).Msg("chat: accept failed")
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		s.mu.Lock()
+		switch {
+		case s.closing:
+			s.mu.Unlock()
+			nc.Close()
+		case len(s.conns) >= s.cfg.MaxClients:
+			s.mu.Unlock()
+			s.stats.refused.Add(1)
+			// A fresh socket's buffer takes one line at once; never wait on it.
+			_ = nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+			_, _ = nc.Write(encodeError(V1, errorf(CodeServerFull, "server full: %d clients; try another node", s.cfg.MaxClients)))
+			nc.Close()
+		default:
+			if tc, ok := nc.(*net.TCPConn); ok && s.cfg.SocketBuffer > 0 {
+				_ = tc.SetWriteBuffer(s.cfg.SocketBuffer)
+			}
+			c := newConn(s, nc)
+			s.conns[c] = struct{}{}
+			s.mu.Unlock()
+			s.stats.accepted.Add(1)
+			s.goFunc(c.writeLoop)
+			s.goFunc(c.readLoop)
+		}
+	}
+}
+
+// want asks the ring for the token.
+func (s *Server) want() {
+	if s.cfg.Want != nil {
+		s.cfg.Want()
+	}
+}
+
+// requestFetch makes the next visit fetch deliveries for this node.
+func (s *Server) requestFetch() {
+	s.mu.Lock()
+	s.fetchReq++
+	s.mu.Unlock()
+	s.want()
+}
+
+// written records protocol-1 deliveries written to their socket: they are
+// removed from the queue at the next visit (protocol 1 has no ACK).
+func (s *Server) written(rows []store.RecipientSeq) {
+	s.mu.Lock()
+	s.acks = append(s.acks, rows...)
+	s.mu.Unlock()
+}
+
+// Stats returns a snapshot of the counters.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	st := Stats{Clients: len(s.conns), OutboxLen: len(s.outbox), PendingAcks: len(s.acks) + s.ackCount}
+	for _, sess := range s.sessions {
+		if sess.ready {
+			st.Sessions++
+		}
+	}
+	s.mu.Unlock()
+	st.Accepted, st.Refused, st.Dropped = s.stats.accepted.Load(), s.stats.refused.Load(), s.stats.dropped.Load()
+	st.Queued, st.Stored, st.Delivered = s.stats.queued.Load(), s.stats.stored.Load(), s.stats.delivered.Load()
+	st.Visits, st.StoreVisits, st.FailedVisits = s.stats.visits.Load(), s.stats.storeVisits.Load(), s.stats.failedVisits.Load()
+	st.PresenceCleared = s.stats.presenceCleared.Load()
+	return st
+}
+
+// storeCtx bounds a store call made for a client.
+func (s *Server) storeCtx() (context.Context, context.CancelFunc) {
+	s.mu.Lock()
+	ctx := s.runCtx
+	s.mu.Unlock()
+	return context.WithTimeout(ctx, s.cfg.StoreTimeout)
+}
+
+// nameCache maps user and group names to ids. Users and groups are never
+// deleted, so an id once seen stays right; unknown names are not cached.
+type nameCache struct {
+	mu     sync.Mutex
+	users  map[string]int64
+	groups map[string]int64
+}
+
+const nameCacheMax = 100_000
+
+func (n *nameCache) init() {
+	n.users, n.groups = map[string]int64{}, map[string]int64{}
+}
+
+func (n *nameCache) get(to Recipient) (int64, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	m := n.users
+	if to.Group {
+		m = n.groups
+	}
+	id, ok := m[to.Name]
+	return id, ok
+}
+
+func (n *nameCache) put(to Recipient, id int64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	m := &n.users
+	if to.Group {
+		m = &n.groups
+	}
+	if len(*m) >= nameCacheMax {
+		*m = map[string]int64{}
+	}
+	(*m)[to.Name] = id
+}
+
+// lookup resolves a recipient in tx: its id, or UNKNOWN_USER/UNKNOWN_GROUP.
+func (s *Server) lookup(tx store.Tx, to Recipient) (int64, *Error, error) {
+	if id, ok := s.names.get(to); ok {
+		return id, nil, nil
+	}
+	var id int64
+	var err error
+	if to.Group {
+		var g store.Group
+		g, err = tx.GroupByName(to.Name)
+		id = g.ID
+	} else {
+		var u store.User
+		u, err = tx.UserByName(to.Name)
+		id = u.ID
+	}
+	switch {
+	case errors.Is(err, store.ErrNotFound) && to.Group:
+		return 0, errorf(CodeUnknownGroup, "no group %s (a group is created when someone joins it)", quote(to.Name)), nil
+	case errors.Is(err, store.ErrNotFound):
+		return 0, errorf(CodeUnknownUser, "no user %s (a user exists once they have logged in)", quote(to.Name)), nil
+	case err != nil:
+		return 0, nil, err
+	}
+	s.names.put(to, id)
+	return id, nil, nil
+}

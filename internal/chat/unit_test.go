@@ -1,0 +1,238 @@
+package chat
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ringchat/ringchat/internal/token"
+)
+
+func TestBucket(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b := newBucket(10, 3, t0)
+	for i := range 3 {
+		if !b.allow(t0) {
+			t.Fatalf("burst line %d refused", i)
+		}
+	}
+	if b.allow(t0) {
+		t.Fatal("line over the burst allowed")
+	}
+	if !b.allow(t0.Add(100 * time.Millisecond)) {
+		t.Fatal("a token should have come back after 100 ms at 10/s")
+	}
+	if b.allow(t0.Add(150 * time.Millisecond)) {
+		t.Fatal("half a token is not a token")
+	}
+	if !b.allow(t0.Add(time.Hour)) || !b.allow(t0.Add(time.Hour)) || !b.allow(t0.Add(time.Hour)) || b.allow(t0.Add(time.Hour)) {
+		t.Fatal("a long pause refills to the burst, no more")
+	}
+	if u := newBucket(0, 0, t0); !u.allow(t0) || !u.allow(t0) {
+		t.Fatal("rate 0 is unlimited")
+	}
+}
+
+func TestHint(t *testing.T) {
+	h, err := decodeHint(nil)
+	if err != nil || len(h.W) != 0 || h.encode() != nil {
+		t.Fatalf("empty hint: %v %v", h, err)
+	}
+	h = h.update(2, []int64{5, 3, 2, 5, 0})
+	if string(h.encode()) != `{"w":[3,5]}` {
+		t.Fatalf("hint %s", h.encode())
+	}
+	back, err := decodeHint(h.encode())
+	if err != nil || !back.has(3) || !back.has(5) || back.has(2) {
+		t.Fatalf("round trip %v %v", back, err)
+	}
+	if back.update(3, nil).update(5, nil).encode() != nil {
+		t.Fatal("a hint with no nodes is no App data")
+	}
+	if _, err := decodeHint(json.RawMessage(`[1`)); err == nil {
+		t.Fatal("garbage decoded")
+	}
+}
+
+// TestVisitWithBadHintFetches: App data the service cannot read is
+// replaced, and the node fetches to be safe.
+func TestVisitWithBadHintFetches(t *testing.T) {
+	r := newRing(t, 1, nil)
+	s := r.servers[0]
+	c := dialRaw(t, r.addr(1))
+	c.login("x")
+	r.rotations(2)
+	before := s.Stats().StoreVisits
+	r.mu.Lock()
+	r.app = json.RawMessage(`"not ours"`)
+	r.mu.Unlock()
+	r.rotations(2)
+	if s.Stats().StoreVisits == before {
+		t.Error("no fetch after unreadable App data")
+	}
+	r.mu.Lock()
+	app := r.app
+	r.mu.Unlock()
+	if app != nil {
+		t.Errorf("App data not replaced: %s", app)
+	}
+	_ = token.Token{}
+}
+
+func TestPassword(t *testing.T) {
+	h, err := hashPassword("correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(h, "$argon2id$v=19$m=19456,t=2,p=1$") {
+		t.Fatalf("hash %s", h)
+	}
+	if ok, err := checkPassword(h, "correct horse"); !ok || err != nil {
+		t.Fatalf("right password: %v %v", ok, err)
+	}
+	if ok, err := checkPassword(h, "correct horsE"); ok || err != nil {
+		t.Fatalf("wrong password: %v %v", ok, err)
+	}
+	h2, _ := hashPassword("correct horse")
+	if h2 == h {
+		t.Fatal("two hashes of one password are equal: no salt")
+	}
+	for _, bad := range []string{"", "plain", "$argon2id$v=19$m=1,t=1,p=1$AA$AA", "$2a$10$abc", "$argon2id$v=19$m=99999999,t=2,p=1$c2FsdHNhbHQ$" + strings.Repeat("A", 43)} {
+		if _, err := checkPassword(bad, "x"); err == nil {
+			t.Errorf("hash %q accepted", bad)
+		}
+	}
+}
+
+func TestCheckName(t *testing.T) {
+	for name, ok := range map[string]bool{
+		"alice": true, "Ålice Ünïcode": true, "x'); DROP TABLE users;--": true, strings.Repeat("界", 32): true,
+		"": false, strings.Repeat("a", 33): false, "tab\there": false, "nl\n": false, " lead": false, "trail ": false,
+		"\u200bzero-width": false, string([]byte{0xff}): false,
+	} {
+		if got := CheckName("name", name) == nil; got != ok {
+			t.Errorf("CheckName(%q) ok = %v, want %v", name, got, ok)
+		}
+	}
+}
+
+// FuzzDecode: the line decoder never panics, and what it accepts is within
+// the protocol's bounds.
+func FuzzDecode(f *testing.F) {
+	for _, seed := range []string{
+		`{"messageType":"LOGIN","username":"alice"}`,
+		`{"messageType":"LOGIN","username":"alice","version":2,"password":"pw","id":"r1"}`,
+		`{"messageType":"JOIN_GROUP","group":"g1"}`,
+		`{"sentAt":{"seconds":1556146749,"nanos":290000000},"fromName":"a","toName":"b","messageContent":"hi","forGroup":false,"messageType":"CHAT_MESSAGE"}`,
+		`{"messageType":"CHAT_MESSAGE","id":"0190f5a2-7b1c-7cde-8f00-0123456789ab","toGroup":"g","messageContent":"x"}`,
+		`{"messageType":"ACK","ids":["a","b"]}`,
+		`{"messageType":"HISTORY","toUsername":"bob","limit":5}`,
+		`{"messageType":"ALIVE"}`, `{"messageType":"WHO"}`, `not json`, `{}`, `[]`, `{"messageType":null}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		r, err := Decode(line)
+		if err != nil {
+			if err.Code == "" || err.Message == "" {
+				t.Fatalf("error without code or message: %+v", err)
+			}
+			var out map[string]any
+			if json.Unmarshal(bytes.TrimSpace(encodeError(V2, err)), &out) != nil {
+				t.Fatalf("error line is not JSON: %s", encodeError(V2, err))
+			}
+			return
+		}
+		switch r.Type {
+		case TypeLogin:
+			if CheckName("u", r.Username) != nil || (r.Version != V1 && r.Version != V2) || len(r.Password) > MaxPassword {
+				t.Fatalf("accepted login %+v", r)
+			}
+		case TypeJoinGroup, TypeLeaveGroup:
+			if CheckName("g", r.Group) != nil {
+				t.Fatalf("accepted group %+v", r)
+			}
+		case TypeChat:
+			if CheckName("to", r.To.Name) != nil || r.Content == "" || len(r.Content) > MaxContentBytes || !utf8.ValidString(r.Content) {
+				t.Fatalf("accepted chat %+v", r)
+			}
+		case TypeAck:
+			if len(r.IDs) == 0 || len(r.IDs) > MaxAckIDs {
+				t.Fatalf("accepted ack %+v", r)
+			}
+		case TypeHistory:
+			if CheckName("to", r.To.Name) != nil || r.Limit < 0 {
+				t.Fatalf("accepted history %+v", r)
+			}
+		case TypeAlive, TypeWho, TypeGroups:
+		default:
+			t.Fatalf("accepted unknown type %q", r.Type)
+		}
+		if len(r.ID) > MaxRequestID {
+			t.Fatalf("id of %d bytes", len(r.ID))
+		}
+	})
+}
+
+// TestShutdown: stopping the server stores what clients sent (the token
+// still visits), tells every client, clears presence and joins every
+// goroutine (goleak checks the rest).
+func TestShutdown(t *testing.T) {
+	st := newStore(t, 1)
+	r := &testRing{t: t, st: st, wake: make(chan struct{}, 1), fail: map[int64]int{}, budget: 5 * time.Second}
+	cfg := testConfig(t, 1, st)
+	cfg.Want = r.poke
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.servers = []*Server{s}
+	if err := s.Listen(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(runCtx) }()
+	c := dialRaw(t, s.Addr().String())
+	c.login("a")
+	other := dialRaw(t, s.Addr().String())
+	other.login("b")
+	// No token yet: the message waits in the outbox.
+	c.send(chatTo("b", "stored at shutdown"))
+	eventually(t, "message queued", func() bool { return s.Stats().Queued == 1 })
+	tokCtx, stopToken := context.WithCancel(context.Background())
+	tokenDone := make(chan struct{})
+	stop()
+	go func() {
+		defer close(tokenDone)
+		r.pass(tokCtx)
+	}()
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("Run did not return")
+	}
+	stopToken()
+	<-tokenDone
+	lines := c.closed()
+	if len(lines) != 1 || !strings.Contains(lines[0], "server shutting down") {
+		t.Errorf("client got %q", lines)
+	}
+	if on, _ := st.Online(context.Background()); len(on) != 0 {
+		t.Errorf("presence left: %+v", on)
+	}
+	if s.Stats().Stored != 1 {
+		t.Errorf("stats %+v: the message was not stored during the drain", s.Stats())
+	}
+	got := other.closed()
+	if len(got) != 2 || !strings.Contains(got[0], "stored at shutdown") || !strings.Contains(got[1], "server shutting down") {
+		t.Errorf("b got %q", got)
+	}
+}

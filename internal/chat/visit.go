@@ -1,0 +1,364 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/ringchat/ringchat/internal/node"
+	"github.com/ringchat/ringchat/internal/store"
+	"github.com/ringchat/ringchat/internal/token"
+)
+
+// defaultBudget is a visit's time budget when its context has no deadline.
+const defaultBudget = 100 * time.Millisecond
+
+// minBatch is the smallest adaptive batch.
+const minBatch = 8
+
+// Section is the chat service's critical section, run at every token
+// visit (node.Config.Sections).
+func (s *Server) Section() node.Section { return s.visit }
+
+// storedMsg is the outcome of storing one queued message.
+type storedMsg struct {
+	m   *outMsg
+	seq int64
+	err *Error
+}
+
+// delivery is one message handed to one local session.
+type delivery struct {
+	sess *session
+	d    store.Delivery
+}
+
+// visitWork is what one visit found to do, and did.
+type visitWork struct {
+	batch   []*outMsg
+	acks    []store.RecipientSeq
+	ackIDs  map[int64][]string
+	resets  []*session
+	ready   map[int64]*session
+	fetch   bool
+	prune   bool
+	fetchRq uint64
+
+	// results (reset at every attempt of the transaction)
+	stored     []storedMsg
+	deliveries []delivery
+	nodes      []int64
+	more       bool
+}
+
+// visit is one critical section, in one fenced transaction:
+//
+//  1. apply acknowledgements (protocol-2 ACKs, protocol-1 writes);
+//  2. make unacknowledged messages pending again for users who just logged
+//     in here;
+//  3. store the messages queued here since the last visit, in order, each
+//     group expanded to its members now (the sender excluded);
+//  4. if there is reason to (the token's hint names this node, a login, a
+//     new token generation, messages just stored for local users, a
+//     previous fetch that left some behind, or the safety interval), fetch
+//     what is pending for users logged in here and mark it delivered;
+//  5. now and then prune old delivered messages.
+//
+// If the transaction fails nothing was committed: the queued messages stay
+// for the next visit and no receipt is sent. Once it committed, receipts,
+// errors and deliveries go to the connections' queues (never waiting on a
+// socket) and the token moves on while the writers write.
+//
+// A visit with none of this to do does not touch the store.
+func (s *Server) visit(ctx context.Context, tok token.Token, fenced node.Fenced) (json.RawMessage, bool, error) {
+	s.stats.visits.Add(1)
+	self := s.cfg.NodeID
+	h, herr := decodeHint(tok.App)
+	now := time.Now()
+	w := s.collect(now, tok, herr != nil || h.has(self))
+	s.v.lastGen = tok.Gen
+	if len(w.batch) == 0 && len(w.acks) == 0 && len(w.ackIDs) == 0 && len(w.resets) == 0 && !w.fetch && !w.prune {
+		s.visitedNotify()
+		if h.has(self) || herr != nil {
+			return h.update(self, nil).encode(), false, nil
+		}
+		return tok.App, false, nil
+	}
+	s.stats.storeVisits.Add(1)
+	start := time.Now()
+	budget := defaultBudget
+	if d, ok := ctx.Deadline(); ok {
+		budget = d.Sub(start)
+	}
+	err := fenced(func(tx store.Tx) error { return s.work(tx, now, w) })
+	elapsed := time.Since(start)
+	if err != nil {
+		s.stats.failedVisits.Add(1)
+		s.restore(w)
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) || elapsed >= budget {
+			s.v.batch = max(minBatch, s.v.batch/2)
+			s.log.Warn().Err(err).Int("batch", s.v.batch).Dur("took", elapsed).Msg("chat: visit over its time budget; smaller batches")
+			s.want()
+		}
+		s.visitedNotify()
+		return tok.App, false, err
+	}
+	s.committed(now, w)
+	switch {
+	case len(w.batch) >= s.v.batch && elapsed < budget/4:
+		s.v.batch = min(s.cfg.BatchMax, s.v.batch*3/2)
+	case elapsed > budget/2:
+		s.v.batch = max(minBatch, s.v.batch*3/4)
+	}
+	s.dispatch(w)
+	s.stats.stored.Add(uint64(len(w.batch)))
+	s.stats.delivered.Add(uint64(len(w.deliveries)))
+	s.mu.Lock()
+	again := len(s.outbox) > 0 || s.more
+	s.mu.Unlock()
+	if again {
+		s.want()
+	}
+	s.visitedNotify()
+	others := slices.DeleteFunc(w.nodes, func(id int64) bool { return id == self })
+	worked := len(w.batch) > 0 || len(w.deliveries) > 0
+	return h.update(self, others).encode(), worked, nil
+}
+
+// collect takes what this visit has to do from the server's state.
+func (s *Server) collect(now time.Time, tok token.Token, hinted bool) *visitWork {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := &visitWork{fetchRq: s.fetchReq, ready: map[int64]*session{}}
+	for id, sess := range s.sessions {
+		if !sess.ready {
+			continue
+		}
+		w.ready[id] = sess
+		if sess.needReset {
+			w.resets = append(w.resets, sess)
+		}
+	}
+	w.fetch = len(w.ready) > 0 && (hinted || tok.Gen != s.v.lastGen || s.fetchReq != s.v.fetchDone || s.more ||
+		now.Sub(s.v.lastFetch) >= s.cfg.SafetyFetch)
+	n := min(len(s.outbox), s.v.batch)
+	w.batch = slices.Clone(s.outbox[:n])
+	w.acks, s.acks = s.acks, nil
+	if s.ackCount > 0 {
+		w.ackIDs, s.ackIDs, s.ackCount = s.ackIDs, map[int64][]string{}, 0
+	}
+	w.prune = s.cfg.Retention > 0 && now.Sub(s.v.lastPrune) >= s.cfg.PruneInterval &&
+		(len(w.batch) > 0 || w.fetch || len(w.acks) > 0 || len(w.ackIDs) > 0)
+	return w
+}
+
+// work is the transaction's body. The store may run it again after a
+// deadlock, so it starts from scratch each time.
+func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
+	w.stored, w.deliveries, w.nodes, w.more = w.stored[:0], w.deliveries[:0], nil, false
+	if len(w.acks) > 0 {
+		if _, err := tx.AckRows(w.acks); err != nil {
+			return err
+		}
+	}
+	for uid, ids := range w.ackIDs {
+		if _, err := tx.Ack(uid, ids); err != nil {
+			return err
+		}
+	}
+	for _, sess := range w.resets {
+		if _, err := tx.ResetDelivered(sess.userID); err != nil {
+			return err
+		}
+	}
+	members := map[int64][]int64{}
+	var first, last int64
+	for _, m := range w.batch {
+		seq, refusal, err := s.storeOne(tx, m, members)
+		if err != nil {
+			return err
+		}
+		w.stored = append(w.stored, storedMsg{m: m, seq: seq, err: refusal})
+		if refusal == nil {
+			if first == 0 || seq < first {
+				first = seq
+			}
+			last = max(last, seq)
+		}
+	}
+	if first > 0 {
+		nodes, err := tx.NodesWithPending(first, last)
+		if err != nil {
+			return err
+		}
+		w.nodes = nodes
+		if slices.Contains(nodes, s.cfg.NodeID) && len(w.ready) > 0 {
+			w.fetch = true // our own users' messages go out in this visit
+		}
+	}
+	if w.fetch {
+		if err := s.fetch(tx, w); err != nil {
+			return err
+		}
+	}
+	if w.prune {
+		if _, err := tx.PruneMessages(now.Add(-s.cfg.Retention)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// storeOne stores one queued message. An unknown recipient (checked when
+// the message was accepted, so only if it vanished) is a refusal, and
+// nothing is stored.
+func (s *Server) storeOne(tx store.Tx, m *outMsg, members map[int64][]int64) (int64, *Error, error) {
+	id, refusal, err := s.lookup(tx, m.to)
+	if err != nil || refusal != nil {
+		return 0, refusal, err
+	}
+	nm := store.NewMessage{ID: m.id, SenderID: m.senderID, Content: m.content, SentAt: m.sentAt, NodeID: s.cfg.NodeID}
+	var rcpts []int64
+	if m.to.Group {
+		nm.ToGroupID = id
+		ms, ok := members[id]
+		if !ok {
+			if ms, err = tx.GroupMembers(id); err != nil {
+				return 0, nil, err
+			}
+			members[id] = ms
+		}
+		rcpts = make([]int64, 0, len(ms))
+		for _, u := range ms {
+			if u != m.senderID {
+				rcpts = append(rcpts, u)
+			}
+		}
+	} else {
+		nm.ToUserID = id
+		rcpts = []int64{id}
+	}
+	seq, _, err := tx.InsertMessage(nm, rcpts) // a resent id is stored once: same seq
+	return seq, nil, err
+}
+
+// fetch takes the pending deliveries for local users, as many as their
+// queues take, and marks them delivered.
+func (s *Server) fetch(tx store.Tx, w *visitWork) error {
+	ds, err := tx.PendingForNodeFair(s.cfg.NodeID, s.cfg.FetchPerClient, s.cfg.FetchLimit)
+	if err != nil {
+		return err
+	}
+	w.more = len(ds) >= s.cfg.FetchLimit
+	taken := map[int64]int{}
+	rows := make([]store.RecipientSeq, 0, len(ds))
+	for _, d := range ds {
+		sess := w.ready[d.RecipientID]
+		if sess == nil {
+			continue // logging in or out: it stays pending
+		}
+		n := taken[d.RecipientID]
+		if n >= sess.c.room() {
+			sess.starved.Store(true) // its writer asks for a fetch when it has room
+			continue
+		}
+		taken[d.RecipientID] = n + 1
+		if n+1 >= s.cfg.FetchPerClient {
+			w.more = true
+		}
+		rows = append(rows, store.RecipientSeq{RecipientID: d.RecipientID, Seq: d.Seq})
+		w.deliveries = append(w.deliveries, delivery{sess: sess, d: d})
+	}
+	if len(rows) == 0 {
+		w.more = false // only full queues held them back: their writers ask again
+		return nil
+	}
+	return tx.MarkDeliveredRows(rows)
+}
+
+// restore puts back what a failed visit took: nothing of it was committed.
+func (s *Server) restore(w *visitWork) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.acks = append(w.acks, s.acks...)
+	for uid, ids := range w.ackIDs {
+		s.ackIDs[uid] = append(ids, s.ackIDs[uid]...)
+		s.ackCount += len(ids)
+	}
+	// The batch was never removed from the outbox, nor resets cleared.
+}
+
+// committed updates the server's state after the visit's commit.
+func (s *Server) committed(now time.Time, w *visitWork) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.outbox[:len(w.batch)])
+	s.outbox = s.outbox[len(w.batch):]
+	if len(s.outbox) == 0 {
+		s.outbox = nil // let the backing array go
+	}
+	for _, sess := range w.resets {
+		sess.needReset = false
+	}
+	if w.fetch {
+		s.v.lastFetch, s.v.fetchDone, s.more = now, w.fetchRq, w.more
+	}
+	if w.prune {
+		s.v.lastPrune = now
+	}
+}
+
+// dispatch hands the visit's results to the connections' queues.
+func (s *Server) dispatch(w *visitWork) {
+	at := formatTime(time.Now())
+	for _, r := range w.stored {
+		m := r.m
+		switch {
+		case r.err != nil:
+			r.err.ID = ""
+			if m.version >= V2 {
+				r.err.ID = m.id
+			}
+			m.c.sendLine(encodeError(m.version, r.err))
+		case m.version >= V2:
+			m.c.sendLine(encode(storedV2{TypeStored, m.id, r.seq, at}))
+		}
+	}
+	type key struct {
+		seq     int64
+		version int
+	}
+	lines := map[key][]byte{}
+	for _, d := range w.deliveries {
+		v := d.sess.version
+		k := key{d.d.Seq, v}
+		line, ok := lines[k]
+		if !ok {
+			line = encodeDelivery(d.d, v)
+			lines[k] = line
+		}
+		it := outItem{line: line}
+		if v < V2 {
+			it.ack = store.RecipientSeq{RecipientID: d.d.RecipientID, Seq: d.d.Seq}
+		}
+		d.sess.c.send(it)
+	}
+}
+
+func encodeDelivery(d store.Delivery, version int) []byte {
+	if version >= V2 {
+		return encode(chatV2Of(d.Message))
+	}
+	return encode(chatV1{MessageType: TypeChat, FromName: d.Sender, ToUsername: d.ToUser, ToGroup: d.ToGroup,
+		MessageContent: d.Content, SentAt: formatSentAt(d.SentAt)})
+}
+
+// visitedNotify wakes those waiting for a visit (shutdown's drain).
+func (s *Server) visitedNotify() {
+	s.mu.Lock()
+	close(s.visited)
+	s.visited = make(chan struct{})
+	s.mu.Unlock()
+}

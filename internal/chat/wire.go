@@ -1,0 +1,442 @@
+package chat
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+)
+
+// Message types on the client port. The first six are protocol 1 (the
+// original RingChat client); the rest exist only in protocol 2 and a
+// protocol-1 connection never receives them.
+const (
+	TypeLogin      = "LOGIN"
+	TypeJoinGroup  = "JOIN_GROUP"
+	TypeLeaveGroup = "LEAVE_GROUP"
+	TypeChat       = "CHAT_MESSAGE"
+	TypeError      = "ERROR"
+	TypeAlive      = "ALIVE"
+
+	TypeStored  = "STORED"
+	TypeAck     = "ACK"
+	TypeWho     = "WHO"
+	TypeGroups  = "GROUPS"
+	TypeHistory = "HISTORY"
+)
+
+// TimeLayout is the layout of "sentAt" (the original client's format).
+const TimeLayout = "Jan 2, 2006, 3:04:05 PM"
+
+// Protocol versions.
+const (
+	V1 = 1
+	V2 = 2
+)
+
+// Limits of the protocol (DESIGN.md, "Security and bad input").
+const (
+	MaxNameRunes    = 32        // user and group names
+	MaxContentBytes = 4 << 10   // a message's text
+	MaxLineBytes    = 64 << 10  // one line from a client, without its newline
+	MaxPassword     = 256       // bytes of a password
+	MaxRequestID    = 64        // bytes of a v2 request id
+	MaxAckIDs       = 1000      // message ids in one ACK
+	MaxHistory      = 100       // messages in one HISTORY reply
+	maxReplyBytes   = 512 << 10 // a WHO/GROUPS/HISTORY reply line is cut to this
+)
+
+// Code is a stable error code of a protocol-2 ERROR.
+type Code string
+
+// Error codes. They never change meaning; clients may switch on them.
+const (
+	CodeBadJSON        Code = "BAD_JSON"      // the line is not a JSON object
+	CodeUnknownType    Code = "UNKNOWN_TYPE"  // messageType missing or not known (to this protocol version)
+	CodeBadRequest     Code = "BAD_REQUEST"   // a field is missing or malformed
+	CodeBadName        Code = "BAD_NAME"      // empty, too long or unprintable user or group name
+	CodeTooLong        Code = "TOO_LONG"      // messageContent over 4 KiB
+	CodeLineTooLong    Code = "LINE_TOO_LONG" // a line over 64 KiB (the connection closes)
+	CodeNotLoggedIn    Code = "NOT_LOGGED_IN" // a command before LOGIN
+	CodeLoggedIn       Code = "ALREADY_LOGGED_IN"
+	CodeUserOnline     Code = "USER_ONLINE" // the user is logged in on another connection
+	CodePasswordNeeded Code = "PASSWORD_REQUIRED"
+	CodeBadPassword    Code = "BAD_PASSWORD"
+	CodeUnknownUser    Code = "UNKNOWN_USER"
+	CodeUnknownGroup   Code = "UNKNOWN_GROUP"
+	CodeNotMember      Code = "NOT_MEMBER"
+	CodeRateLimited    Code = "RATE_LIMITED" // the line was dropped: slow down
+	CodeFlood          Code = "FLOOD"        // too many lines over the rate (the connection closes)
+	CodeIdle           Code = "IDLE_TIMEOUT" // nothing received for too long (the connection closes)
+	CodeServerFull     Code = "SERVER_FULL"  // too many clients (the connection closes)
+	CodeSlowConsumer   Code = "SLOW_CONSUMER"
+	CodeBusy           Code = "BUSY"        // the node's queue is full: send again later
+	CodeUnavailable    Code = "UNAVAILABLE" // the store failed: try again
+	CodeShutdown       Code = "SHUTTING_DOWN"
+)
+
+// Error is a refusal sent to a client as ERROR.
+type Error struct {
+	Code    Code
+	Message string
+	// ID is the request's id (protocol 2), if it had one.
+	ID string
+	// Close says the connection ends after this error.
+	Close bool
+}
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+func errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Recipient is where a chat message goes.
+type Recipient struct {
+	Name  string
+	Group bool
+}
+
+func (r Recipient) String() string {
+	if r.Group {
+		return "group " + quote(r.Name)
+	}
+	return "user " + quote(r.Name)
+}
+
+// Request is one decoded client line.
+type Request struct {
+	Type     string
+	Version  int    // LOGIN: the protocol asked for (1 if absent)
+	Username string // LOGIN
+	Password string // LOGIN (protocol 2)
+	Group    string // JOIN_GROUP, LEAVE_GROUP
+	To       Recipient
+	Content  string
+	ID       string   // protocol 2: the request's id (for CHAT_MESSAGE the message id)
+	IDs      []string // ACK
+	Limit    int      // HISTORY
+}
+
+// inbound is the union of every field a client may send. Fields a type
+// does not use are ignored, as is anything not listed (the original client
+// sends "sentAt" as an object; we stamp our own).
+type inbound struct {
+	MessageType    *string         `json:"messageType"`
+	Username       string          `json:"username"`
+	Group          string          `json:"group"`
+	ToUsername     string          `json:"toUsername"`
+	ToGroup        string          `json:"toGroup"`
+	ToName         string          `json:"toName"`
+	ForGroup       json.RawMessage `json:"forGroup"`
+	MessageContent string          `json:"messageContent"`
+	Version        json.RawMessage `json:"version"`
+	Password       string          `json:"password"`
+	ID             string          `json:"id"`
+	IDs            []string        `json:"ids"`
+	Limit          int             `json:"limit"`
+}
+
+// Decode parses and checks one line from a client (without its newline).
+// Every refusal is an *Error with a code; Decode never panics.
+func Decode(line []byte) (Request, *Error) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || line[0] != '{' {
+		return Request{}, errorf(CodeBadJSON, "malformed JSON: expected one object per line")
+	}
+	var in inbound
+	if err := json.Unmarshal(line, &in); err != nil {
+		return Request{}, errorf(CodeBadJSON, "malformed JSON: %s", jsonProblem(err))
+	}
+	if in.MessageType == nil || *in.MessageType == "" {
+		return Request{}, errorf(CodeUnknownType, "missing messageType")
+	}
+	r := Request{Type: *in.MessageType, ID: in.ID}
+	if len(r.ID) > MaxRequestID || !printable(r.ID) {
+		return Request{}, errorf(CodeBadRequest, "id must be at most %d printable bytes", MaxRequestID)
+	}
+	switch r.Type {
+	case TypeAlive:
+	case TypeLogin:
+		r.Username, r.Password = in.Username, in.Password
+		v, err := decodeVersion(in.Version)
+		if err != nil {
+			return withID(r, err)
+		}
+		r.Version = v
+		if err := CheckName("username", r.Username); err != nil {
+			return withID(r, err)
+		}
+		if len(r.Password) > MaxPassword {
+			return withID(r, errorf(CodeBadRequest, "password longer than %d bytes", MaxPassword))
+		}
+	case TypeJoinGroup, TypeLeaveGroup:
+		r.Group = in.Group
+		if err := CheckName("group", r.Group); err != nil {
+			return withID(r, err)
+		}
+	case TypeChat, TypeHistory:
+		to, err := decodeRecipient(&in)
+		if err != nil {
+			return withID(r, err)
+		}
+		r.To = to
+		if r.Type == TypeHistory {
+			r.Limit = in.Limit
+			if r.Limit < 0 {
+				return withID(r, errorf(CodeBadRequest, "limit must not be negative"))
+			}
+			break
+		}
+		r.Content = in.MessageContent
+		switch {
+		case r.Content == "":
+			return withID(r, errorf(CodeBadRequest, "empty messageContent"))
+		case len(r.Content) > MaxContentBytes:
+			return withID(r, errorf(CodeTooLong, "messageContent is %d bytes, over the limit of %d", len(r.Content), MaxContentBytes))
+		}
+		if r.ID != "" {
+			if id, err := uuid.Parse(r.ID); err != nil || id.String() != r.ID {
+				return withID(r, errorf(CodeBadRequest, "id must be a UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, lower case)"))
+			}
+		}
+	case TypeAck:
+		if len(in.IDs) == 0 || len(in.IDs) > MaxAckIDs {
+			return withID(r, errorf(CodeBadRequest, "ACK needs 1 to %d message ids in \"ids\"", MaxAckIDs))
+		}
+		for _, id := range in.IDs {
+			if id == "" || len(id) > MaxRequestID {
+				return withID(r, errorf(CodeBadRequest, "message ids are 1 to %d bytes", MaxRequestID))
+			}
+		}
+		r.IDs = in.IDs
+	case TypeWho, TypeGroups:
+	default:
+		return withID(r, errorf(CodeUnknownType, "unknown messageType %s", quote(r.Type)))
+	}
+	return r, nil
+}
+
+func withID(r Request, err *Error) (Request, *Error) {
+	err.ID = r.ID
+	return r, err
+}
+
+// decodeVersion reads LOGIN's "version": absent or 1 is protocol 1, 2 is
+// protocol 2 (a number or a string of one).
+func decodeVersion(raw json.RawMessage) (int, *Error) {
+	raw = bytes.TrimSpace(raw)
+	switch string(raw) {
+	case "", "null", "1", `"1"`:
+		return V1, nil
+	case "2", `"2"`:
+		return V2, nil
+	}
+	return 0, errorf(CodeBadRequest, "unsupported protocol version %s (this server speaks 1 and 2)", truncate(string(raw), 16))
+}
+
+func decodeRecipient(in *inbound) (Recipient, *Error) {
+	var to Recipient
+	switch {
+	case in.ToUsername != "" && in.ToGroup != "":
+		return to, errorf(CodeBadRequest, "give toUsername or toGroup, not both")
+	case in.ToUsername != "":
+		to = Recipient{Name: in.ToUsername}
+	case in.ToGroup != "":
+		to = Recipient{Name: in.ToGroup, Group: true}
+	case in.ToName != "": // the older shape
+		to = Recipient{Name: in.ToName}
+		switch string(bytes.TrimSpace(in.ForGroup)) {
+		case "", "null", "false":
+		case "true":
+			to.Group = true
+		default:
+			return to, errorf(CodeBadRequest, "forGroup must be true or false")
+		}
+	default:
+		return to, errorf(CodeBadRequest, "no recipient: give toUsername or toGroup")
+	}
+	kind := "username"
+	if to.Group {
+		kind = "group"
+	}
+	if err := CheckName(kind, to.Name); err != nil {
+		return to, err
+	}
+	return to, nil
+}
+
+// CheckName enforces the name rules: 1 to 32 printable characters (spaces
+// inside allowed, not at either end). Names are otherwise stored and shown
+// verbatim, whatever they look like.
+func CheckName(kind, name string) *Error {
+	switch n := utf8.RuneCountInString(name); {
+	case name == "":
+		return errorf(CodeBadName, "empty %s", kind)
+	case n > MaxNameRunes:
+		return errorf(CodeBadName, "%s is %d characters, over the limit of %d", kind, n, MaxNameRunes)
+	case !utf8.ValidString(name) || !printable(name):
+		return errorf(CodeBadName, "%s %s has unprintable characters", kind, quote(name))
+	case strings.TrimSpace(name) != name:
+		return errorf(CodeBadName, "%s %s starts or ends with a space", kind, quote(name))
+	}
+	return nil
+}
+
+func printable(s string) bool {
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonProblem describes a decoding error without echoing the client's
+// bytes at length.
+func jsonProblem(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("syntax error at byte %d", se.Offset)
+	case errors.As(err, &te):
+		return fmt.Sprintf("field %s must be %s, not %s", quote(te.Field), te.Type, te.Value)
+	}
+	return truncate(err.Error(), 120)
+}
+
+func quote(s string) string { return fmt.Sprintf("%q", truncate(s, 64)) }
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// The server's objects. One struct per shape keeps the field order and the
+// protocol-1 shapes exactly as DESIGN.md gives them.
+type (
+	loginV1 struct {
+		MessageType string `json:"messageType"`
+		Username    string `json:"username"`
+	}
+	loginV2 struct {
+		MessageType string `json:"messageType"`
+		Username    string `json:"username"`
+		Version     int    `json:"version"`
+		Node        int64  `json:"node"`
+		ID          string `json:"id,omitempty"`
+	}
+	groupV1 struct {
+		MessageType string `json:"messageType"`
+		Group       string `json:"group"`
+	}
+	groupV2 struct {
+		MessageType string `json:"messageType"`
+		Group       string `json:"group"`
+		ID          string `json:"id,omitempty"`
+	}
+	chatV1 struct {
+		MessageType    string `json:"messageType"`
+		FromName       string `json:"fromName"`
+		ToUsername     string `json:"toUsername,omitempty"`
+		ToGroup        string `json:"toGroup,omitempty"`
+		MessageContent string `json:"messageContent"`
+		SentAt         string `json:"sentAt"`
+	}
+	// ChatV2 is a chat message as protocol 2 sends it (deliveries and
+	// HISTORY entries).
+	ChatV2 struct {
+		MessageType    string `json:"messageType"`
+		ID             string `json:"id"`
+		Seq            int64  `json:"seq"`
+		FromName       string `json:"fromName"`
+		ToUsername     string `json:"toUsername,omitempty"`
+		ToGroup        string `json:"toGroup,omitempty"`
+		MessageContent string `json:"messageContent"`
+		SentAt         string `json:"sentAt"`
+		Time           string `json:"time"` // RFC 3339, UTC, milliseconds
+	}
+	errorV1 struct {
+		MessageType  string `json:"messageType"`
+		ErrorMessage string `json:"errorMessage"`
+	}
+	errorV2 struct {
+		MessageType  string `json:"messageType"`
+		Code         Code   `json:"code"`
+		ErrorMessage string `json:"errorMessage"`
+		ID           string `json:"id,omitempty"`
+	}
+	storedV2 struct {
+		MessageType string `json:"messageType"`
+		ID          string `json:"id"`
+		Seq         int64  `json:"seq"`
+		Time        string `json:"time"`
+	}
+	// OnlineUser is one entry of a WHO reply.
+	OnlineUser struct {
+		Username string `json:"username"`
+		Node     int64  `json:"node"`
+	}
+	whoV2 struct {
+		MessageType string       `json:"messageType"`
+		Users       []OnlineUser `json:"users"`
+		Truncated   bool         `json:"truncated,omitempty"`
+		ID          string       `json:"id,omitempty"`
+	}
+	// GroupInfo is one entry of a GROUPS reply.
+	GroupInfo struct {
+		Group   string `json:"group"`
+		Members int    `json:"members"`
+		Member  bool   `json:"member"`
+	}
+	groupsV2 struct {
+		MessageType string      `json:"messageType"`
+		Groups      []GroupInfo `json:"groups"`
+		Truncated   bool        `json:"truncated,omitempty"`
+		ID          string      `json:"id,omitempty"`
+	}
+	historyV2 struct {
+		MessageType string   `json:"messageType"`
+		ToUsername  string   `json:"toUsername,omitempty"`
+		ToGroup     string   `json:"toGroup,omitempty"`
+		Messages    []ChatV2 `json:"messages"`
+		Truncated   bool     `json:"truncated,omitempty"`
+		ID          string   `json:"id,omitempty"`
+	}
+)
+
+// encode returns v as one line with its newline.
+func encode(v any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// Only strings, numbers and slices of them: cannot fail.
+		panic(fmt.Sprintf("chat: encode %T: %v", v, err))
+	}
+	return buf.Bytes()
+}
+
+func encodeError(version int, e *Error) []byte {
+	if version >= V2 {
+		return encode(errorV2{TypeError, e.Code, e.Message, e.ID})
+	}
+	return encode(errorV1{TypeError, e.Message})
+}
+
+// formatSentAt is "sentAt" in the node's local time zone.
+func formatSentAt(t time.Time) string { return t.Local().Format(TimeLayout) }
+
+func formatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }

@@ -1,0 +1,424 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Error codes of protocol 2 that callers act on (docs/PROTOCOL.md lists
+// them all).
+const (
+	CodeUserOnline  = "USER_ONLINE"
+	CodeShutdown    = "SHUTTING_DOWN"
+	CodeBusy        = "BUSY"
+	CodeUnavailable = "UNAVAILABLE"
+)
+
+// maxAckBatch bounds the ids of one ACK line (the server takes 1000).
+const maxAckBatch = 500
+
+// Outgoing is a protocol-2 message sent but not yet stored.
+type Outgoing struct {
+	ID   string
+	To   Recipient
+	Text string
+}
+
+// Seen is a bounded set of message ids, for deduplication across
+// reconnects. It is safe for concurrent use.
+type Seen struct {
+	mu    sync.Mutex
+	max   int
+	ids   map[string]struct{}
+	order []string
+}
+
+// NewSeen returns a set remembering the last max ids (0: 100,000).
+func NewSeen(max int) *Seen {
+	if max <= 0 {
+		max = 100_000
+	}
+	return &Seen{max: max, ids: map[string]struct{}{}}
+}
+
+// Add records id and reports whether it is new.
+func (s *Seen) Add(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.ids[id]; ok {
+		return false
+	}
+	if len(s.order) >= s.max {
+		delete(s.ids, s.order[0])
+		s.order = s.order[1:]
+	}
+	s.ids[id] = struct{}{}
+	s.order = append(s.order, id)
+	return true
+}
+
+// Has reports whether id was added.
+func (s *Seen) Has(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.ids[id]
+	return ok
+}
+
+// The shapes protocol 2 sends, field order as in docs/PROTOCOL.md.
+type (
+	loginV2Wire struct {
+		MessageType MessageType `json:"messageType"`
+		Username    string      `json:"username"`
+		Version     int         `json:"version"`
+		Password    string      `json:"password,omitempty"`
+		ID          string      `json:"id"`
+	}
+	groupV2Wire struct {
+		MessageType MessageType `json:"messageType"`
+		Group       string      `json:"group"`
+		ID          string      `json:"id"`
+	}
+	chatV2Wire struct {
+		MessageType    MessageType `json:"messageType"`
+		ID             string      `json:"id"`
+		ToUsername     string      `json:"toUsername,omitempty"`
+		ToGroup        string      `json:"toGroup,omitempty"`
+		MessageContent string      `json:"messageContent"`
+	}
+	ackWire struct {
+		MessageType MessageType `json:"messageType"`
+		IDs         []string    `json:"ids"`
+	}
+	queryWire struct {
+		MessageType MessageType `json:"messageType"`
+		ID          string      `json:"id"`
+		ToUsername  string      `json:"toUsername,omitempty"`
+		ToGroup     string      `json:"toGroup,omitempty"`
+		Limit       int         `json:"limit,omitempty"`
+	}
+)
+
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+func newChatV2(o Outgoing) chatV2Wire {
+	w := chatV2Wire{MessageType: TypeChatMessage, ID: o.ID, MessageContent: o.Text}
+	if o.To.Group {
+		w.ToGroup = o.To.Name
+	} else {
+		w.ToUsername = o.To.Name
+	}
+	return w
+}
+
+// Version is the protocol spoken: 2 after LoginV2, else 1.
+func (c *Conn) Version() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.version
+}
+
+func (c *Conn) newID() string { return "r" + strconv.FormatUint(c.reqSeq.Add(1), 10) }
+
+// call writes a protocol-2 request (a struct whose ID field is set) and
+// waits for the answer naming its id.
+func (c *Conn) call(ctx context.Context, msg any) (Event, error) {
+	b, err := marshal(msg)
+	if err != nil {
+		return nil, err
+	}
+	var id string
+	switch m := msg.(type) {
+	case loginV2Wire:
+		id = m.ID
+	case groupV2Wire:
+		id = m.ID
+	case queryWire:
+		id = m.ID
+	case chatV2Wire:
+		id = m.ID
+	}
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	r := &request{id: id, done: make(chan error, 1)}
+	c.wmu.Lock()
+	if err := c.enqueue(r); err != nil {
+		c.wmu.Unlock()
+		return nil, err
+	}
+	err = c.writeBytesLocked(ctx, b)
+	c.wmu.Unlock()
+	if err != nil {
+		c.dequeue(r)
+		return nil, err
+	}
+	select {
+	case err := <-r.done:
+		return r.reply, err
+	case <-ctx.Done():
+		if err, answered := c.abandon(r); answered {
+			return r.reply, err
+		}
+		return nil, ctx.Err()
+	}
+}
+
+// LoginV2 logs in with protocol 2. A non-empty password claims the name on
+// its first use and is required from then on. A refusal is a *ServerError
+// (Code USER_ONLINE: logged in elsewhere; BAD_PASSWORD; ...).
+func (c *Conn) LoginV2(ctx context.Context, user, password string) error {
+	if user == "" {
+		return fmt.Errorf("client: login: %w: empty username", ErrInvalidMessage)
+	}
+	if _, err := c.call(ctx, loginV2Wire{TypeLogin, user, 2, password, c.newID()}); err != nil {
+		return fmt.Errorf("login %s: %w", user, err)
+	}
+	return nil
+}
+
+// Post sends a chat message with a new id (UUIDv7) and returns the id
+// without waiting: its STORED receipt (or ERROR) arrives on Events. Until
+// then it is in Unstored.
+func (c *Conn) Post(ctx context.Context, to Recipient, text string) (string, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return "", err
+	}
+	o := Outgoing{ID: id.String(), To: to, Text: text}
+	if err := c.post(ctx, o); err != nil {
+		return "", fmt.Errorf("send to %s: %w", to, err)
+	}
+	return o.ID, nil
+}
+
+func (c *Conn) post(ctx context.Context, o Outgoing) error {
+	if c.Version() < 2 {
+		return errors.New("client: protocol 2 needs LoginV2")
+	}
+	b, err := marshal(newChatV2(o))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.mu.Lock()
+	c.unstored = append(c.unstored, o)
+	c.mu.Unlock()
+	return c.writeBytesLocked(ctx, b)
+}
+
+// SendWait sends a chat message (protocol 2) and waits for its STORED
+// receipt; a refusal is a *ServerError.
+func (c *Conn) SendWait(ctx context.Context, to Recipient, text string) (Stored, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return Stored{}, err
+	}
+	o := Outgoing{ID: id.String(), To: to, Text: text}
+	c.mu.Lock()
+	c.unstored = append(c.unstored, o)
+	c.mu.Unlock()
+	ev, err := c.call(ctx, newChatV2(o))
+	if err != nil {
+		return Stored{}, fmt.Errorf("send to %s: %w", to, err)
+	}
+	st, _ := ev.(Stored)
+	return st, nil
+}
+
+// Unstored lists, in sending order, the messages sent on this connection
+// that have neither a STORED receipt nor an ERROR. After a disconnect,
+// Resend them on the next connection: the server stores an id once.
+func (c *Conn) Unstored() []Outgoing {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.unstored)
+}
+
+// Resend sends messages again with their ids (after a reconnect).
+func (c *Conn) Resend(ctx context.Context, msgs []Outgoing) error {
+	for _, o := range msgs {
+		if err := c.post(ctx, o); err != nil {
+			return fmt.Errorf("resend %s: %w", o.ID, err)
+		}
+	}
+	return nil
+}
+
+func (c *Conn) dropUnstored(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unstored = slices.DeleteFunc(c.unstored, func(o Outgoing) bool { return o.ID == id })
+}
+
+// Ack acknowledges messages (protocol 2): the server removes them from the
+// queue. A message not acknowledged is delivered again after a reconnect.
+func (c *Conn) Ack(ctx context.Context, ids ...string) error {
+	for chunk := range slices.Chunk(ids, maxAckBatch) {
+		b, err := marshal(ackWire{TypeAck, chunk})
+		if err != nil {
+			return err
+		}
+		wctx, cancel := c.withTimeout(ctx)
+		c.wmu.Lock()
+		err = c.writeBytesLocked(wctx, b)
+		c.wmu.Unlock()
+		cancel()
+		if err != nil {
+			return fmt.Errorf("ack: %w", err)
+		}
+	}
+	return nil
+}
+
+// queueAck hands an id to the acknowledgement goroutine (the reader never
+// writes).
+func (c *Conn) queueAck(id string) {
+	c.ackMu.Lock()
+	c.ackBuf = append(c.ackBuf, id)
+	c.ackMu.Unlock()
+	select {
+	case c.ackWake <- struct{}{}:
+	default:
+	}
+}
+
+// ackLoop sends queued acknowledgements in batches.
+func (c *Conn) ackLoop() {
+	defer c.bg.Done()
+	for {
+		select {
+		case <-c.readerDone:
+			return
+		case <-c.closingCh:
+			return
+		case <-c.ackWake:
+		}
+		c.ackMu.Lock()
+		ids := c.ackBuf
+		c.ackBuf = nil
+		c.ackMu.Unlock()
+		if len(ids) > 0 {
+			_ = c.Ack(context.Background(), ids...) // a failed write ends the connection
+		}
+	}
+}
+
+// keepAlive sends ALIVE every KeepAlive.
+func (c *Conn) keepAlive() {
+	defer c.bg.Done()
+	t := time.NewTicker(c.opts.KeepAlive)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.readerDone:
+			return
+		case <-c.closingCh:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := c.withTimeout(context.Background())
+		c.wmu.Lock()
+		_ = c.writeLocked(ctx, Alive{})
+		c.wmu.Unlock()
+		cancel()
+	}
+}
+
+// Who lists the users online in the ring and their nodes (protocol 2).
+func (c *Conn) Who(ctx context.Context) ([]OnlineUser, error) {
+	ev, err := c.call(ctx, queryWire{MessageType: TypeWho, ID: c.newID()})
+	if err != nil {
+		return nil, fmt.Errorf("who: %w", err)
+	}
+	w, _ := ev.(Who)
+	return w.Users, nil
+}
+
+// Groups lists every group, its size and whether this user is a member
+// (protocol 2).
+func (c *Conn) Groups(ctx context.Context) ([]GroupInfo, error) {
+	ev, err := c.call(ctx, queryWire{MessageType: TypeGroups, ID: c.newID()})
+	if err != nil {
+		return nil, fmt.Errorf("groups: %w", err)
+	}
+	g, _ := ev.(Groups)
+	return g.Groups, nil
+}
+
+// History returns the last limit (0: the server's default) messages
+// between this user and a user, or of a group this user is a member of,
+// oldest first (protocol 2).
+func (c *Conn) History(ctx context.Context, with Recipient, limit int) ([]ChatMessage, error) {
+	q := queryWire{MessageType: TypeHistory, ID: c.newID(), Limit: limit}
+	if with.Group {
+		q.ToGroup = with.Name
+	} else {
+		q.ToUsername = with.Name
+	}
+	ev, err := c.call(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("history of %s: %w", with, err)
+	}
+	h, _ := ev.(History)
+	return h.Messages, nil
+}
+
+// DialV2 connects to the first of addrs that lets user log in with
+// protocol 2, trying them in turn until ctx ends: a node that is down, or a
+// login refused because the user's previous connection is still being
+// closed (USER_ONLINE, SHUTTING_DOWN, UNAVAILABLE), is tried again after a
+// short pause. Wrong passwords and other refusals end it at once. Pass the
+// previous connection's Options (its Seen) to keep deduplicating, and
+// Resend its Unstored messages.
+func DialV2(ctx context.Context, addrs []string, user, password string, opts Options) (*Conn, error) {
+	if len(addrs) == 0 {
+		return nil, errors.New("client: no node address")
+	}
+	pause := 50 * time.Millisecond
+	var last error
+	for i := 0; ; i++ {
+		addr := addrs[i%len(addrs)]
+		c, err := Dial(ctx, addr, opts)
+		if err == nil {
+			if err = c.LoginV2(ctx, user, password); err == nil {
+				return c, nil
+			}
+			c.Close()
+			var se *ServerError
+			if errors.As(err, &se) && !slices.Contains([]string{CodeUserOnline, CodeShutdown, CodeUnavailable, CodeBusy}, se.Code) {
+				return nil, err
+			}
+		}
+		last = err
+		if i%len(addrs) == len(addrs)-1 {
+			t := time.NewTimer(pause)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, fmt.Errorf("client: no node let %s log in: %w (last: %v)", user, ctx.Err(), last)
+			case <-t.C:
+			}
+			pause = min(2*pause, time.Second)
+		}
+	}
+}
