@@ -123,7 +123,7 @@ func (c *conn) login(req Request) {
 	}
 	// After the echo: deliveries follow it.
 	s.mu.Lock()
-	sess.ready, sess.needReset = true, true
+	sess.ready = true
 	s.fetchReq++
 	s.mu.Unlock()
 	s.want()
@@ -235,7 +235,17 @@ func (s *Server) unreserve(sess *session) {
 // replaced; one held by a live node refuses the login.
 func (s *Server) claimPresence(ctx context.Context, u store.User) *Error {
 	self := s.cfg.NodeID
-	err := s.st.Update(ctx, func(tx store.Tx) error { return tx.SetPresence(u.ID, self) })
+	// With the presence, in one transaction, what was delivered to the
+	// user's earlier connections and never acknowledged becomes pending
+	// again (no node fetches for the user until its presence is here).
+	login := func(tx store.Tx) error {
+		if err := tx.SetPresence(u.ID, self); err != nil {
+			return err
+		}
+		_, err := tx.ResetDelivered(u.ID)
+		return err
+	}
+	err := s.st.Update(ctx, login)
 	if err == nil {
 		return nil
 	}
@@ -264,7 +274,7 @@ func (s *Server) claimPresence(ctx context.Context, u store.User) *Error {
 		if _, err := tx.ClearPresence(u.ID, p.NodeID); err != nil {
 			return err
 		}
-		return tx.SetPresence(u.ID, self)
+		return login(tx)
 	})
 	switch {
 	case errors.Is(err, store.ErrUserOnline): // someone else was quicker
@@ -397,10 +407,18 @@ func (c *conn) chat(req Request) {
 func (c *conn) ack(req Request) {
 	s := c.s
 	s.mu.Lock()
-	full := s.ackCount+len(req.IDs) > maxAckBacklog
+	full := len(s.acks)+s.ackCount+len(req.IDs) > maxAckBacklog
 	if !full {
-		s.ackIDs[c.sess.userID] = append(s.ackIDs[c.sess.userID], req.IDs...)
-		s.ackCount += len(req.IDs)
+		sess := c.sess
+		for _, id := range req.IDs {
+			if seq, ok := sess.unacked[id]; ok {
+				delete(sess.unacked, id)
+				s.acks = append(s.acks, store.RecipientSeq{RecipientID: sess.userID, Seq: seq})
+				continue
+			}
+			s.ackIDs[sess.userID] = append(s.ackIDs[sess.userID], id)
+			s.ackCount++
+		}
 	}
 	s.mu.Unlock()
 	if full {

@@ -63,12 +63,18 @@ type session struct {
 	name    string
 	version int
 
-	ready     bool // mu: visits deliver to it
-	needReset bool // mu: its unacknowledged messages must become pending again
-	closing   bool // mu: logging out; a new login of the user waits for gone
-	gone      chan struct{}
-	starved   atomic.Bool // a visit left deliveries behind for lack of queue room
+	ready   bool // mu: visits deliver to it
+	closing bool // mu: logging out; a new login of the user waits for gone
+	gone    chan struct{}
+	starved atomic.Bool // a visit left deliveries behind for lack of queue room
+	// unacked maps the ids of protocol-2 deliveries not yet acknowledged
+	// to their sequence (mu), so that ACKs become rows removed in bulk.
+	unacked map[string]int64
 }
+
+// maxUnacked bounds a session's unacked map; ACKs of ids beyond it are
+// applied by id, one statement per user.
+const maxUnacked = 20_000
 
 // outMsg is a message accepted from a client, stored at the next visit.
 type outMsg struct {

@@ -18,6 +18,9 @@ const defaultBudget = 100 * time.Millisecond
 // minBatch is the smallest adaptive batch.
 const minBatch = 8
 
+// maxAckRows bounds the acknowledged rows removed in one visit.
+const maxAckRows = 4000
+
 // Section is the chat service's critical section, run at every token
 // visit (node.Config.Sections).
 func (s *Server) Section() node.Section { return s.visit }
@@ -40,7 +43,6 @@ type visitWork struct {
 	batch   []*outMsg
 	acks    []store.RecipientSeq
 	ackIDs  map[int64][]string
-	resets  []*session
 	ready   map[int64]*session
 	fetch   bool
 	prune   bool
@@ -56,15 +58,13 @@ type visitWork struct {
 // visit is one critical section, in one fenced transaction:
 //
 //  1. apply acknowledgements (protocol-2 ACKs, protocol-1 writes);
-//  2. make unacknowledged messages pending again for users who just logged
-//     in here;
-//  3. store the messages queued here since the last visit, in order, each
+//  2. store the messages queued here since the last visit, in order, each
 //     group expanded to its members now (the sender excluded);
-//  4. if there is reason to (the token's hint names this node, a login, a
+//  3. if there is reason to (the token's hint names this node, a login, a
 //     new token generation, messages just stored for local users, a
 //     previous fetch that left some behind, or the safety interval), fetch
 //     what is pending for users logged in here and mark it delivered;
-//  5. now and then prune old delivered messages.
+//  4. now and then prune old delivered messages.
 //
 // If the transaction fails nothing was committed: the queued messages stay
 // for the next visit and no receipt is sent. Once it committed, receipts,
@@ -79,7 +79,7 @@ func (s *Server) visit(ctx context.Context, tok token.Token, fenced node.Fenced)
 	now := time.Now()
 	w := s.collect(now, tok, herr != nil || h.has(self))
 	s.v.lastGen = tok.Gen
-	if len(w.batch) == 0 && len(w.acks) == 0 && len(w.ackIDs) == 0 && len(w.resets) == 0 && !w.fetch && !w.prune {
+	if len(w.batch) == 0 && len(w.acks) == 0 && len(w.ackIDs) == 0 && !w.fetch && !w.prune {
 		s.visitedNotify()
 		if h.has(self) || herr != nil {
 			return h.update(self, nil).encode(), false, nil
@@ -137,15 +137,14 @@ func (s *Server) collect(now time.Time, tok token.Token, hinted bool) *visitWork
 			continue
 		}
 		w.ready[id] = sess
-		if sess.needReset {
-			w.resets = append(w.resets, sess)
-		}
 	}
 	w.fetch = len(w.ready) > 0 && (hinted || tok.Gen != s.v.lastGen || s.fetchReq != s.v.fetchDone || s.more ||
 		now.Sub(s.v.lastFetch) >= s.cfg.SafetyFetch)
 	n := min(len(s.outbox), s.v.batch)
 	w.batch = slices.Clone(s.outbox[:n])
-	w.acks, s.acks = s.acks, nil
+	k := min(len(s.acks), maxAckRows)
+	w.acks = slices.Clone(s.acks[:k])
+	s.acks = slices.Delete(s.acks, 0, k)
 	if s.ackCount > 0 {
 		w.ackIDs, s.ackIDs, s.ackCount = s.ackIDs, map[int64][]string{}, 0
 	}
@@ -165,11 +164,6 @@ func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
 	}
 	for uid, ids := range w.ackIDs {
 		if _, err := tx.Ack(uid, ids); err != nil {
-			return err
-		}
-	}
-	for _, sess := range w.resets {
-		if _, err := tx.ResetDelivered(sess.userID); err != nil {
 			return err
 		}
 	}
@@ -287,7 +281,7 @@ func (s *Server) restore(w *visitWork) {
 		s.ackIDs[uid] = append(ids, s.ackIDs[uid]...)
 		s.ackCount += len(ids)
 	}
-	// The batch was never removed from the outbox, nor resets cleared.
+	// The batch was never removed from the outbox.
 }
 
 // committed updates the server's state after the visit's commit.
@@ -298,9 +292,6 @@ func (s *Server) committed(now time.Time, w *visitWork) {
 	s.outbox = s.outbox[len(w.batch):]
 	if len(s.outbox) == 0 {
 		s.outbox = nil // let the backing array go
-	}
-	for _, sess := range w.resets {
-		sess.needReset = false
 	}
 	if w.fetch {
 		s.v.lastFetch, s.v.fetchDone, s.more = now, w.fetchRq, w.more
@@ -326,6 +317,20 @@ func (s *Server) dispatch(w *visitWork) {
 			m.c.sendLine(encode(storedV2{TypeStored, m.id, r.seq, at}))
 		}
 	}
+	// Protocol-2 deliveries wait for their ACK; note their rows first, as
+	// the ACK may come back at once.
+	s.mu.Lock()
+	for _, d := range w.deliveries {
+		if sess := d.sess; sess.version >= V2 {
+			if sess.unacked == nil {
+				sess.unacked = map[string]int64{}
+			}
+			if len(sess.unacked) < maxUnacked {
+				sess.unacked[d.d.ID] = d.d.Seq
+			}
+		}
+	}
+	s.mu.Unlock()
 	type key struct {
 		seq     int64
 		version int
