@@ -39,6 +39,9 @@ type Config struct {
 	// IdleTimeout closes a connection that sent nothing (not even ALIVE)
 	// for this long: half-open connections do not hold a slot forever.
 	IdleTimeout time.Duration
+	// LoginTimeout is IdleTimeout for a connection that has not logged in:
+	// silent connections cannot hold the slots for long.
+	LoginTimeout time.Duration
 	// RateLimit and RateBurst bound the lines per second of one connection
 	// (a token bucket); 0 disables the limit. Lines over the limit are
 	// dropped with RATE_LIMITED; FloodLimit such lines in a row close the
@@ -86,6 +89,7 @@ func DefaultConfig(id int64) Config {
 		WriteTimeout:      10 * time.Second, // a client that reads nothing for 10 s is gone
 		SocketBuffer:      256 << 10,        // kernel memory per client stays bounded with hundreds of clients
 		IdleTimeout:       5 * time.Minute,  // our client sends ALIVE every 30 s; an original client idle for 5 min is gone
+		LoginTimeout:      30 * time.Second, // a person types a name in less
 		RateLimit:         50,               // lines a second: far above a person typing, far below a flood
 		RateBurst:         200,              // pasting or a reconnect's resends fit in the burst
 		FloodLimit:        400,              // two bursts' worth of refused lines: a flood, not a hiccup
@@ -113,8 +117,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("chat: node id %d must be positive", c.NodeID)
 	case c.MaxClients < 1 || c.WriteQueue < 16:
 		return fmt.Errorf("chat: MaxClients %d must be positive and WriteQueue %d at least 16", c.MaxClients, c.WriteQueue)
-	case c.WriteTimeout <= 0 || c.IdleTimeout <= 0 || c.StoreTimeout <= 0:
-		return errors.New("chat: WriteTimeout, IdleTimeout and StoreTimeout must be positive")
+	case c.WriteTimeout <= 0 || c.IdleTimeout <= 0 || c.LoginTimeout <= 0 || c.StoreTimeout <= 0:
+		return errors.New("chat: WriteTimeout, IdleTimeout, LoginTimeout and StoreTimeout must be positive")
 	case c.RateLimit < 0 || (c.RateLimit > 0 && (c.RateBurst < 1 || c.FloodLimit < 1)):
 		return fmt.Errorf("chat: rate %v/s needs a positive burst and flood limit", c.RateLimit)
 	case c.OutboxLimit < 1 || c.BatchStart < 1 || c.BatchMax < c.BatchStart:

@@ -228,7 +228,7 @@ func (c *conn) readLoop() {
 	defer c.cleanup()
 	br := bufio.NewReaderSize(c.nc, 16<<10)
 	for !c.closed() {
-		_ = c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+		_ = c.nc.SetReadDeadline(time.Now().Add(c.idleTimeout()))
 		line, err := readLine(br, MaxLineBytes)
 		if err != nil {
 			c.readFailed(err)
@@ -253,6 +253,13 @@ func (c *conn) readLoop() {
 	}
 }
 
+func (c *conn) idleTimeout() time.Duration {
+	if c.sess == nil {
+		return c.s.cfg.LoginTimeout
+	}
+	return c.s.cfg.IdleTimeout
+}
+
 // readFailed closes the connection for a read error, saying why.
 func (c *conn) readFailed(err error) {
 	var ne net.Error
@@ -260,7 +267,11 @@ func (c *conn) readFailed(err error) {
 	case errors.Is(err, errLineTooLong):
 		c.closeWith(errorf(CodeLineTooLong, "line longer than %d bytes", MaxLineBytes))
 	case errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
-		c.closeWith(errorf(CodeIdle, "nothing received for %v (send ALIVE to keep an idle connection)", c.s.cfg.IdleTimeout))
+		if c.sess == nil {
+			c.closeWith(errorf(CodeIdle, "not logged in after %v", c.idleTimeout()))
+			return
+		}
+		c.closeWith(errorf(CodeIdle, "nothing received for %v (send ALIVE to keep an idle connection)", c.idleTimeout()))
 	default: // EOF, reset, or the writer closed the socket
 		c.closeWith(nil)
 	}

@@ -369,7 +369,7 @@ func TestFlood(t *testing.T) {
 // TestIdleTimeout: a connection that sends nothing is closed with a reason;
 // ALIVE keeps it open.
 func TestIdleTimeout(t *testing.T) {
-	r := newRing(t, 1, func(c *Config) { c.IdleTimeout = 300 * time.Millisecond })
+	r := newRing(t, 1, func(c *Config) { c.IdleTimeout, c.LoginTimeout = 300*time.Millisecond, 200*time.Millisecond })
 	alive := dialRaw(t, r.addr(1))
 	alive.login("alive")
 	idle := dialRaw(t, r.addr(1))
@@ -388,9 +388,13 @@ func TestIdleTimeout(t *testing.T) {
 			}
 		}
 	}()
+	silent := dialRaw(t, r.addr(1))
 	lines := idle.closed()
 	if len(lines) != 1 || !strings.Contains(lines[0], "nothing received for 300ms") {
 		t.Fatalf("idle got %q", lines)
+	}
+	if lines := silent.closed(); len(lines) != 1 || !strings.Contains(lines[0], "not logged in after 200ms") {
+		t.Fatalf("silent connection got %q", lines)
 	}
 	eventually(t, "idle user logged out", func() bool {
 		on, _ := r.st.Online(context.Background())

@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/nodelist"
+)
+
+func newChatCmd() *cobra.Command {
+	var o chatBenchOpts
+	cmd := &cobra.Command{
+		Use:   "chat",
+		Short: "Chat throughput and delivery latency on a ring of ringnode processes",
+		Long: `chat starts a ring of ringnode processes on 127.0.0.1 (a fresh database), logs in
+--clients protocol-2 clients spread evenly over the nodes, and has each send direct
+messages to random other clients: --rate messages a second each for --duration
+(open loop), or, with --window, keeping that many messages sent and not yet
+delivered (closed loop: the ring's capacity). Every message carries its send time;
+its receiver measures the delivery latency (send to receipt, both on this machine)
+and acknowledges it. It prints messages delivered per second and the latency
+percentiles, and checks that every message arrived once.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runChatBench(cmd, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.bin, "bin", "", "ringnode binary (default: beside ringbench)")
+	f.StringVar(&o.db, "db", "root@tcp(127.0.0.1:3306)/", `MariaDB server (driver DSN without a database), or "sqlite"`)
+	f.IntVar(&o.nodes, "nodes", 5, "ring size")
+	f.IntVar(&o.clients, "clients", 50, "clients, spread evenly over the nodes")
+	f.Float64Var(&o.rate, "rate", 10, "messages a second each client sends (open loop)")
+	f.IntVar(&o.window, "window", 0, "closed loop: messages each client keeps in flight (replaces --rate)")
+	f.DurationVar(&o.duration, "duration", 10*time.Second, "how long clients send")
+	return cmd
+}
+
+type chatBenchOpts struct {
+	bin, db  string
+	nodes    int
+	clients  int
+	rate     float64
+	window   int
+	duration time.Duration
+}
+
+func runChatBench(cmd *cobra.Command, o chatBenchOpts) error {
+	if o.nodes < 1 || o.clients < 2 || o.duration <= 0 || (o.window <= 0 && o.rate <= 0) {
+		return errors.New("chat: need --nodes ≥ 1, --clients ≥ 2, a positive --duration and --rate or --window")
+	}
+	if o.bin == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		o.bin = filepath.Join(filepath.Dir(self), "ringnode")
+	}
+	if _, err := os.Stat(o.bin); err != nil {
+		return fmt.Errorf("ringnode binary: %w (build it with make build, or pass --bin)", err)
+	}
+	dir, err := os.MkdirTemp("", "ringbench-chat")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	newStore, err := storeMaker(o.db, dir)
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	out := cmd.ErrOrStderr()
+	st, dsn, cleanup, err := newStore(ctx, "chat")
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	st.Close()
+	// The benchmark's clients send faster than a person: no rate limit.
+	r, err := newProcRing(o.bin, dir, dsn, o.nodes, []string{"--client-rate", "0"})
+	if err != nil {
+		return err
+	}
+	defer r.stopAll()
+	for id := int64(1); id <= int64(o.nodes); id++ {
+		if err := r.start(id); err != nil {
+			return err
+		}
+	}
+	list, err := nodelist.Load(r.nodes)
+	if err != nil {
+		return err
+	}
+	addr := func(i int) string {
+		n := list[i%len(list)]
+		return fmt.Sprintf("127.0.0.1:%d", n.ClientPort)
+	}
+	b := &chatBench{o: o, lat: make([][]time.Duration, o.clients)}
+	if err := b.connect(ctx, addr); err != nil {
+		return err
+	}
+	defer b.close()
+	fmt.Fprintf(out, "%d clients logged in on %d nodes; sending for %v\n", o.clients, o.nodes, o.duration)
+	if err := b.run(ctx); err != nil {
+		return err
+	}
+	return b.report(cmd)
+}
+
+type chatBench struct {
+	o     chatBenchOpts
+	conns []*client.Conn
+	lat   [][]time.Duration // per receiver
+
+	sent      atomic.Int64
+	delivered atomic.Int64
+	inflight  []chan struct{} // closed loop: a token per message in flight, per sender
+	elapsed   time.Duration
+	wg        sync.WaitGroup
+}
+
+func (b *chatBench) connect(ctx context.Context, addr func(int) string) error {
+	b.conns = make([]*client.Conn, b.o.clients)
+	errs := make(chan error, b.o.clients)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	for i := range b.o.clients {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+			defer cancel()
+			c, err := client.DialV2(cctx, []string{addr(i)}, fmt.Sprintf("bench%04d", i), "", client.Options{AutoAck: true, Timeout: 30 * time.Second})
+			if err != nil {
+				errs <- err
+				return
+			}
+			b.conns[i] = c
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	// Every node stores and delivers before the clock starts.
+	for i := range min(len(b.conns), b.o.nodes) {
+		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		_, err := b.conns[i].SendWait(cctx, client.ToUser(b.conns[i].User()), "warm-up")
+		cancel()
+		if err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+		for ev := range b.conns[i].Events() {
+			if m, ok := ev.(client.ChatMessage); ok && m.Content == "warm-up" {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+func (b *chatBench) close() {
+	for _, c := range b.conns {
+		if c != nil {
+			c.Close()
+		}
+	}
+}
+
+// run sends for the duration and waits (up to 30 s) for every message.
+func (b *chatBench) run(ctx context.Context) error {
+	n := b.o.clients
+	b.inflight = make([]chan struct{}, n)
+	for i := range n {
+		if b.o.window > 0 {
+			b.inflight[i] = make(chan struct{}, b.o.window)
+		}
+		b.wg.Go(func() { b.receive(i) })
+	}
+	start := time.Now()
+	stop := start.Add(b.o.duration)
+	var senders sync.WaitGroup
+	for i := range n {
+		senders.Go(func() { b.send(ctx, i, start, stop) })
+	}
+	senders.Wait()
+	deadline := time.Now().Add(30 * time.Second)
+	for b.delivered.Load() < b.sent.Load() && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	b.elapsed = time.Since(start)
+	if got, want := b.delivered.Load(), b.sent.Load(); got < want {
+		return fmt.Errorf("chat: %d of %d messages delivered within 30 s of the end", got, want)
+	}
+	return nil
+}
+
+func (b *chatBench) send(ctx context.Context, i int, start, stop time.Time) {
+	c := b.conns[i]
+	rng := rand.New(rand.NewPCG(uint64(i), 7))
+	for k := 0; ; k++ {
+		if b.o.window > 0 {
+			select {
+			case b.inflight[i] <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+		} else {
+			next := start.Add(time.Duration(float64(k) / b.o.rate * float64(time.Second)))
+			if d := time.Until(next); d > 0 {
+				time.Sleep(d)
+			}
+		}
+		if time.Now().After(stop) {
+			return
+		}
+		to := rng.IntN(b.o.clients - 1)
+		if to >= i {
+			to++
+		}
+		text := fmt.Sprintf("%d %d", i, time.Now().UnixNano())
+		if _, err := c.Post(ctx, client.ToUser(b.conns[to].User()), text); err != nil {
+			return
+		}
+		b.sent.Add(1)
+	}
+}
+
+func (b *chatBench) receive(i int) {
+	for ev := range b.conns[i].Events() {
+		m, ok := ev.(client.ChatMessage)
+		if !ok {
+			continue
+		}
+		from, ns, ok := strings.Cut(m.Content, " ")
+		t, err := strconv.ParseInt(ns, 10, 64)
+		if !ok || err != nil {
+			continue
+		}
+		b.lat[i] = append(b.lat[i], time.Since(time.Unix(0, t)))
+		b.delivered.Add(1)
+		if s, err := strconv.Atoi(from); err == nil && b.o.window > 0 {
+			select {
+			case <-b.inflight[s]:
+			default:
+			}
+		}
+	}
+}
+
+func (b *chatBench) report(cmd *cobra.Command) error {
+	b.close()
+	b.wg.Wait()
+	var all []time.Duration
+	for _, l := range b.lat {
+		all = append(all, l...)
+	}
+	slices.Sort(all)
+	pct := func(p float64) time.Duration {
+		if len(all) == 0 {
+			return 0
+		}
+		return all[min(len(all)-1, int(p*float64(len(all))))]
+	}
+	load := fmt.Sprintf("%.0f msg/s offered (%d clients × %g/s)", float64(b.o.clients)*b.o.rate, b.o.clients, b.o.rate)
+	if b.o.window > 0 {
+		load = fmt.Sprintf("closed loop, %d in flight per client", b.o.window)
+	}
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "| chat (%d nodes, %d clients, %s, %v, %s store) | measured |\n|---|---|\n", b.o.nodes, b.o.clients, load, b.o.duration, storeKind(b.o.db))
+	fmt.Fprintf(out, "| messages sent / delivered | %d / %d |\n", b.sent.Load(), len(all))
+	fmt.Fprintf(out, "| delivered per second (send phase and drain) | %.0f |\n", float64(len(all))/b.elapsed.Seconds())
+	fmt.Fprintf(out, "| delivery latency, send to receipt | p50 %v, p90 %v, p99 %v, max %v |\n",
+		pct(0.5).Round(100*time.Microsecond), pct(0.9).Round(100*time.Microsecond), pct(0.99).Round(100*time.Microsecond), pct(1).Round(100*time.Microsecond))
+	if int64(len(all)) != b.sent.Load() {
+		return fmt.Errorf("chat: %d sent, %d delivered", b.sent.Load(), len(all))
+	}
+	return nil
+}
