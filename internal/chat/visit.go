@@ -106,6 +106,8 @@ func (s *Server) visit(ctx context.Context, tok token.Token, fenced node.Fenced)
 		return tok.App, false, err
 	}
 	s.committed(now, w)
+	s.log.Debug().Int("stored", len(w.batch)).Int("delivered", len(w.deliveries)).Int("acks", len(w.acks)).
+		Bool("fetched", w.fetch).Ints64("hint", w.nodes).Dur("took", elapsed).Int64("seq", tok.Seq).Msg("chat: visit")
 	switch {
 	case len(w.batch) >= s.v.batch && elapsed < budget/4:
 		s.v.batch = min(s.cfg.BatchMax, s.v.batch*3/2)
@@ -167,20 +169,9 @@ func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
 			return err
 		}
 	}
-	members := map[int64][]int64{}
-	var first, last int64
-	for _, m := range w.batch {
-		seq, refusal, err := s.storeOne(tx, m, members)
-		if err != nil {
-			return err
-		}
-		w.stored = append(w.stored, storedMsg{m: m, seq: seq, err: refusal})
-		if refusal == nil {
-			if first == 0 || seq < first {
-				first = seq
-			}
-			last = max(last, seq)
-		}
+	first, last, err := s.storeBatch(tx, w)
+	if err != nil {
+		return err
 	}
 	if first > 0 {
 		nodes, err := tx.NodesWithPending(first, last)
@@ -205,37 +196,67 @@ func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
 	return nil
 }
 
-// storeOne stores one queued message. An unknown recipient (checked when
-// the message was accepted, so only if it vanished) is a refusal, and
-// nothing is stored.
-func (s *Server) storeOne(tx store.Tx, m *outMsg, members map[int64][]int64) (int64, *Error, error) {
-	id, refusal, err := s.lookup(tx, m.to)
-	if err != nil || refusal != nil {
-		return 0, refusal, err
-	}
-	nm := store.NewMessage{ID: m.id, SenderID: m.senderID, Content: m.content, SentAt: m.sentAt, NodeID: s.cfg.NodeID}
-	var rcpts []int64
-	if m.to.Group {
-		nm.ToGroupID = id
-		ms, ok := members[id]
-		if !ok {
-			if ms, err = tx.GroupMembers(id); err != nil {
-				return 0, nil, err
-			}
-			members[id] = ms
+// storeBatch stores the visit's batch in order, each group expanded to
+// its members now (the sender excluded), and returns the range of new
+// sequence numbers (0, 0 if none). An unknown recipient (checked when the
+// message was accepted, so only if it vanished) is a refusal, and nothing
+// of that message is stored. A resent id is stored once: its first
+// sequence comes back.
+func (s *Server) storeBatch(tx store.Tx, w *visitWork) (first, last int64, err error) {
+	members := map[int64][]int64{}
+	nms := make([]store.NewMessage, 0, len(w.batch))
+	rcpts := make([][]int64, 0, len(w.batch))
+	var at []int // index in w.stored of each of nms
+	for _, m := range w.batch {
+		id, refusal, err := s.lookup(tx, m.to)
+		if err != nil {
+			return 0, 0, err
 		}
-		rcpts = make([]int64, 0, len(ms))
-		for _, u := range ms {
-			if u != m.senderID {
-				rcpts = append(rcpts, u)
-			}
+		w.stored = append(w.stored, storedMsg{m: m, err: refusal})
+		if refusal != nil {
+			continue
 		}
-	} else {
-		nm.ToUserID = id
-		rcpts = []int64{id}
+		nm := store.NewMessage{ID: m.id, SenderID: m.senderID, Content: m.content, SentAt: m.sentAt, NodeID: s.cfg.NodeID}
+		var rs []int64
+		if m.to.Group {
+			nm.ToGroupID = id
+			ms, ok := members[id]
+			if !ok {
+				if ms, err = tx.GroupMembers(id); err != nil {
+					return 0, 0, err
+				}
+				members[id] = ms
+			}
+			rs = make([]int64, 0, len(ms))
+			for _, u := range ms {
+				if u != m.senderID {
+					rs = append(rs, u)
+				}
+			}
+		} else {
+			nm.ToUserID = id
+			rs = []int64{id}
+		}
+		nms, rcpts, at = append(nms, nm), append(rcpts, rs), append(at, len(w.stored)-1)
 	}
-	seq, _, err := tx.InsertMessage(nm, rcpts) // a resent id is stored once: same seq
-	return seq, nil, err
+	if len(nms) == 0 {
+		return 0, 0, nil
+	}
+	res, err := tx.InsertMessages(nms, rcpts)
+	if err != nil {
+		return 0, 0, err
+	}
+	for k, r := range res {
+		w.stored[at[k]].seq = r.Seq
+		if r.Dup {
+			continue
+		}
+		if first == 0 || r.Seq < first {
+			first = r.Seq
+		}
+		last = max(last, r.Seq)
+	}
+	return first, last, nil
 }
 
 // fetch takes the pending deliveries for local users, as many as their

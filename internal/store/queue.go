@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -226,16 +227,23 @@ func nullID(id int64) any {
 	return id
 }
 
-func (t *sqlTx) InsertMessage(m NewMessage, recipients []int64) (int64, bool, error) {
+func checkMessage(m NewMessage) error {
 	switch {
 	case m.ID == "" || len(m.ID) > 36:
-		return 0, false, fmt.Errorf("%w: message id %q must be 1-36 characters", ErrInvalid, m.ID)
+		return fmt.Errorf("%w: message id %q must be 1-36 characters", ErrInvalid, m.ID)
 	case (m.ToUserID == 0) == (m.ToGroupID == 0):
-		return 0, false, fmt.Errorf("%w: message %s needs exactly one of a user and a group as destination", ErrInvalid, m.ID)
+		return fmt.Errorf("%w: message %s needs exactly one of a user and a group as destination", ErrInvalid, m.ID)
 	case m.SenderID == 0:
-		return 0, false, fmt.Errorf("%w: message %s has no sender", ErrInvalid, m.ID)
+		return fmt.Errorf("%w: message %s has no sender", ErrInvalid, m.ID)
 	case !utf8.ValidString(m.Content):
-		return 0, false, fmt.Errorf("%w: message %s content is not valid UTF-8", ErrInvalid, m.ID)
+		return fmt.Errorf("%w: message %s content is not valid UTF-8", ErrInvalid, m.ID)
+	}
+	return nil
+}
+
+func (t *sqlTx) InsertMessage(m NewMessage, recipients []int64) (int64, bool, error) {
+	if err := checkMessage(m); err != nil {
+		return 0, false, err
 	}
 	k, err := t.exec(t.s.d.insertIgnore+
 		" messages (msg_id, sender_id, to_user_id, to_group_id, content, sent_us, stored_us, node_id)"+
@@ -251,25 +259,142 @@ func (t *sqlTx) InsertMessage(m NewMessage, recipients []int64) (int64, bool, er
 	if k == 0 {
 		return seq, true, nil
 	}
+	if err := t.insertRecipients(recipientRows(seq, recipients)); err != nil {
+		return 0, false, err
+	}
+	return seq, false, nil
+}
+
+// recipientRows are the rows of one message's recipients, duplicates
+// removed.
+func recipientRows(seq int64, recipients []int64) []RecipientSeq {
 	rs := slices.Clone(recipients)
 	slices.Sort(rs)
 	rs = slices.Compact(rs)
-	for chunk := range slices.Chunk(rs, inChunk) {
+	rows := make([]RecipientSeq, len(rs))
+	for i, id := range rs {
+		rows[i] = RecipientSeq{RecipientID: id, Seq: seq}
+	}
+	return rows
+}
+
+func (t *sqlTx) insertRecipients(rows []RecipientSeq) error {
+	for chunk := range slices.Chunk(rows, inChunk) {
 		var b strings.Builder
 		b.WriteString("INSERT INTO recipients (user_id, msg_seq) VALUES ")
 		args := make([]any, 0, 2*len(chunk))
-		for i, id := range chunk {
+		for i, r := range chunk {
 			if i > 0 {
 				b.WriteString(", ")
 			}
 			b.WriteString("(?, ?)")
-			args = append(args, id, seq)
+			args = append(args, r.RecipientID, r.Seq)
 		}
 		if _, err := t.exec(b.String(), args...); err != nil {
-			return 0, false, fmt.Errorf("store: insert recipients: %w", err)
+			return fmt.Errorf("store: insert recipients: %w", err)
 		}
 	}
-	return seq, false, nil
+	return nil
+}
+
+// msgChunk bounds the rows of one multi-row message insert.
+const msgChunk = 100
+
+func (t *sqlTx) InsertMessages(ms []NewMessage, recipients [][]int64) ([]Inserted, error) {
+	if len(recipients) != len(ms) {
+		return nil, fmt.Errorf("%w: %d messages, %d recipient lists", ErrInvalid, len(ms), len(recipients))
+	}
+	for _, m := range ms {
+		if err := checkMessage(m); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]Inserted, len(ms))
+	ids := make([]string, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
+	}
+	stored, err := t.seqsOf(ids)
+	if err != nil {
+		return nil, err
+	}
+	// The new ones, each id once, in order.
+	var fresh []int
+	seen := map[string]bool{}
+	for i, m := range ms {
+		if _, ok := stored[m.ID]; ok || seen[m.ID] {
+			out[i].Dup = true
+			continue
+		}
+		seen[m.ID] = true
+		fresh = append(fresh, i)
+	}
+	now := t.s.nowUS()
+	for chunk := range slices.Chunk(fresh, msgChunk) {
+		var b strings.Builder
+		b.WriteString("INSERT INTO messages (msg_id, sender_id, to_user_id, to_group_id, content, sent_us, stored_us, node_id) VALUES ")
+		args := make([]any, 0, 8*len(chunk))
+		for k, i := range chunk {
+			if k > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
+			m := ms[i]
+			args = append(args, m.ID, m.SenderID, nullID(m.ToUserID), nullID(m.ToGroupID), m.Content, m.SentAt.UnixMicro(), now, m.NodeID)
+		}
+		if _, err := t.exec(b.String(), args...); err != nil {
+			return nil, fmt.Errorf("store: insert messages: %w", err)
+		}
+	}
+	if len(fresh) > 0 {
+		newIDs := make([]string, len(fresh))
+		for k, i := range fresh {
+			newIDs[k] = ms[i].ID
+		}
+		seqs, err := t.seqsOf(newIDs)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(stored, seqs)
+	}
+	var rows []RecipientSeq
+	for _, i := range fresh {
+		rows = append(rows, recipientRows(stored[ms[i].ID], recipients[i])...)
+	}
+	if err := t.insertRecipients(rows); err != nil {
+		return nil, err
+	}
+	for i, m := range ms {
+		out[i].Seq = stored[m.ID]
+	}
+	return out, nil
+}
+
+// seqsOf maps the stored ones of these message ids to their sequence.
+func (t *sqlTx) seqsOf(ids []string) (map[string]int64, error) {
+	out := map[string]int64{}
+	for chunk := range slices.Chunk(ids, inChunk) {
+		ph := strings.TrimSuffix(strings.Repeat("?, ", len(chunk)), ", ")
+		rows, err := t.tx.QueryContext(t.ctx, "SELECT msg_id, msg_seq FROM messages WHERE msg_id IN ("+ph+")", anySlice(chunk)...)
+		if err != nil {
+			return nil, fmt.Errorf("store: message sequences: %w", err)
+		}
+		for rows.Next() {
+			var id string
+			var seq int64
+			if err := rows.Scan(&id, &seq); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("store: message sequences: %w", err)
+			}
+			out[id] = seq
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("store: message sequences: %w", err)
+		}
+	}
+	return out, nil
 }
 
 const messageCols = "m.msg_seq, m.msg_id, s.name, tu.name, g.name, m.content, m.sent_us, m.stored_us"

@@ -177,6 +177,12 @@ type Delivery struct {
 	Message
 }
 
+// Inserted is the outcome of one message of InsertMessages.
+type Inserted struct {
+	Seq int64
+	Dup bool
+}
+
 // RecipientSeq names one row of the recipients table: a message (by its
 // sequence) that waits for one recipient.
 type RecipientSeq struct {
@@ -304,6 +310,12 @@ type Tx interface {
 	// sequence number. A message whose ID is already stored is not stored
 	// again: its existing sequence is returned with dup=true.
 	InsertMessage(m NewMessage, recipients []int64) (seq int64, dup bool, err error)
+	// InsertMessages is InsertMessage for several messages, in order, in a
+	// few statements: recipients[i] belongs to ms[i]. An id already stored,
+	// or repeated within ms, is stored once (Dup in its result). A message
+	// that fails validation fails the call (ErrInvalid) and the caller's
+	// transaction must be rolled back.
+	InsertMessages(ms []NewMessage, recipients [][]int64) ([]Inserted, error)
 	// PendingForNode returns up to limit undelivered rows for users present
 	// at nodeID, in global order.
 	PendingForNode(nodeID int64, limit int) ([]Delivery, error)

@@ -63,6 +63,7 @@ func Run(t *testing.T, newDSN NewDSN) {
 		{"PendingFair", testPendingFair},
 		{"NodesWithPending", testNodesWithPending},
 		{"RowsOfManyRecipients", testRowsOfManyRecipients},
+		{"InsertMessages", testInsertMessages},
 		{"History", testHistory},
 		{"Prune", testPrune},
 		{"ConcurrentHandles", testConcurrentHandles},
@@ -951,6 +952,62 @@ func testNodesWithPending(t *testing.T, newDSN NewDSN) {
 		}
 		if got, _ := tx.NodesWithPending(s2, s2); len(got) != 0 {
 			t.Errorf("nodes after delivery = %v, want none", got)
+		}
+		return nil
+	})
+}
+
+func testInsertMessages(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	p, g := setupPeople(t, st)
+	msg := func(id string, to store.User) store.NewMessage {
+		return store.NewMessage{ID: id, SenderID: p.a.ID, ToUserID: to.ID, Content: "c-" + id, SentAt: time.Now(), NodeID: 1}
+	}
+	update(t, st, func(tx store.Tx) error {
+		old, _, err := tx.InsertMessage(msg("old", p.b), []int64{p.b.ID})
+		if err != nil {
+			return err
+		}
+		// More than one statement's chunk, a stored id, an id twice.
+		var ms []store.NewMessage
+		var rcpts [][]int64
+		for i := range 130 {
+			ms, rcpts = append(ms, msg(fmt.Sprint("b", i), p.b)), append(rcpts, []int64{p.b.ID})
+		}
+		grp := store.NewMessage{ID: "grp", SenderID: p.a.ID, ToGroupID: g.ID, Content: "all", SentAt: time.Now()}
+		ms, rcpts = append(ms, msg("old", p.b), grp, msg("b3", p.c)), append(rcpts, []int64{p.b.ID}, []int64{p.b.ID, p.c.ID, p.c.ID}, []int64{p.c.ID})
+		res, err := tx.InsertMessages(ms, rcpts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i < 130; i++ {
+			if res[i].Dup || res[i].Seq <= res[i-1].Seq || res[i-1].Seq <= old {
+				t.Fatalf("results %d, %d: %+v %+v (old %d): not new and in order", i-1, i, res[i-1], res[i], old)
+			}
+		}
+		if r := res[130]; !r.Dup || r.Seq != old {
+			t.Errorf("stored id: %+v, want dup of %d", r, old)
+		}
+		if r := res[131]; r.Dup || r.Seq <= res[129].Seq {
+			t.Errorf("group message: %+v", r)
+		}
+		if r := res[132]; !r.Dup || r.Seq != res[3].Seq {
+			t.Errorf("id twice in the batch: %+v, want dup of %+v", r, res[3])
+		}
+		for _, want := range []struct {
+			u store.User
+			n int
+		}{{p.a, 0}, {p.b, 1 + 130 + 1}, {p.c, 1}} {
+			if n, _ := tx.PendingCount(want.u.ID); n != want.n {
+				t.Errorf("rows of %s = %d, want %d", want.u.Name, n, want.n)
+			}
+		}
+		h, _ := tx.History(store.Conversation{UserA: p.a.ID, UserB: p.b.ID}, 1000)
+		if len(h) != 131 || h[1].ID != "b0" || h[1].Content != "c-b0" {
+			t.Errorf("history: %d messages, second %+v", len(h), h[1])
+		}
+		if _, err := tx.InsertMessages([]store.NewMessage{{ID: "bad", SenderID: p.a.ID}}, [][]int64{nil}); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("invalid message: err = %v", err)
 		}
 		return nil
 	})
