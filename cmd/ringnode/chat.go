@@ -81,3 +81,14 @@ func runWithChat(ctx context.Context, n *node.Node, srv *chat.Server) error {
 	}
 	return err
 }
+
+// chatArgs are the chat flags set on a cluster command, for its children.
+func chatArgs(fs *pflag.FlagSet) []string {
+	var args []string
+	for _, name := range []string{"max-clients", "client-rate", "client-idle-timeout", "history-retention"} {
+		if f := fs.Lookup(name); f != nil && f.Changed {
+			args = append(args, "--"+name, f.Value.String())
+		}
+	}
+	return args
+}

@@ -36,6 +36,7 @@ ring cleanly. With --drop the ring state is reset once before the nodes start.`,
 	addRunFlags(cmd.Flags(), o)
 	_ = cmd.Flags().MarkHidden("id")
 	_ = cmd.Flags().MarkHidden("listen")
+	_ = cmd.Flags().MarkHidden("client-listen")
 	cmd.Flags().IntVar(&count, "count", 0, "start only the first N nodes of the node list (0: all)")
 	return cmd
 }
@@ -86,6 +87,7 @@ func runCluster(cmd *cobra.Command, g *globals, o *runOpts, count int) error {
 	if o.mutexProbe {
 		args = append(args, "--mutex-probe")
 	}
+	args = append(args, chatArgs(cmd.Flags())...)
 	out := &lockedWriter{w: cmd.ErrOrStderr()}
 	var wg sync.WaitGroup
 	var procs []*exec.Cmd
