@@ -197,6 +197,10 @@ func TestChat(t *testing.T) {
 		alice.expect(`{"messageType":"ERROR","errorMessage":"no user \"nobody\" (a user exists once they have logged in)"}`)
 		bob.send(`{"group":"coolguys","messageType":"LEAVE_GROUP"}`)
 		bob.expect(`{"messageType":"LEAVE_GROUP","group":"coolguys"}`)
+		// Logged in once across the ring.
+		again := dialLine(t, c.addr(2))
+		again.send(`{"username":"alice","messageType":"LOGIN"}`)
+		again.expect(`{"messageType":"ERROR","errorMessage":"user \"alice\" is already logged in at node 1"}`)
 	})
 
 	t.Run("GroupOrderAcrossNodes", func(t *testing.T) {
@@ -360,7 +364,10 @@ func TestChat(t *testing.T) {
 		}
 		flood := dialLine(t, c.addr(2))
 		flood.send(strings.TrimSuffix(strings.Repeat(`{"messageType":"ALIVE"}`+"\n", 2000), "\n"))
-		if got := flood.untilClosed(); len(got) != 2 || !strings.Contains(got[1], "refused in a row") {
+		// RATE_LIMITED when the dropping starts (again after a line got
+		// through), FLOOD last.
+		if got := flood.untilClosed(); len(got) < 2 || !strings.Contains(got[0], "lines are dropped") ||
+			!strings.Contains(got[len(got)-1], "refused in a row") {
 			t.Errorf("flood: %q", got)
 		}
 		if err := <-sendDone; err != nil {
