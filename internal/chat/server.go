@@ -101,7 +101,6 @@ type Stats struct {
 	Visits          uint64 // token visits
 	StoreVisits     uint64 // visits that opened a store transaction
 	FailedVisits    uint64 // visits whose transaction failed (nothing committed)
-	BatchSize       int    // current adaptive batch
 	OutboxLen       int    // messages waiting for the token
 	PendingAcks     int
 	PresenceCleared uint64 // stale presence rows removed
