@@ -162,6 +162,12 @@ type Config struct {
 	ChallengeTicks int
 	// LeaseTicks is the lease duration; the holder renews every third.
 	LeaseTicks int
+	// Incarnation tells this process's messages from an earlier run's:
+	// round numbers and hop ids start above it, so peers that remember
+	// the previous run's rounds do not take the new ones for duplicates.
+	// The runtime sets it from the start time; 0 is fine in simulations
+	// that never restart a node within a few seconds.
+	Incarnation uint64
 }
 
 // DefaultConfig is tuned for a 20 ms tick on loopback or a LAN.
