@@ -34,20 +34,7 @@ func startChatRing(t *testing.T) *chatRing {
 	r := testutil.NewRing(t, ringnodeBin, dsn, ids...)
 	ctx := context.Background()
 	r.Start(1)
-	var st store.Store
-	testutil.Eventually(t, within, "store ready", func() bool {
-		s, err := store.Open(ctx, dsn, store.Options{})
-		if err != nil {
-			return false
-		}
-		if v, err := store.AppliedMigrations(ctx, s); err != nil || len(v) == 0 {
-			s.Close()
-			return false
-		}
-		st = s
-		return true
-	})
-	t.Cleanup(func() { st.Close() })
+	st := openWhenMigrated(t, dsn)
 	for _, id := range ids[1:] {
 		r.Start(id)
 	}

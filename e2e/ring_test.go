@@ -121,20 +121,7 @@ func TestRingSurvivesFaults(t *testing.T) {
 	ctx := context.Background()
 	// Migrate first, so that the checker can read while nodes start.
 	r.Start(1)
-	var st store.Store
-	testutil.Eventually(t, within, "store ready", func() bool {
-		s, err := store.Open(ctx, dsn, store.Options{})
-		if err != nil {
-			return false
-		}
-		if v, err := store.AppliedMigrations(ctx, s); err != nil || len(v) == 0 {
-			s.Close()
-			return false
-		}
-		st = s
-		return true
-	})
-	defer st.Close()
+	st := openWhenMigrated(t, dsn)
 	c := &checker{t: t, st: st, r: r}
 	for _, id := range ids[1:] {
 		r.Start(id)

@@ -32,7 +32,7 @@ func main() {
 
 func newRoot() *cobra.Command {
 	root := &cobra.Command{Use: "ringbench", Short: "Measure a ringchat ring", SilenceUsage: true, SilenceErrors: true}
-	root.AddCommand(newRingCmd(), newFloorCmd(), newEchoServerCmd())
+	root.AddCommand(newRingCmd(), newFloorCmd(), newEchoServerCmd(), newElectionCmd(), newFailoverCmd())
 	root.AddCommand(newChatCmd())
 	return root
 }
@@ -54,26 +54,12 @@ crashed coordinator. --db is a MariaDB server (a database per phase is created a
 dropped) or "sqlite" for the embedded store.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if bin == "" {
-				self, err := os.Executable()
-				if err != nil {
-					return err
-				}
-				bin = filepath.Join(filepath.Dir(self), "ringnode")
-			}
-			if _, err := os.Stat(bin); err != nil {
-				return fmt.Errorf("ringnode binary: %w (build it with make build, or pass --bin)", err)
-			}
-			dir, err := os.MkdirTemp("", "ringbench")
+			b, cleanup, err := newBench(cmd, bin, db, nodes, trials)
 			if err != nil {
 				return err
 			}
-			defer os.RemoveAll(dir)
-			b := &ringBench{bin: bin, dir: dir, nodes: nodes, trials: trials, idle: idle, out: cmd.ErrOrStderr()}
-			b.newStore, err = storeMaker(db, dir)
-			if err != nil {
-				return err
-			}
+			defer cleanup()
+			b.idle = idle
 			rows, err := b.run(cmd.Context())
 			if err != nil {
 				return err
@@ -92,6 +78,32 @@ dropped) or "sqlite" for the embedded store.`,
 	cmd.Flags().IntVar(&trials, "trials", 5, "repetitions of each fault")
 	cmd.Flags().DurationVar(&idle, "idle", 20*time.Second, "how long to measure the idle ring's CPU")
 	return cmd
+}
+
+// newBench prepares a benchmark of ringnode processes: the binary (default:
+// beside ringbench), a scratch directory and a store maker.
+func newBench(cmd *cobra.Command, bin, db string, nodes, trials int) (*ringBench, func(), error) {
+	if bin == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, nil, err
+		}
+		bin = filepath.Join(filepath.Dir(self), "ringnode")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return nil, nil, fmt.Errorf("ringnode binary: %w (build it with make build, or pass --bin)", err)
+	}
+	dir, err := os.MkdirTemp("", "ringbench")
+	if err != nil {
+		return nil, nil, err
+	}
+	b := &ringBench{bin: bin, dir: dir, nodes: nodes, trials: trials, out: cmd.ErrOrStderr()}
+	b.newStore, err = storeMaker(db, dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return b, func() { os.RemoveAll(dir) }, nil
 }
 
 func storeKind(db string) string {

@@ -80,7 +80,7 @@ func runCluster(cmd *cobra.Command, g *globals, o *runOpts, count int) error {
 		}
 	}
 	args := []string{"run", "--db", g.db, "--nodes", g.nodes, "--log-level", g.logLevel, "--log-format", logFormat,
-		"--election", o.election, "--tick", o.tick.String()}
+		"--election", o.election, "--tick", o.tick.String(), "--lease-ttl", o.leaseTTL.String()}
 	if o.keyFile != "" {
 		args = append(args, "--cluster-key-file", o.keyFile)
 	}

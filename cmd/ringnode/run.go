@@ -33,6 +33,7 @@ type runOpts struct {
 	stats      time.Duration
 	cpuProfile string
 	chat       chatOpts
+	leaseTTL   time.Duration
 }
 
 func addRunFlags(fs *pflag.FlagSet, o *runOpts) {
@@ -44,6 +45,8 @@ func addRunFlags(fs *pflag.FlagSet, o *runOpts) {
 	fs.BoolVar(&o.mutexProbe, "mutex-probe", false, "test only: check mutual exclusion with a counter in every critical section")
 	fs.DurationVar(&o.tick, "tick", ring.DefaultConfig(1).Tick, "protocol tick; timeouts are multiples of it")
 	fs.DurationVar(&o.stats, "stats-interval", 0, "log token statistics (hop times, visits) this often; 0: never")
+	fs.DurationVar(&o.leaseTTL, "lease-ttl", time.Duration(ring.DefaultConfig(1).Election.LeaseTicks)*ring.DefaultConfig(1).Tick,
+		"lease election: how long the coordinator lease lasts (renewed every third of it; a dead holder is replaced after it)")
 	fs.StringVar(&o.cpuProfile, "cpu-profile", "", "write a CPU profile of the whole run to this file (for tuning)")
 	fs.StringVar(&o.listen, "listen", "", "host:port to listen on for ring traffic (default: the node's port, on its address if loopback, else all interfaces)")
 	addChatFlags(fs, &o.chat)
@@ -77,6 +80,9 @@ func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
 	}
 	if o.tick < time.Millisecond {
 		return usageError{fmt.Errorf("--tick %v is below 1ms", o.tick)}
+	}
+	if o.leaseTTL < 3*o.tick {
+		return usageError{fmt.Errorf("--lease-ttl %v must be at least three ticks (%v)", o.leaseTTL, 3*o.tick)}
 	}
 	log := g.log.With().Int64("node", o.id).Logger()
 	ctx := cmd.Context()
@@ -130,6 +136,8 @@ func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
 	}
 	cfg := node.DefaultConfig(o.id)
 	cfg.Ring.Tick = o.tick
+	cfg.Ring.Election.Method = method
+	cfg.Ring.Election.LeaseTicks = int(o.leaseTTL / o.tick)
 	cfg.StatsInterval = o.stats
 	cfg.Store, cfg.Transport, cfg.Addresses, cfg.Log = st, tr, addrs, g.log
 	if o.mutexProbe {
@@ -167,7 +175,7 @@ func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
 	}
 	log.Info().Str("listen", tr.Addr().String()).Str("store", dsn.String()).Str("election", string(method)).
 		Dur("tick", o.tick).Bool("mutex_probe", o.mutexProbe).
-		Msg("node starting (elections: the highest live id takes over until the election algorithms land)")
+		Dur("lease_ttl", o.leaseTTL).Msg("node starting")
 	return runWithChat(ctx, n, srv)
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ringchat/ringchat/internal/election"
 	"github.com/ringchat/ringchat/internal/ring"
 	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/token"
@@ -52,6 +53,8 @@ func execOpErr(ctx context.Context, st store.Store, id int64, op ring.Op) (ring.
 		return res, err
 	case ring.OpJoin, ring.OpRepair, ring.OpLeave, ring.OpSync:
 		return execTopology(ctx, st, coord, op)
+	case ring.OpLease:
+		return execLease(ctx, st, id, op)
 	}
 	return res, fmt.Errorf("node: unknown store operation %v", op.Kind)
 }
@@ -110,6 +113,37 @@ func execTopology(ctx context.Context, st store.Store, coord store.Coordinator, 
 		if err != nil {
 			return res, err
 		}
+	}
+	return res, nil
+}
+
+// execLease acquires or renews the coordinator lease. A lease refused is an
+// OK outcome with LeaseOK false; only an unreachable store fails.
+func execLease(ctx context.Context, st store.Store, id int64, op ring.Op) (ring.Result, error) {
+	res := ring.Result{Op: op}
+	var (
+		ok    bool
+		lease store.Lease
+		err   error
+	)
+	switch op.Lease.Kind {
+	case election.LeaseAcquire:
+		ok, lease, err = st.AcquireLease(ctx, id, op.LeaseTTL)
+	case election.LeaseRenew:
+		ok, lease, err = st.RenewLease(ctx, id, op.Lease.Epoch, op.LeaseTTL)
+	default:
+		return res, fmt.Errorf("node: unknown lease operation %v", op.Lease.Kind)
+	}
+	if err != nil {
+		return res, err
+	}
+	res.LeaseOK, res.Coord, res.Epoch, res.LeaseRemaining = ok, lease.Holder, lease.Epoch, lease.Remaining
+	if ok && op.Lease.Kind == election.LeaseAcquire {
+		f, err := st.Fence(ctx)
+		if err != nil {
+			return res, err
+		}
+		res.Gen = f.Generation
 	}
 	return res, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ringchat/ringchat/internal/election"
 	"github.com/ringchat/ringchat/internal/ring"
 	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/token"
@@ -80,12 +81,19 @@ type Status struct {
 	// HopTimes holds the most recent send-to-ack times of forwarded
 	// tokens (up to 1024).
 	HopTimes []time.Duration
+	// Elections are the election machine's counters.
+	Elections election.Counters
 }
 
 // New builds a node; Run starts it.
 func New(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Ring.Election.Incarnation == 0 {
+		// Milliseconds since 1970 times 2^16: a later run's rounds always
+		// number above an earlier run's.
+		cfg.Ring.Election.Incarnation = uint64(time.Now().UnixMilli()) << 16
 	}
 	n := &Node{
 		cfg:       cfg,
@@ -218,11 +226,24 @@ func (n *Node) Run(ctx context.Context) error {
 			n.logStats()
 		}
 		n.flush()
-		wake := start.Add(time.Duration(n.rn.NextDeadline()) * tick)
-		timer.Reset(max(time.Until(wake), 0))
+		timer.Reset(SleepUntilTick(start, tick, n.rn.NextDeadline()))
 	}
 	n.log.Info().Msg("left the ring")
 	return nil
+}
+
+// maxSleep caps a sleep until a deadline: a machine with nothing pending
+// reports a deadline far in the future, which must not overflow.
+const maxSleep = time.Hour
+
+// SleepUntilTick is how long to sleep from now until tick next of a clock
+// that started at start with the given tick; never negative, at most an
+// hour.
+func SleepUntilTick(start time.Time, tick time.Duration, next int64) time.Duration {
+	if next >= int64(maxSleep/tick)+int64(time.Since(start)/tick) {
+		return maxSleep
+	}
+	return max(time.Until(start.Add(time.Duration(next)*tick)), 0)
 }
 
 func (n *Node) snapshot() Status {
@@ -232,6 +253,7 @@ func (n *Node) snapshot() Status {
 		ID: n.cfg.Ring.ID, Phase: n.rn.Phase(), Coordinator: c, Epoch: e, IsCoord: n.rn.IsCoordinator(),
 		Successor: succ, SuccessorUp: up, Predecessor: n.rn.Predecessor(), HoldsToken: n.rn.HoldsToken(),
 		LastStamp: n.rn.LastStamp(), Stats: n.stats, HopTimes: append([]time.Duration(nil), n.hopTimes...),
+		Elections: n.rn.Elections(),
 	}
 }
 
@@ -361,11 +383,21 @@ func (n *Node) send(m ring.Msg) {
 }
 
 func (n *Node) logNote(note ring.Note) {
+	if r := note.Election; r != nil {
+		role := "learned"
+		if r.Won {
+			role = "won"
+		}
+		n.log.Info().Str("method", string(r.Method)).Int64("initiator", r.Round.Initiator).Uint64("round", r.Round.N).
+			Int64("leader", r.Leader).Str("role", role).Int("participants", r.Participants).Int("messages_sent", r.MsgsSent).
+			Dur("duration", time.Duration(r.Ticks)*n.cfg.Ring.Tick).Int64("epoch", note.Epoch).Msg("election finished")
+		return
+	}
 	ev := n.log.Debug()
 	switch note.Event {
 	case "coordinator", "coordinator-deposed", "coordinator-failed", "coordinator-unresponsive",
 		"joined", "left", "spliced-out", "handoff", "rejoin", "token-regenerated", "higher-than-coordinator",
-		"leave-deadline", "leave-unanswered":
+		"leave-deadline", "leave-unanswered", "election-won", "lease-lost":
 		ev = n.log.Info()
 	case "successor-failed", "predecessor-silent", "token-fenced", "successor-watchdog":
 		if note.Event == "successor-failed" {

@@ -241,3 +241,17 @@ func TestForgedFramesAreDropped(t *testing.T) {
 		t.Errorf("a forged epoch reached the store: %+v", coord)
 	}
 }
+
+func TestSleepUntilTick(t *testing.T) {
+	start := time.Now()
+	tick := 20 * time.Millisecond
+	if d := SleepUntilTick(start, tick, 1<<62); d != time.Hour {
+		t.Errorf("far deadline: %v, want the 1 h cap", d)
+	}
+	if d := SleepUntilTick(start, tick, 0); d != 0 {
+		t.Errorf("past deadline: %v, want 0", d)
+	}
+	if d := SleepUntilTick(start, tick, 50); d <= 0 || d > time.Second {
+		t.Errorf("deadline 50 ticks on: %v", d)
+	}
+}

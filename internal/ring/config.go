@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ringchat/ringchat/internal/election"
 	"github.com/ringchat/ringchat/internal/token"
 )
 
@@ -13,6 +14,8 @@ type Config struct {
 	ID    int64
 	Tick  time.Duration // the runtime's tick; only used to describe bounds
 	Token token.Config
+	// Election configures the coordinator election (its ID is the node's).
+	Election election.Config
 
 	// HeartbeatTicks: a PING goes on an otherwise idle successor link this
 	// often, so that a stalled successor is found without the token.
@@ -47,6 +50,7 @@ func DefaultConfig(id int64) Config {
 		ID:                id,
 		Tick:              20 * time.Millisecond,
 		Token:             token.DefaultConfig(),
+		Election:          election.DefaultConfig(id, election.Default),
 		HeartbeatTicks:    25,  // 500 ms idle before a PING: with the idle token's hops, about 2 frames a second a link
 		FailTicks:         20,  // 400 ms without a PONG: a stalled successor is found within 0.9 s
 		PredSilenceTicks:  75,  // 1.5 s: far above the heartbeat, so only a dead link trips it
@@ -73,6 +77,10 @@ func TestConfig(id int64) Config {
 	c.SuccessorRetries = 6
 	c.LeaveRetries = 5
 	c.SyncTicks = 100
+	c.Election.TimeoutTicks = 3
+	c.Election.ResultTicks = 40
+	c.Election.ChallengeTicks = 10
+	c.Election.LeaseTicks = 30
 	return c
 }
 
@@ -82,6 +90,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("ring: node id %d < 1", c.ID)
 	}
 	if err := c.Token.Validate(); err != nil {
+		return err
+	}
+	if c.Election.ID != c.ID {
+		return fmt.Errorf("ring: election config is for node %d, not %d", c.Election.ID, c.ID)
+	}
+	if err := c.Election.Validate(); err != nil {
 		return err
 	}
 	for name, v := range map[string]int{

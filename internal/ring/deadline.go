@@ -5,7 +5,7 @@ package ring
 // of ticking, which is what keeps an idle node from waking up 50 times a
 // second. It may be early (then Tick does nothing) but never late.
 func (n *Node) NextDeadline() int64 {
-	next := n.tok.NextDeadline()
+	next := min(n.tok.NextDeadline(), n.el.NextDeadline())
 	at := func(t int64) { next = min(next, t) }
 	inRing := n.phase == PhaseInRing || n.phase == PhaseLeaving
 	if inRing && !n.succUp && n.deferred == 0 && n.req == nil {
@@ -53,6 +53,7 @@ func (n *Node) AdvanceTo(t int64) {
 		if next > t {
 			n.now = t
 			n.tok.Skip(t)
+			n.el.AdvanceTo(t)
 			return
 		}
 		n.now = next - 1

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/ringchat/ringchat/internal/election"
 	"github.com/ringchat/ringchat/internal/token"
 )
 
@@ -27,6 +28,7 @@ const (
 	MsgPing             MsgType = "PING"              // predecessor -> successor when the link is idle
 	MsgPong             MsgType = "PONG"              // successor -> predecessor
 	MsgWake             MsgType = "WAKE"              // any -> all: pass the token on without idling for a rotation
+	MsgElection         MsgType = "ELECTION"          // any -> any: a message of the coordinator election (payload: method, kind, round)
 )
 
 // Via says which channel a message travels on.
@@ -66,6 +68,8 @@ type Msg struct {
 	Token  *token.Token `json:"token,omitempty"`
 	Stamp  *token.Stamp `json:"stamp,omitempty"`
 	Stale  bool         `json:"stale,omitempty"`
+
+	Election *election.Msg `json:"election,omitempty"`
 }
 
 func (m Msg) String() string {
@@ -95,6 +99,9 @@ func (m Msg) String() string {
 	if m.Stale {
 		s += " stale"
 	}
+	if e := m.Election; e != nil {
+		s += fmt.Sprintf(" %s/%s round=%s", e.Method, e.Kind, e.Round)
+	}
 	return s
 }
 
@@ -102,7 +109,7 @@ func (m Msg) String() string {
 var knownTypes = map[MsgType]bool{
 	MsgJoin: true, MsgSuccessor: true, MsgSuccessorAck: true, MsgSuccessorRequest: true, MsgRejoin: true,
 	MsgLeave: true, MsgLeaveOK: true, MsgCoordinator: true, MsgHandoff: true, MsgToken: true,
-	MsgTokenAck: true, MsgPing: true, MsgPong: true, MsgWake: true,
+	MsgTokenAck: true, MsgPing: true, MsgPong: true, MsgWake: true, MsgElection: true,
 }
 
 // Payload encodes the message body for a frame.
@@ -138,6 +145,15 @@ func ParseMsg(typ string, src, epoch int64, payload json.RawMessage, via Via) (M
 		return Msg{}, fmt.Errorf("ring: SUCCESSOR without successor")
 	case m.Succ < 0 || m.Ver < 0 || m.Failed < 0:
 		return Msg{}, fmt.Errorf("ring: %s with negative ids", typ)
+	case m.Type == MsgElection && m.Election == nil:
+		return Msg{}, fmt.Errorf("ring: ELECTION without election message")
+	case m.Type != MsgElection && m.Election != nil:
+		return Msg{}, fmt.Errorf("ring: %s carrying an election message", typ)
+	case m.Election != nil:
+		if err := m.Election.Validate(); err != nil {
+			return Msg{}, fmt.Errorf("ring: %w", err)
+		}
+		m.Election.From = src
 	}
 	m.Type = MsgType(typ)
 	m.From, m.Epoch, m.Via = src, epoch, via

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/ringchat/ringchat/internal/election"
 	"github.com/ringchat/ringchat/internal/token"
 )
 
@@ -28,6 +29,8 @@ type Note struct {
 	Event string
 	Peer  int64
 	Epoch int64
+	// Election is set for Event "election": a finished election.
+	Election *election.Report
 }
 
 // Ready is what the runtime must do after a Step, Tick or other input.
@@ -93,6 +96,12 @@ type Node struct {
 
 	tok *token.Machine
 	req *request
+	el  *election.Machine
+
+	electAfter  bool  // an acting coordinator: hold an election once the ring is repaired
+	checkFailed int64 // a failed successor that may be the coordinator (a store read will tell)
+	winClaims   int   // claims left to an election winner whose claim lost to a lower node
+	leaseGen    int64 // token generation read with the last acquired lease
 
 	queue      []Op
 	inFlight   *Op
@@ -100,20 +109,20 @@ type Node struct {
 	retryOpAt  int64
 	claimQueue bool
 
-	ver           int64
-	pendingSucc   map[int64]*pending
-	handoff       *pending
-	handoffRepair bool
-	members       []int64
-	leaveOK       bool
-	nextSync      int64
+	ver         int64
+	pendingSucc map[int64]*pending
+	handoff     *pending
+	members     []int64
+	leaveOK     bool
+	nextSync    int64
 
 	ready Ready
 }
 
 // NewNode returns a node that has not started.
 func NewNode(cfg Config) *Node {
-	return &Node{cfg: cfg, id: cfg.ID, tok: token.NewMachine(cfg.Token), pendingSucc: map[int64]*pending{}}
+	return &Node{cfg: cfg, id: cfg.ID, tok: token.NewMachine(cfg.Token), el: election.New(cfg.Election),
+		pendingSucc: map[int64]*pending{}}
 }
 
 // Accessors for the runtime, status and tests.
@@ -140,6 +149,7 @@ func (n *Node) PendingRequest() (MsgType, bool) {
 
 // Ready returns and clears what the runtime must do.
 func (n *Node) Ready() Ready {
+	n.drainElection()
 	r := n.ready
 	n.ready = Ready{}
 	return r
@@ -167,6 +177,7 @@ func (n *Node) connect(id int64) {
 func (n *Node) SetPeers(ids []int64) {
 	n.peers = slices.Clone(ids)
 	slices.Sort(n.peers)
+	n.el.SetPeers(n.peers)
 	if !n.isCoord {
 		n.tok.SetRingSize(len(n.peers))
 	}
@@ -189,6 +200,7 @@ func (n *Node) Leave() {
 		return
 	}
 	n.phase = PhaseLeaving
+	n.el.Resign()
 	n.leaveBy = n.now + int64(n.cfg.LeaveRetries*n.cfg.MaxRetryTicks)
 	n.tok.Leave()
 	n.drainToken()
@@ -313,6 +325,7 @@ func (n *Node) drainToken() {
 // Tick advances time by one tick.
 func (n *Node) Tick() {
 	n.now++
+	n.el.AdvanceTo(n.now)
 	n.tok.Tick()
 	n.drainToken()
 	n.tickLinks()
@@ -470,10 +483,13 @@ func (n *Node) successorFailed(f int64) {
 		n.enqueue(Op{Kind: OpRepair, Node: n.id, Failed: f})
 	case f == n.coord:
 		n.note("coordinator-failed", f)
-		n.handoffRepair = true
-		n.claim()
+		n.takeOver(true)
 	default:
 		n.request(MsgSuccessorRequest, f)
+		// This node may not know yet that f had become coordinator (its
+		// COORDINATOR still on the way): the store tells at once.
+		n.checkFailed = f
+		n.enqueue(Op{Kind: OpReadCoordinator})
 	}
 }
 
@@ -495,6 +511,9 @@ func (n *Node) adopt(coord, epoch int64) {
 	}
 	changed := coord != n.coord || epoch != n.epoch
 	n.coord, n.epoch = coord, epoch
+	if coord != 0 {
+		n.el.Observe(coord, epoch)
+	}
 	if changed && n.req != nil && coord != 0 && coord != n.id {
 		n.req.nextAt = n.now // ask the new coordinator at once
 	}
@@ -509,7 +528,7 @@ func (n *Node) stepDown() {
 	n.tok.SetCoordinator(false, len(n.peers), false)
 	clear(n.pendingSucc)
 	n.handoff = nil
-	n.handoffRepair = false
+	n.electAfter = false
 	q := n.queue[:0]
 	for _, op := range n.queue {
 		if op.Kind == OpReadCoordinator || op.Kind == OpClaim {
@@ -522,6 +541,11 @@ func (n *Node) stepDown() {
 	switch {
 	case n.phase == PhaseLeaving:
 		n.request(MsgLeave, 0)
+	case n.phase == PhaseInRing && n.failedSucc != 0 && n.failedSucc == n.coord:
+		// The coordinator that deposed this one is the successor that
+		// just failed: take over at once rather than ask a dead node.
+		n.note("coordinator-failed", n.coord)
+		n.takeOver(true)
 	case n.phase == PhaseInRing && (n.failedSucc != 0 || !n.succUp):
 		n.request(MsgSuccessorRequest, n.failedSucc)
 	case n.phase == PhaseJoining || n.phase == PhaseStarting:
@@ -536,16 +560,13 @@ func (n *Node) stepDown() {
 func (n *Node) becomeCoordinator(epoch int64, noToken bool) {
 	n.isCoord = true
 	n.coord, n.epoch = n.id, epoch
+	n.el.Observe(n.id, epoch)
 	n.ver = 0
 	clear(n.pendingSucc)
 	n.note("coordinator", 0)
 	size := max(len(n.members), len(n.peers))
 	n.tok.SetCoordinator(true, size, noToken)
-	for _, p := range n.peers {
-		if p != n.id {
-			n.send(Msg{Type: MsgCoordinator, Via: ViaUDP, To: p})
-		}
-	}
+	n.broadcastCoordinator()
 	// The previous coordinator may have died holding the token: hurry the
 	// token round, and make a new one if it does not come within that.
 	n.wakeAll()
@@ -568,6 +589,16 @@ func (n *Node) becomeCoordinator(epoch int64, noToken bool) {
 	}
 }
 
+// broadcastCoordinator tells every other node that this node holds the
+// coordinator role for its epoch.
+func (n *Node) broadcastCoordinator() {
+	for _, p := range n.peers {
+		if p != n.id {
+			n.send(Msg{Type: MsgCoordinator, Via: ViaUDP, To: p})
+		}
+	}
+}
+
 // applySuccessor links to a new successor assigned at (epoch, ver).
 func (n *Node) applySuccessor(s, epoch, ver int64) {
 	n.succVer = [2]int64{epoch, ver}
@@ -578,10 +609,6 @@ func (n *Node) applySuccessor(s, epoch, ver int64) {
 	if n.phase == PhaseStarting || n.phase == PhaseJoining {
 		n.phase = PhaseInRing
 		n.note("joined", s)
-		if n.id > n.coord && !n.isCoord {
-			n.note("higher-than-coordinator", n.coord)
-			n.claim()
-		}
 	}
 	n.deferred = 0
 	if s != n.succ && n.succUp && n.tok.AwaitingAck() {

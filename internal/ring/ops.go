@@ -2,7 +2,9 @@ package ring
 
 import (
 	"fmt"
+	"time"
 
+	"github.com/ringchat/ringchat/internal/election"
 	"github.com/ringchat/ringchat/internal/token"
 )
 
@@ -20,6 +22,7 @@ const (
 	OpLeave                             // splice Node out on its request (PlanRemove)
 	OpRegenerate                        // create a new token generation
 	OpSync                              // read the ring; every member is told its successor again
+	OpLease                             // acquire or renew the coordinator lease (lease election)
 )
 
 func (k OpKind) String() string {
@@ -38,6 +41,8 @@ func (k OpKind) String() string {
 		return "regenerate"
 	case OpSync:
 		return "sync"
+	case OpLease:
+		return "lease"
 	}
 	return "?"
 }
@@ -50,6 +55,8 @@ type Op struct {
 	Failed    int64 // repair: the failed successor
 	PrevEpoch int64 // claim: the epoch the claimant saw
 	Epoch     int64 // coordinator operations: the coordinator's epoch
+	Lease     election.LeaseOp
+	LeaseTTL  time.Duration // lease: the lease duration (LeaseTicks of the node's tick)
 }
 
 func (o Op) String() string {
@@ -82,5 +89,10 @@ type Result struct {
 	NotInRing bool     // repair: the requester is not in the ring
 
 	Stamp token.Stamp // regenerate: the new generation's first stamp
-	Gen   int64       // claim: the store's current token generation
+	Gen   int64       // claim and acquired lease: the store's current token generation
+
+	// Lease: whether acquired or renewed, and the lease afterwards
+	// (Coord and Epoch hold its holder and epoch).
+	LeaseOK        bool
+	LeaseRemaining time.Duration
 }

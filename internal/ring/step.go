@@ -11,7 +11,12 @@ func (n *Node) Step(m Msg) {
 	if m.Epoch > n.epoch && n.isCoord {
 		n.stepDown()
 	}
+	if m.From != n.id {
+		n.el.Heard(m.From)
+	}
 	switch m.Type {
+	case MsgElection:
+		n.el.Step(*m.Election)
 	case MsgToken:
 		n.predHeard = n.now
 		if t := m.Token; t.Epoch > n.epoch && t.Coord != 0 {
@@ -102,7 +107,7 @@ func (n *Node) stepCommand(m Msg) {
 	case MsgHandoff:
 		if n.phase == PhaseInRing && !n.isCoord {
 			n.adopt(n.coord, m.Epoch)
-			n.claim()
+			n.takeOver(false)
 		}
 	}
 }
@@ -145,6 +150,13 @@ func (n *Node) StoreDone(r Result) {
 		return
 	}
 	n.inFlight = nil
+	if r.Op.Kind == OpLease { // the election machine retries by itself
+		if n.phase != PhaseLeft {
+			n.leaseDone(r)
+		}
+		n.pump()
+		return
+	}
 	if r.Outcome == Failed {
 		n.note("store-failed", 0)
 		n.queue = append([]Op{r.Op}, n.queue...)
@@ -186,26 +198,33 @@ func (n *Node) StoreDone(r Result) {
 func (n *Node) readDone(r Result) {
 	suspect := n.suspect
 	n.suspect = [2]int64{}
+	failed := n.checkFailed
+	n.checkFailed = 0
 	switch {
 	case n.phase == PhaseStarting:
 		if r.Coord == 0 || r.Coord == n.id {
 			n.epoch = max(n.epoch, r.Epoch)
-			n.claim()
+			n.takeOver(false)
 			return
 		}
 		n.adopt(r.Coord, r.Epoch)
 		n.phase = PhaseJoining
 		n.request(MsgJoin, 0)
+	case failed != 0 && r.Coord == failed && failed == n.failedSucc && n.phase == PhaseInRing && !n.isCoord:
+		// The successor that failed is the coordinator the store names.
+		n.adopt(r.Coord, r.Epoch)
+		n.note("coordinator-failed", failed)
+		n.takeOver(true)
 	case r.Epoch > n.epoch || (r.Epoch == n.epoch && r.Coord != n.coord):
 		n.adopt(r.Coord, r.Epoch)
 		if n.req != nil && n.phase != PhaseLeaving && (r.Coord == 0 || r.Coord == n.id) {
-			n.claim()
+			n.takeOver(false)
 		}
 	case n.req != nil && !n.isCoord && n.phase != PhaseLeaving && suspect == [2]int64{r.Coord, r.Epoch}:
 		// The coordinator we keep asking is still the one recorded: it is
 		// dead or cut off. Take the role (compare-and-set on its epoch).
 		n.note("coordinator-unresponsive", n.coord)
-		n.claim()
+		n.takeOver(true)
 	}
 }
 
@@ -213,6 +232,18 @@ func (n *Node) claimDone(r Result) {
 	n.claimQueue = false
 	if r.Outcome == Lost {
 		n.adopt(r.Coord, r.Epoch)
+		if n.winClaims > 0 {
+			// This node won an election; a lower node's claim got in
+			// first. Claim over it (compare-and-set on its epoch).
+			n.winClaims--
+			if r.Coord != 0 && r.Coord < n.id && n.phase != PhaseLeaving {
+				n.claim()
+				return
+			}
+			n.winClaims = 0
+			n.el.ClaimLost(r.Coord, r.Epoch)
+		}
+		n.electAfter = false
 		if n.coord == 0 || n.coord == n.id {
 			n.enqueue(Op{Kind: OpReadCoordinator})
 			return
@@ -221,8 +252,9 @@ func (n *Node) claimDone(r Result) {
 		case n.phase == PhaseStarting || n.phase == PhaseJoining:
 			n.phase = PhaseJoining
 			n.request(MsgJoin, 0)
+		case n.phase == PhaseInRing && n.failedSucc != 0 && n.failedSucc == n.coord:
+			n.takeOver(true) // the newer coordinator is the successor that failed
 		case n.phase == PhaseInRing && n.failedSucc != 0:
-			n.handoffRepair = false
 			n.request(MsgSuccessorRequest, n.failedSucc)
 		case n.phase == PhaseLeaving:
 			n.request(MsgLeave, 0)
@@ -232,6 +264,10 @@ func (n *Node) claimDone(r Result) {
 	n.tok.SetMinGen(r.Gen)
 	n.drainToken()
 	n.becomeCoordinator(r.Epoch, r.Gen == 0)
+	if n.winClaims > 0 {
+		n.winClaims = 0
+		n.el.Claimed(r.Epoch)
+	}
 }
 
 func (n *Node) changesDone(r Result) {
@@ -301,9 +337,11 @@ func (n *Node) changesDone(r Result) {
 		n.tok.Suspect()
 	}
 	n.drainToken()
-	if op.Kind == OpRepair && op.Node == n.id && n.handoffRepair {
-		n.handoffRepair = false
-		n.startHandoff()
+	if n.electAfter {
+		// The acting coordinator has repaired the ring: now the election
+		// picks the coordinator to keep.
+		n.electAfter = false
+		n.el.Start()
 	}
 	if op.Kind == OpLeave && op.Node == n.id {
 		n.startHandoff()

@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/ringchat/ringchat/internal/election"
+	"github.com/ringchat/ringchat/internal/ring"
 )
 
 // TestRandomFaultSchedules: under random crashes, stalls, restarts, clean
@@ -15,7 +18,9 @@ import (
 // than one coordinator per epoch nor more than one critical section with the
 // newest token, critical sections commit in token order, and once the faults
 // stop the ring heals: one cycle of the running nodes, one coordinator that
-// everyone knows, the token moving through every node.
+// everyone knows, the token moving through every node. The election method
+// is drawn too (or a mix of the voting methods, one per node); with voting
+// methods the healed ring's coordinator is the highest id.
 func TestRandomFaultSchedules(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		n := rapid.IntRange(1, 8).Draw(rt, "nodes")
@@ -29,6 +34,20 @@ func TestRandomFaultSchedules(t *testing.T) {
 		s.MaxDelay = rapid.Int64Range(0, 5).Draw(rt, "delay")
 		s.HoldTicks = rapid.Int64Range(1, 3).Draw(rt, "hold")
 		s.Lazy = rapid.Bool().Draw(rt, "lazy")
+		method := rapid.SampledFrom(election.Methods).Draw(rt, "method")
+		mixed := method != election.Lease && rapid.Bool().Draw(rt, "mixed methods")
+		methods := map[int64]election.Method{}
+		for _, id := range ids {
+			methods[id] = method
+			if mixed {
+				methods[id] = rapid.SampledFrom([]election.Method{election.Ring, election.ChangRoberts, election.Bully}).Draw(rt, "node method")
+			}
+		}
+		s.Cfg = func(id int64) ring.Config {
+			c := ring.TestConfig(id)
+			c.Election.Method = methods[id]
+			return c
+		}
 		var log []string
 		s.Trace = func(line string) {
 			log = append(log, line)
@@ -118,6 +137,13 @@ func TestRandomFaultSchedules(t *testing.T) {
 		}
 		if !healed {
 			fail("ring did not heal within 2000 ticks: %v", err)
+		}
+		if live := s.Live(); method != election.Lease && len(live) > 0 {
+			top := slices.Max(live)
+			if !s.RunUntil(2000, func() bool { return s.Store.Coord == top && s.Healthy() == nil }) {
+				fail("voting methods: coordinator %d, not the highest live node %d, 2000 ticks after healing (%v)",
+					s.Store.Coord, top, s.Healthy())
+			}
 		}
 		since := s.Now
 		moving := false

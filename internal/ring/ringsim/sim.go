@@ -97,6 +97,7 @@ func New(seed uint64, ids ...int64) *Sim {
 	for _, id := range ids {
 		s.Procs[id] = &Proc{ID: id}
 	}
+	s.Store.Now = func() int64 { return s.Now }
 	return s
 }
 

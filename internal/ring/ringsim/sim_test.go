@@ -237,9 +237,13 @@ func TestCoordinatorCrash(t *testing.T) {
 	if s.Store.Coord != 4 || s.Store.Epoch <= epoch {
 		t.Errorf("coordinator %d epoch %d (was 5 at %d), want 4 with a newer epoch", s.Store.Coord, s.Store.Epoch, epoch)
 	}
-	// It comes back: it rejoins as a plain node, then takes the role by
-	// the higher-id rule with a new epoch (never its old one).
+	// It comes back: it rejoins as a plain node, sees a lower coordinator,
+	// and wins the election that follows with a new epoch (never its old
+	// one).
 	s.Start(5)
+	if !s.RunUntil(bound, func() bool { return s.Store.Coord == 5 }) {
+		t.Fatalf("restarted node 5 never became coordinator (store: %d)", s.Store.Coord)
+	}
 	settle(t, s, "after the coordinator restarted")
 	if s.Store.Coord != 5 || s.Store.Epoch <= epoch+1 {
 		t.Errorf("coordinator %d epoch %d", s.Store.Coord, s.Store.Epoch)
@@ -325,4 +329,35 @@ func TestStaleCoordinatorCommandIgnored(t *testing.T) {
 		t.Errorf("a stale command changed the node: successor %d, phase %s", got, n.Phase())
 	}
 	settle(t, s, "after stale commands")
+}
+
+// TestNewCoordinatorDiesAtOnce: node 5 comes back, wins the election and
+// dies before its predecessor (the coordinator until then) has heard of its
+// new epoch. The predecessor takes over within a few store round trips
+// instead of asking the dead coordinator until it gives up.
+func TestNewCoordinatorDiesAtOnce(t *testing.T) {
+	s := newSim(t, 11, 1, 2, 3, 4, 5)
+	startAll(t, s)
+	s.Crash(5)
+	settle(t, s, "after the coordinator crashed")
+	s.Start(5)
+	n4 := s.Procs[4].Node
+	if !s.RunUntil(bound, func() bool {
+		succ, up := n4.Successor()
+		return s.Store.Coord == 5 && n4.IsCoordinator() && succ == 5 && up
+	}) {
+		t.Fatal("never reached: node 5 coordinator in the store, linked from node 4, which has not heard of it")
+	}
+	s.Crash(5) // before node 4 has heard of its claim
+	crashed := s.Now
+	if !s.RunUntil(bound, func() bool { return s.Store.Coord == 4 }) {
+		t.Fatalf("store coordinator %d, want 4", s.Store.Coord)
+	}
+	// The slow path (requests to the dead node until a store check) takes
+	// at least RetryTicks*(1+2+4) ticks; the fast one a few store round trips.
+	cfg := s.Cfg(4)
+	if took := s.Now - crashed; took >= int64(7*cfg.RetryTicks) {
+		t.Errorf("node 4 took over after %d ticks, want < %d", took, 7*cfg.RetryTicks)
+	}
+	settle(t, s, "after the new coordinator died")
 }

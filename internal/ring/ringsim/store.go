@@ -1,6 +1,9 @@
 package ringsim
 
 import (
+	"time"
+
+	"github.com/ringchat/ringchat/internal/election"
 	"github.com/ringchat/ringchat/internal/ring"
 	"github.com/ringchat/ringchat/internal/token"
 )
@@ -19,6 +22,12 @@ type Store struct {
 	Holder  int64 // node that used Fence
 	Down    bool  // the store is unreachable: every operation fails
 
+	// The coordinator lease (lease election): valid until LeaseUntil on
+	// the store's clock, Now (sim ticks of Tick each).
+	LeaseUntil int64
+	Now        func() int64
+	Tick       time.Duration
+
 	// Fenced critical sections that committed, in order.
 	Commits []Commit
 	// Refused counts critical sections refused by the fence.
@@ -34,7 +43,7 @@ type Commit struct {
 
 // NewStore returns an empty store.
 func NewStore() *Store {
-	return &Store{History: map[int64]int64{}, Topo: ring.Topology{}}
+	return &Store{History: map[int64]int64{}, Topo: ring.Topology{}, Now: func() int64 { return 0 }, Tick: time.Millisecond}
 }
 
 func (s *Store) coordinatorCheck(op ring.Op, from int64) (ring.Result, bool) {
@@ -56,13 +65,11 @@ func (s *Store) Do(from int64, op ring.Op) ring.Result {
 		if s.Epoch != op.PrevEpoch {
 			return ring.Result{Op: op, Outcome: ring.Lost, Coord: s.Coord, Epoch: s.Epoch}
 		}
-		s.Epoch++
-		s.Coord = from
-		if _, dup := s.History[s.Epoch]; dup {
-			panic("ringsim: epoch claimed twice")
-		}
-		s.History[s.Epoch] = from
+		s.claim(from)
+		s.LeaseUntil = 0
 		return ring.Result{Op: op, Coord: from, Epoch: s.Epoch, Gen: s.Gen}
+	case ring.OpLease:
+		return s.lease(from, op)
 	case ring.OpRegenerate:
 		if r, ok := s.coordinatorCheck(op, from); !ok {
 			return r
@@ -91,6 +98,37 @@ func (s *Store) Do(from int64, op ring.Op) ring.Result {
 	s.Topo = s.Topo.Apply(res.Changes)
 	res.Members = s.Topo.Members()
 	return res
+}
+
+func (s *Store) claim(from int64) {
+	s.Epoch++
+	s.Coord = from
+	if _, dup := s.History[s.Epoch]; dup {
+		panic("ringsim: epoch claimed twice")
+	}
+	s.History[s.Epoch] = from
+}
+
+// lease models store.AcquireLease and store.RenewLease.
+func (s *Store) lease(from int64, op ring.Op) ring.Result {
+	now, ttl := s.Now(), int64(op.LeaseTTL/s.Tick)
+	res := func(ok bool) ring.Result {
+		return ring.Result{Op: op, LeaseOK: ok, Coord: s.Coord, Epoch: s.Epoch, Gen: s.Gen,
+			LeaseRemaining: time.Duration(max(s.LeaseUntil-now, 0)) * s.Tick}
+	}
+	switch op.Lease.Kind {
+	case election.LeaseAcquire:
+		if s.Coord != 0 && s.Coord != from && s.LeaseUntil > now {
+			return res(false)
+		}
+		s.claim(from)
+	case election.LeaseRenew:
+		if s.Coord != from || s.Epoch != op.Lease.Epoch {
+			return res(false)
+		}
+	}
+	s.LeaseUntil = now + ttl
+	return res(true)
 }
 
 // Commit runs a fenced critical section for node with stamp at tick: it
