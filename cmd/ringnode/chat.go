@@ -34,10 +34,11 @@ func addChatFlags(fs *pflag.FlagSet, o *chatOpts) {
 }
 
 // newChatServer configures the client port of node self; want is called
-// when clients have work for the token.
-func newChatServer(self store.Node, st store.Store, o chatOpts, log zerolog.Logger, want func()) (*chat.Server, error) {
+// when clients have work for the token; delivery (may be nil) observes
+// delivery latencies.
+func newChatServer(self store.Node, st store.Store, o chatOpts, log zerolog.Logger, want func(), delivery node.Observer) (*chat.Server, error) {
 	cfg := chat.DefaultConfig(self.ID)
-	cfg.Store, cfg.Log, cfg.Want = st, log, want
+	cfg.Store, cfg.Log, cfg.Want, cfg.DeliveryLatency = st, log, want, delivery
 	cfg.Addr = clientListenAddr(self, o.listen)
 	cfg.MaxClients, cfg.IdleTimeout, cfg.Retention = o.maxClients, o.idle, o.retention
 	cfg.RateLimit = o.rate

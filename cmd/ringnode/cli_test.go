@@ -303,6 +303,9 @@ func TestFlagsAndEnvironment(t *testing.T) {
 		{"unknown flag", nil, []string{"status", "--bogus"}, 2, "unknown flag"},
 		{"bad node list", nil, []string{"migrate", "-f", "missing.csv"}, 1, "missing.csv"},
 		{"version", nil, []string{"version"}, 0, ""},
+		{"metrics on all interfaces", nil, []string{"run", "-i", "1", "--metrics-addr", "0.0.0.0:9100"}, 2, "loopback"},
+		{"metrics address from env", []string{"RINGNODE_METRICS_ADDR=10.0.0.1:80"}, []string{"run", "-i", "1"}, 2, "loopback"},
+		{"lease shorter than three ticks", nil, []string{"run", "-i", "1", "--lease-ttl", "30ms"}, 2, "--lease-ttl"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := run(t, dir, tc.env, tc.args...)

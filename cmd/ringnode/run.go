@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"runtime/pprof"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ringchat/ringchat/internal/election"
+	"github.com/ringchat/ringchat/internal/metrics"
 	"github.com/ringchat/ringchat/internal/node"
 	"github.com/ringchat/ringchat/internal/ring"
 	"github.com/ringchat/ringchat/internal/store"
@@ -34,6 +36,7 @@ type runOpts struct {
 	cpuProfile string
 	chat       chatOpts
 	leaseTTL   time.Duration
+	metrics    string
 }
 
 func addRunFlags(fs *pflag.FlagSet, o *runOpts) {
@@ -47,6 +50,7 @@ func addRunFlags(fs *pflag.FlagSet, o *runOpts) {
 	fs.DurationVar(&o.stats, "stats-interval", 0, "log token statistics (hop times, visits) this often; 0: never")
 	fs.DurationVar(&o.leaseTTL, "lease-ttl", time.Duration(ring.DefaultConfig(1).Election.LeaseTicks)*ring.DefaultConfig(1).Tick,
 		"lease election: how long the coordinator lease lasts (renewed every third of it; a dead holder is replaced after it)")
+	fs.StringVar(&o.metrics, "metrics-addr", "", "serve Prometheus metrics (/metrics), health (/healthz) and pprof (/debug/pprof/) on this loopback host:port; off when empty")
 	fs.StringVar(&o.cpuProfile, "cpu-profile", "", "write a CPU profile of the whole run to this file (for tuning)")
 	fs.StringVar(&o.listen, "listen", "", "host:port to listen on for ring traffic (default: the node's port, on its address if loopback, else all interfaces)")
 	addChatFlags(fs, &o.chat)
@@ -80,6 +84,11 @@ func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
 	}
 	if o.tick < time.Millisecond {
 		return usageError{fmt.Errorf("--tick %v is below 1ms", o.tick)}
+	}
+	if o.metrics != "" {
+		if err := metrics.CheckAddr(o.metrics); err != nil {
+			return usageError{fmt.Errorf("--metrics-addr: %w", err)}
+		}
 	}
 	if o.leaseTTL < 3*o.tick {
 		return usageError{fmt.Errorf("--lease-ttl %v must be at least three ticks (%v)", o.leaseTTL, 3*o.tick)}
@@ -143,8 +152,16 @@ func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
 	if o.mutexProbe {
 		cfg.Sections = append(cfg.Sections, node.MutexProbe(log))
 	}
+	var (
+		mx       *metrics.Metrics
+		delivery node.Observer
+	)
+	if o.metrics != "" {
+		mx = metrics.New(o.id)
+		cfg.RotationObserver, cfg.HopObserver, delivery = mx.Rotation, mx.Hop, mx.Delivery
+	}
 	var n *node.Node
-	srv, err := newChatServer(*self, st, o.chat, log, func() { n.Want() })
+	srv, err := newChatServer(*self, st, o.chat, log, func() { n.Want() }, delivery)
 	if err != nil {
 		tr.Close()
 		return err
@@ -159,6 +176,25 @@ func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
 	if err := srv.Listen(ctx); err != nil {
 		tr.Close()
 		return fmt.Errorf("node %d: %w", o.id, err)
+	}
+	if mx != nil {
+		ln, err := metrics.Listen(o.metrics)
+		if err != nil {
+			tr.Close()
+			return fmt.Errorf("node %d: %w", o.id, err)
+		}
+		mx.SetSources(metrics.Sources{Node: n.Status, Chat: srv.Stats, Drops: tr.Drops})
+		// Served until the node has left the ring, then shut down.
+		mctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			if err := mx.Serve(mctx, ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Warn().Err(err).Msg("metrics listener stopped")
+			}
+		}()
+		defer func() { stop(); <-served }()
+		log.Info().Str("addr", ln.Addr().String()).Msg("metrics, health and pprof served")
 	}
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)

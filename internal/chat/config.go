@@ -7,6 +7,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ringchat/ringchat/internal/node"
 	"github.com/ringchat/ringchat/internal/store"
 )
 
@@ -22,6 +23,10 @@ type Config struct {
 	// Want asks the ring to bring the token soon (node.Node.Want); nil in
 	// tests that drive visits themselves.
 	Want func()
+	// DeliveryLatency, if set, observes each delivery's latency in
+	// seconds: from the sender's node accepting the message to handing it
+	// to the recipient's connection (metrics).
+	DeliveryLatency node.Observer
 	// Log receives the server's log lines.
 	Log zerolog.Logger
 

@@ -366,6 +366,9 @@ func (s *Server) dispatch(w *visitWork) {
 			lines[k] = line
 		}
 		it := outItem{line: line}
+		if o := s.cfg.DeliveryLatency; o != nil {
+			o.Observe(time.Since(d.d.SentAt).Seconds())
+		}
 		if v < V2 {
 			it.ack = store.RecipientSeq{RecipientID: d.d.RecipientID, Seq: d.d.Seq}
 		}

@@ -51,7 +51,15 @@ type Config struct {
 	Addresses *Addresses
 	// StatsInterval, if positive, logs token statistics this often.
 	StatsInterval time.Duration
+	// Optional observers (metrics), in seconds: the time between two
+	// token visits here (the rotation time) and a forwarded token's
+	// send-to-acknowledgement time (the hop time).
+	RotationObserver Observer
+	HopObserver      Observer
 }
+
+// Observer takes one measurement; a Prometheus histogram is one.
+type Observer interface{ Observe(float64) }
 
 // DefaultConfig returns defaults for node id; Store and Transport must be
 // set.

@@ -43,9 +43,10 @@ type Node struct {
 	framesOut map[ring.MsgType]uint64
 
 	// token hop timing (owned by the run loop)
-	sentAt   time.Time
-	sentSeq  token.Stamp
-	hopTimes []time.Duration
+	sentAt    time.Time
+	sentSeq   token.Stamp
+	lastVisit time.Time
+	hopTimes  []time.Duration
 }
 
 type visitResult struct {
@@ -58,10 +59,13 @@ type visitResult struct {
 // Stats are counters of a node's life, for status and metrics.
 type Stats struct {
 	TokenVisits    uint64
-	TokensFenced   uint64
+	TokensSent     uint64 // token hops from this node
+	TokensFenced   uint64 // visits the store refused (a newer token exists)
+	TokensStale    uint64 // stale or duplicate tokens refused on arrival
+	TokensDropped  uint64 // held tokens discarded (superseded, reset)
 	Regenerations  uint64
 	StoreFailures  uint64
-	FramesBad      uint64
+	FramesBad      uint64 // frames that parsed and authenticated but made no sense
 	SuccessorFails uint64
 }
 
@@ -319,6 +323,20 @@ func (n *Node) recordHop(d time.Duration) {
 	}
 	n.hopTimes = append(n.hopTimes, d)
 	n.sentAt = time.Time{}
+	if o := n.cfg.HopObserver; o != nil {
+		o.Observe(d.Seconds())
+	}
+}
+
+// countVisit counts a token visit and observes the rotation time (the time
+// since the previous visit here).
+func (n *Node) countVisit() {
+	n.stats.TokenVisits++
+	now := time.Now()
+	if o := n.cfg.RotationObserver; o != nil && !n.lastVisit.IsZero() {
+		o.Observe(now.Sub(n.lastVisit).Seconds())
+	}
+	n.lastVisit = now
 }
 
 // flush carries out what the state machine asked for.
@@ -350,7 +368,7 @@ func (n *Node) flush() {
 		if len(n.cfg.Sections) == 0 {
 			// Nothing to run: skip the worker round trip.
 			n.rn.VisitDone(t, false)
-			n.stats.TokenVisits++
+			n.countVisit()
 			n.flush()
 			continue
 		}
@@ -365,6 +383,12 @@ func (n *Node) send(m ring.Msg) {
 		return
 	}
 	n.framesOut[m.Type]++
+	switch {
+	case m.Type == ring.MsgToken:
+		n.stats.TokensSent++
+	case m.Type == ring.MsgTokenAck && m.Stale:
+		n.stats.TokensStale++
+	}
 	f := wire.Frame{Type: string(m.Type), Src: m.From, Epoch: m.Epoch, Payload: p}
 	switch m.Via {
 	case ring.ViaUDP:
@@ -393,6 +417,9 @@ func (n *Node) logNote(note ring.Note) {
 			Dur("duration", time.Duration(r.Ticks)*n.cfg.Ring.Tick).Int64("epoch", note.Epoch).Msg("election finished")
 		return
 	}
+	if note.Event == "token-dropped" {
+		n.stats.TokensDropped++
+	}
 	ev := n.log.Debug()
 	switch note.Event {
 	case "coordinator", "coordinator-deposed", "coordinator-failed", "coordinator-unresponsive",
@@ -409,7 +436,7 @@ func (n *Node) logNote(note ring.Note) {
 }
 
 func (n *Node) visitDone(v visitResult) {
-	n.stats.TokenVisits++
+	n.countVisit()
 	switch {
 	case v.fenced:
 		n.stats.TokensFenced++
