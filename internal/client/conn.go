@@ -84,7 +84,8 @@ type Conn struct {
 
 	mu       sync.Mutex
 	user     string
-	version  int // 2 after LoginV2, else 1
+	version  int   // 2 after LoginV2, else 1
+	node     int64 // protocol 2: the node that accepted the login
 	pending  []*request
 	unstored []Outgoing // protocol 2: sent, no STORED or ERROR yet
 	closing  bool       // Close was called
@@ -147,6 +148,14 @@ func (c *Conn) User() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.user
+}
+
+// Node is the id of the node that accepted a protocol-2 login, 0 before
+// one (and always with protocol 1, whose answer does not name it).
+func (c *Conn) Node() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.node
 }
 
 // Err is why the connection ended (ErrClosed after Close), or nil while it

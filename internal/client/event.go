@@ -118,18 +118,46 @@ type ProtocolError struct {
 // (ErrLineTooLong) or reading failed. The Events channel closes after it.
 type Disconnected struct{ Err error }
 
-func (Login) isEvent()         {}
-func (JoinGroup) isEvent()     {}
-func (LeaveGroup) isEvent()    {}
-func (ChatMessage) isEvent()   {}
-func (ErrorMessage) isEvent()  {}
-func (Alive) isEvent()         {}
-func (ProtocolError) isEvent() {}
-func (Disconnected) isEvent()  {}
-func (Stored) isEvent()        {}
-func (Who) isEvent()           {}
-func (Groups) isEvent()        {}
-func (History) isEvent()       {}
+// Connected is a Session's first event, and the first after each
+// reconnection: it is logged in at the node Node through Addr. Resent
+// counts the messages without a receipt that it sends again there.
+type Connected struct {
+	Addr      string
+	Node      int64
+	Reconnect bool
+	Resent    int
+}
+
+// ConnectionLost reports that a Session's connection ended (Err says why);
+// the Session is reconnecting.
+type ConnectionLost struct {
+	Addr string
+	Err  error
+}
+
+// Reconnecting reports a Session's round of failed attempts to log in
+// again at every node; the next round starts after Delay.
+type Reconnecting struct {
+	Attempt int
+	Err     error
+	Delay   time.Duration
+}
+
+func (Login) isEvent()          {}
+func (JoinGroup) isEvent()      {}
+func (LeaveGroup) isEvent()     {}
+func (ChatMessage) isEvent()    {}
+func (ErrorMessage) isEvent()   {}
+func (Alive) isEvent()          {}
+func (ProtocolError) isEvent()  {}
+func (Disconnected) isEvent()   {}
+func (Stored) isEvent()         {}
+func (Who) isEvent()            {}
+func (Groups) isEvent()         {}
+func (History) isEvent()        {}
+func (Connected) isEvent()      {}
+func (ConnectionLost) isEvent() {}
+func (Reconnecting) isEvent()   {}
 
 // ServerError is an ERROR the server sent in answer to a request. Its text
 // is the server's message as it is; Code is protocol 2's stable code.

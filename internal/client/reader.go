@@ -189,7 +189,7 @@ func (c *Conn) answerID(id string, ev Event, err error) bool {
 	r := c.pending[i]
 	c.removeLocked(r)
 	if l, ok := ev.(Login); ok && err == nil {
-		c.user, c.version = l.Username, max(l.Version, 1)
+		c.user, c.version, c.node = l.Username, max(l.Version, 1), l.Node
 	}
 	r.reply = ev
 	r.done <- err

@@ -1,0 +1,594 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// ErrOffline is returned by Session requests while it is reconnecting.
+var ErrOffline = errors.New("client: not connected (reconnecting)")
+
+// Session defaults.
+const (
+	// DefaultRetryMin is the first pause between two rounds of reconnection
+	// attempts: short, since another node usually answers at once.
+	DefaultRetryMin = 100 * time.Millisecond
+	// DefaultRetryMax caps the pause: a node restarting or a ring splicing
+	// out a dead node takes seconds, and a person is waiting.
+	DefaultRetryMax = 3 * time.Second
+	// DefaultStallTimeout is how long a sent message may wait for its
+	// receipt before the node is taken for stalled: a node stores within a
+	// token visit, and a ring repairs itself in seconds.
+	DefaultStallTimeout = 20 * time.Second
+	// DefaultMaxOutbox bounds the messages waiting for a receipt.
+	DefaultMaxOutbox = 10_000
+)
+
+// SessionConfig configures a Session.
+type SessionConfig struct {
+	// Addrs are the client ports of the ring's nodes, the preferred first.
+	Addrs    []string
+	User     string
+	Password string
+	// Options of each connection: Timeout bounds dialing, logging in and
+	// each request. AutoAck and Seen are set by the Session: it
+	// acknowledges what it delivers and shows a message once across
+	// reconnections.
+	Options Options
+	// RetryMin and RetryMax bound the pause between reconnection rounds
+	// (it doubles from RetryMin up to RetryMax). Zero means the default.
+	RetryMin, RetryMax time.Duration
+	// StallTimeout: a message without receipt this long on a connection
+	// makes the Session drop it and reconnect (a stalled node keeps its
+	// sockets open). Zero means DefaultStallTimeout; negative, never.
+	StallTimeout time.Duration
+	// MaxOutbox bounds the messages waiting to be stored (zero: default).
+	MaxOutbox int
+}
+
+func (c SessionConfig) withDefaults() SessionConfig {
+	c.Options = c.Options.withDefaults()
+	c.Options.AutoAck = true
+	if c.RetryMin <= 0 {
+		c.RetryMin = DefaultRetryMin
+	}
+	if c.RetryMax <= 0 {
+		c.RetryMax = DefaultRetryMax
+	}
+	c.RetryMax = max(c.RetryMax, c.RetryMin)
+	if c.StallTimeout == 0 {
+		c.StallTimeout = DefaultStallTimeout
+	}
+	if c.MaxOutbox <= 0 {
+		c.MaxOutbox = DefaultMaxOutbox
+	}
+	return c
+}
+
+// Session is a protocol-2 login that outlives its connections: when the
+// node dies, the network drops or the node stalls, it logs in again at
+// another node of Addrs (or the same one, with backoff), receives what was
+// queued meanwhile, and sends again every message that has no receipt yet,
+// with its id, so that each is stored once. Messages delivered again are
+// shown once (one Seen for all its connections) and acknowledged.
+//
+// Post never waits for the network: a message is queued in the outbox and
+// written, in order, as soon as a connection is up. Events delivers what
+// the connections receive (chat messages, STORED receipts, ERRORs) and the
+// Session's own Connected, ConnectionLost and Reconnecting; Disconnected
+// is the last event when the Session gives up (a login refused for good,
+// such as a wrong password). Methods are safe for concurrent use.
+type Session struct {
+	cfg    SessionConfig
+	events chan Event
+	wake   chan struct{}
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	conn    *Conn // nil while reconnecting
+	gen     uint64
+	addr    string
+	node    int64
+	outbox  []*outEntry
+	changed chan struct{} // closed and replaced when the outbox or the connection changes
+	stalled error         // why the writer dropped the connection
+	closed  bool
+}
+
+// outEntry is a message waiting for its receipt.
+type outEntry struct {
+	o       Outgoing
+	gen     uint64    // the connection it was last written on (0: none)
+	sentAt  time.Time // when it was written there
+	retryAt time.Time // not before (after a BUSY or UNAVAILABLE refusal)
+}
+
+// StartSession logs cfg.User in at the first of cfg.Addrs that lets it, and
+// keeps the login alive until Close. The first login must succeed before
+// ctx ends (without a deadline, within cfg.Options.Timeout); its error
+// says why not.
+func StartSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
+	cfg = cfg.withDefaults()
+	if len(cfg.Addrs) == 0 {
+		return nil, errors.New("client: no node address")
+	}
+	if cfg.User == "" {
+		return nil, fmt.Errorf("client: login: %w: empty username", ErrInvalidMessage)
+	}
+	s := &Session{cfg: cfg, events: make(chan Event, eventBuffer), wake: make(chan struct{}, 1),
+		changed: make(chan struct{})}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.Options.Timeout)
+		defer cancel()
+	}
+	stop := context.AfterFunc(ctx, s.cancel)
+	conn, addr, err := s.connect(cfg.Addrs, nil)
+	stop()
+	if err != nil {
+		s.cancel()
+		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+			err = fmt.Errorf("%w; gave up: %v", err, ctx.Err())
+		}
+		return nil, err
+	}
+	if s.ctx.Err() != nil { // ctx ended just as the login succeeded
+		conn.Close()
+		return nil, ctx.Err()
+	}
+	s.wg.Add(2)
+	go s.run(conn, addr)
+	go s.writer()
+	return s, nil
+}
+
+// Events delivers what the Session receives; it is closed after Close or
+// after Disconnected. Keep receiving: the connection waits while it is full.
+func (s *Session) Events() <-chan Event { return s.events }
+
+// User is the logged-in user.
+func (s *Session) User() string { return s.cfg.User }
+
+// Where reports the address and node id of the current connection, and
+// whether there is one.
+func (s *Session) Where() (addr string, node int64, connected bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr, s.node, s.conn != nil
+}
+
+// Post queues a chat message and returns it with its new id (UUIDv7). It
+// is written as soon as a connection is up; its STORED receipt (or an
+// ERROR naming its id) arrives on Events.
+func (s *Session) Post(to Recipient, text string) (Outgoing, error) {
+	switch {
+	case text == "":
+		return Outgoing{}, fmt.Errorf("client: send: %w: empty message", ErrInvalidMessage)
+	case to.Name == "":
+		return Outgoing{}, fmt.Errorf("client: send: %w: empty recipient", ErrInvalidMessage)
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return Outgoing{}, err
+	}
+	o := Outgoing{ID: id.String(), To: to, Text: text}
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return Outgoing{}, ErrClosed
+	case len(s.outbox) >= s.cfg.MaxOutbox:
+		s.mu.Unlock()
+		return Outgoing{}, fmt.Errorf("client: send to %s: %d messages are waiting to be sent already", to, len(s.outbox))
+	}
+	s.outbox = append(s.outbox, &outEntry{o: o})
+	s.mu.Unlock()
+	s.poke()
+	return o, nil
+}
+
+// Pending lists the messages posted that have no receipt yet, in order.
+func (s *Session) Pending() []Outgoing {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Outgoing, len(s.outbox))
+	for i, e := range s.outbox {
+		out[i] = e.o
+	}
+	return out
+}
+
+// Flush waits until every posted message has its receipt (or was
+// refused), or ctx ends.
+func (s *Session) Flush(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		n, ch, closed := len(s.outbox), s.changed, s.closed
+		s.mu.Unlock()
+		switch {
+		case n == 0:
+			return nil
+		case closed:
+			return fmt.Errorf("client: %d messages not sent: %w", n, ErrClosed)
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("client: %d messages without receipt: %w", n, ctx.Err())
+		}
+	}
+}
+
+// Join joins a group on the current connection.
+func (s *Session) Join(ctx context.Context, group string) error {
+	c, err := s.current()
+	if err != nil {
+		return fmt.Errorf("join %s: %w", group, err)
+	}
+	return c.Join(ctx, group)
+}
+
+// Leave leaves a group on the current connection.
+func (s *Session) Leave(ctx context.Context, group string) error {
+	c, err := s.current()
+	if err != nil {
+		return fmt.Errorf("leave %s: %w", group, err)
+	}
+	return c.Leave(ctx, group)
+}
+
+// Who lists the users online in the ring.
+func (s *Session) Who(ctx context.Context) ([]OnlineUser, error) {
+	c, err := s.current()
+	if err != nil {
+		return nil, fmt.Errorf("who: %w", err)
+	}
+	return c.Who(ctx)
+}
+
+// Groups lists every group and whether the user is a member.
+func (s *Session) Groups(ctx context.Context) ([]GroupInfo, error) {
+	c, err := s.current()
+	if err != nil {
+		return nil, fmt.Errorf("groups: %w", err)
+	}
+	return c.Groups(ctx)
+}
+
+// History returns the last messages of a conversation, oldest first.
+func (s *Session) History(ctx context.Context, with Recipient, limit int) ([]ChatMessage, error) {
+	c, err := s.current()
+	if err != nil {
+		return nil, fmt.Errorf("history of %s: %w", with, err)
+	}
+	return c.History(ctx, with, limit)
+}
+
+// Close ends the session: the connection closes (the user logs out) and
+// Events closes. Messages still in the outbox are not sent (Flush first).
+func (s *Session) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	conn := s.conn
+	s.notifyLocked()
+	s.mu.Unlock()
+	s.cancel()
+	if conn != nil {
+		conn.Close()
+	}
+	s.wg.Wait()
+	return nil
+}
+
+func (s *Session) current() (*Conn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return nil, ErrClosed
+	case s.conn == nil:
+		return nil, ErrOffline
+	}
+	return s.conn, nil
+}
+
+func (s *Session) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+func (s *Session) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Session) emit(ev Event) {
+	select {
+	case s.events <- ev:
+	case <-s.ctx.Done():
+	}
+}
+
+// retryable tells login refusals that pass (the previous connection is
+// still being closed, the node is stopping or busy) from final ones.
+func retryable(err error) bool {
+	var se *ServerError
+	if !errors.As(err, &se) {
+		return true // network errors, timeouts
+	}
+	return slices.Contains([]string{CodeUserOnline, CodeShutdown, CodeUnavailable, CodeBusy}, se.Code)
+}
+
+// connect runs rounds of login attempts over addrs until one succeeds, a
+// refusal is final, or the session's context ends. onFail is told about
+// each failed round.
+func (s *Session) connect(addrs []string, onFail func(attempt int, err error, delay time.Duration)) (*Conn, string, error) {
+	delay := s.cfg.RetryMin
+	var last error
+	for attempt := 1; ; attempt++ {
+		for _, addr := range addrs {
+			conn, err := s.login(addr)
+			if err == nil {
+				return conn, addr, nil
+			}
+			if s.ctx.Err() != nil {
+				if last == nil {
+					last = err
+				}
+				return nil, "", last
+			}
+			last = err
+			if !retryable(err) {
+				return nil, "", err
+			}
+		}
+		// Up to a fifth less, so that clients of one dead node do not
+		// come back in step.
+		d := delay - time.Duration(rand.Int64N(int64(delay)/5+1))
+		if onFail != nil {
+			onFail(attempt, last, d)
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-s.ctx.Done():
+			t.Stop()
+			return nil, "", last
+		case <-t.C:
+		}
+		delay = min(2*delay, s.cfg.RetryMax)
+	}
+}
+
+func (s *Session) login(addr string) (*Conn, error) {
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Options.Timeout)
+	defer cancel()
+	conn, err := Dial(ctx, addr, s.cfg.Options)
+	if err != nil {
+		return nil, err
+	}
+	if err := conn.LoginV2(ctx, s.cfg.User, s.cfg.Password); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// run owns the connection: it forwards its events, and when it ends,
+// logs in again.
+func (s *Session) run(conn *Conn, addr string) {
+	defer s.wg.Done()
+	defer close(s.events)
+	reconnect := false
+	for {
+		resent, ok := s.attach(conn, addr)
+		if !ok {
+			conn.Close()
+			return
+		}
+		s.emit(Connected{Addr: addr, Node: conn.Node(), Reconnect: reconnect, Resent: resent})
+		for ev := range conn.Events() {
+			s.handle(ev)
+		}
+		err := s.detach(conn)
+		conn.Close()
+		if s.ctx.Err() != nil {
+			return
+		}
+		s.emit(ConnectionLost{Addr: addr, Err: err})
+		var cerr error
+		conn, addr, cerr = s.connect(rotate(s.cfg.Addrs, addr), func(attempt int, err error, delay time.Duration) {
+			s.emit(Reconnecting{Attempt: attempt, Err: err, Delay: delay})
+		})
+		if cerr != nil {
+			if s.ctx.Err() == nil {
+				s.emit(Disconnected{Err: cerr})
+			}
+			return
+		}
+		reconnect = true
+	}
+}
+
+// rotate orders addrs to start after last (which comes last): another node
+// is tried first.
+func rotate(addrs []string, last string) []string {
+	i := slices.Index(addrs, last)
+	if i < 0 {
+		return addrs
+	}
+	return append(slices.Clone(addrs[i+1:]), addrs[:i+1]...)
+}
+
+// attach makes conn current and reports how many messages will be sent
+// again on it.
+func (s *Session) attach(conn *Conn, addr string) (resent int, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, false
+	}
+	s.conn, s.addr, s.node, s.stalled = conn, addr, conn.Node(), nil
+	s.gen++
+	for _, e := range s.outbox {
+		if e.gen != 0 {
+			resent++
+		}
+	}
+	s.notifyLocked()
+	s.poke()
+	return resent, true
+}
+
+// detach forgets the ended connection and returns why it ended.
+func (s *Session) detach(conn *Conn) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == conn {
+		s.conn = nil
+		s.notifyLocked()
+	}
+	if s.stalled != nil {
+		return s.stalled
+	}
+	if err := conn.Err(); err != nil {
+		return err
+	}
+	return ErrServerClosed
+}
+
+// handle forwards one event of the connection, keeping the outbox.
+func (s *Session) handle(ev Event) {
+	switch ev := ev.(type) {
+	case Disconnected:
+		return // run reports the end of the connection
+	case Stored:
+		s.settle(ev.ID)
+	case ErrorMessage:
+		if ev.ID != "" && s.refused(ev) {
+			return
+		}
+	}
+	s.emit(ev)
+}
+
+// settle removes a message from the outbox.
+func (s *Session) settle(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := s.indexLocked(id); i >= 0 {
+		s.outbox = slices.Delete(s.outbox, i, i+1)
+		s.notifyLocked()
+	}
+}
+
+func (s *Session) indexLocked(id string) int {
+	return slices.IndexFunc(s.outbox, func(e *outEntry) bool { return e.o.ID == id })
+}
+
+// refused handles an ERROR about a message of the outbox and reports
+// whether to keep it from the caller: a refusal that passes (the node is
+// busy, its store failed, it is stopping) sends the message again soon; any
+// other removes it from the outbox and is delivered.
+func (s *Session) refused(ev ErrorMessage) (hide bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := s.indexLocked(ev.ID)
+	if i < 0 {
+		return false
+	}
+	switch ev.Code {
+	case CodeBusy, CodeUnavailable, CodeShutdown:
+		const pause = 500 * time.Millisecond
+		e := s.outbox[i]
+		e.gen, e.retryAt = 0, time.Now().Add(pause)
+		time.AfterFunc(pause, s.poke)
+		return true
+	}
+	s.outbox = slices.Delete(s.outbox, i, i+1)
+	s.notifyLocked()
+	return false
+}
+
+// writer sends the outbox in order on the current connection, and drops a
+// connection on which a message waits too long for its receipt.
+func (s *Session) writer() {
+	defer s.wg.Done()
+	var tick <-chan time.Time
+	if s.cfg.StallTimeout > 0 {
+		t := time.NewTicker(max(s.cfg.StallTimeout/4, 10*time.Millisecond))
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.wake:
+			s.send()
+		case <-tick:
+			s.checkStall()
+		}
+	}
+}
+
+func (s *Session) send() {
+	for {
+		s.mu.Lock()
+		conn, gen := s.conn, s.gen
+		// The first message not written on this connection is next: one
+		// waiting to be retried holds the later ones back, keeping the
+		// order of sending.
+		var next *outEntry
+		now := time.Now()
+		if i := slices.IndexFunc(s.outbox, func(e *outEntry) bool { return e.gen != gen }); i >= 0 && !now.Before(s.outbox[i].retryAt) {
+			next = s.outbox[i]
+		}
+		if conn == nil || next == nil {
+			s.mu.Unlock()
+			return
+		}
+		// Marked before writing, so that a refusal that arrives at once
+		// is not overwritten.
+		next.gen, next.sentAt = gen, now
+		o := next.o
+		s.mu.Unlock()
+		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Options.Timeout)
+		err := conn.Resend(ctx, []Outgoing{o})
+		cancel()
+		if err != nil {
+			return // the connection is lost: run reconnects, and the message is sent again
+		}
+	}
+}
+
+func (s *Session) checkStall() {
+	s.mu.Lock()
+	conn, gen := s.conn, s.gen
+	var late bool
+	for _, e := range s.outbox {
+		if e.gen == gen && time.Since(e.sentAt) > s.cfg.StallTimeout {
+			late = true
+			break
+		}
+	}
+	if conn == nil || !late {
+		s.mu.Unlock()
+		return
+	}
+	s.stalled = fmt.Errorf("no receipt from %s for %v: the node seems stalled", s.addr, s.cfg.StallTimeout)
+	s.mu.Unlock()
+	conn.Close() // run sees the end and reconnects
+}
