@@ -1,0 +1,755 @@
+// Package tui is ringchat's interactive terminal client, a Bubble Tea
+// program: a tab bar of conversations with unread counts, a scrolling
+// message pane, a status bar (connection, node, user, conversation,
+// groups) and an input line that takes text and slash commands.
+//
+// The Model talks to the ring through a Backend (a *client.Session, which
+// reconnects and resends by itself). Everything the network brings reaches
+// Update as an EventMsg, and every request runs as a tea.Cmd whose answer
+// comes back as a message, so Update never waits and tests drive the model
+// by calling Update with key and network messages.
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/textinput"
+	"charm.land/bubbles/v2/viewport"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/ringchat/ringchat/internal/client"
+)
+
+// Backend is what the UI needs of its connection to the ring; a
+// *client.Session is one.
+type Backend interface {
+	User() string
+	Post(to client.Recipient, text string) (client.Outgoing, error)
+	Join(ctx context.Context, group string) error
+	Leave(ctx context.Context, group string) error
+	Who(ctx context.Context) ([]client.OnlineUser, error)
+	Groups(ctx context.Context) ([]client.GroupInfo, error)
+	History(ctx context.Context, with client.Recipient, limit int) ([]client.ChatMessage, error)
+	Flush(ctx context.Context) error
+}
+
+// Config configures a Model.
+type Config struct {
+	Backend Backend
+	// Timeout bounds each request (join, who, history, ...). Zero: 10 s.
+	Timeout time.Duration
+	// QuitGrace is how long /quit waits for the receipts of messages still
+	// on their way. Zero: 3 s.
+	QuitGrace time.Duration
+	// HistoryOnOpen is how many earlier messages a conversation shows when
+	// it is opened. Zero: DefaultHistory; negative: none.
+	HistoryOnOpen int
+	// MaxLines bounds the lines kept per conversation. Zero: 2000.
+	MaxLines int
+	// Now and Location are the clock and the time zone of timestamps
+	// (defaults: time.Now, time.Local).
+	Now      func() time.Time
+	Location *time.Location
+}
+
+func (c Config) withDefaults() Config {
+	if c.Timeout <= 0 {
+		c.Timeout = client.DefaultTimeout
+	}
+	if c.QuitGrace <= 0 {
+		c.QuitGrace = 3 * time.Second
+	}
+	if c.HistoryOnOpen == 0 {
+		c.HistoryOnOpen = DefaultHistory
+	}
+	if c.MaxLines <= 0 {
+		c.MaxLines = 2000
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Location == nil {
+		c.Location = time.Local
+	}
+	return c
+}
+
+// EventMsg carries an event of the Backend's connection into Update.
+type EventMsg struct{ Event client.Event }
+
+// EventsClosedMsg tells Update that the Backend delivers no more events.
+type EventsClosedMsg struct{}
+
+// Answers to requests.
+type (
+	joinMsg struct {
+		group string
+		leave bool
+		err   error
+	}
+	whoMsg struct {
+		users []client.OnlineUser
+		err   error
+	}
+	groupsMsg struct {
+		groups []client.GroupInfo
+		err    error
+		quiet  bool // at start-up: only learn the memberships
+	}
+	historyMsg struct {
+		with  client.Recipient
+		msgs  []client.ChatMessage
+		err   error
+		limit int
+		auto  bool // on opening the conversation
+	}
+	flushedMsg struct{ err error }
+)
+
+// Connection states, for the status bar.
+type connState int
+
+const (
+	stateConnecting connState = iota
+	stateConnected
+	stateReconnecting
+	stateOffline
+)
+
+// Entry kinds.
+type kind int
+
+const (
+	kindChat  kind = iota // a message from someone (or from me, in history)
+	kindOwn               // a message I sent in this session
+	kindRoute             // in another conversation: "→ bob: text" of a message I sent to bob
+	kindInfo
+	kindError
+)
+
+// Delivery states of my messages.
+type sendState int
+
+const (
+	sending   sendState = iota // written or waiting for a connection; no receipt yet
+	stored                     // STORED: durable in the ring
+	delivered                  // a message to myself came back
+	failed                     // refused with an ERROR
+)
+
+// outgoing is one message I sent; its entries share it, so a receipt
+// shows wherever the message does.
+type outgoing struct {
+	to    client.Recipient
+	state sendState
+	err   string
+}
+
+// entry is one line of a conversation (before wrapping).
+type entry struct {
+	kind kind
+	at   time.Time
+	from string           // kindChat: the sender
+	to   client.Recipient // kindRoute: where the message went
+	text string
+	id   string
+	out  *outgoing // kindOwn, kindRoute
+}
+
+// conversation is a user, a group, or the status buffer (zero To).
+type conversation struct {
+	to            client.Recipient
+	entries       []*entry
+	ids           map[string]bool
+	unread        int
+	historyLoaded bool
+}
+
+// Model is the Bubble Tea model of the chat client.
+type Model struct {
+	cfg Config
+	me  string
+	st  styles
+
+	width, height int
+	input         textinput.Model
+	pane          viewport.Model
+	newBelow      int // lines added to the current conversation while scrolled up
+
+	convs map[string]*conversation
+	order []string // tab order; "" is the status buffer
+	cur   string
+	own   map[string]*outgoing
+	// joined groups, as far as this client knows
+	groups map[string]bool
+
+	conn     connState
+	addr     string
+	node     int64
+	detail   string // reconnecting or offline: why
+	quitting bool
+	unsent   error // what /quit could not send
+
+	typed   []string // input history, oldest first
+	typedAt int      // position while browsing it with up/down
+	draft   string   // the line being typed before browsing
+}
+
+// New returns the model of a client logged in through cfg.Backend.
+func New(cfg Config) *Model {
+	cfg = cfg.withDefaults()
+	m := &Model{
+		cfg:    cfg,
+		me:     cfg.Backend.User(),
+		st:     newStyles(),
+		width:  80,
+		height: 24,
+		convs:  map[string]*conversation{},
+		own:    map[string]*outgoing{},
+		groups: map[string]bool{},
+	}
+	m.input = textinput.New()
+	m.input.SetVirtualCursor(false)
+	m.input.Focus()
+	m.input.CharLimit = 4096
+	m.pane = viewport.New()
+	m.pane.SoftWrap = true
+	m.open(client.Recipient{})
+	m.info("ringchat: logged in as %s. /to USER or /to #GROUP starts a conversation, /help lists the commands.", Clean(m.me))
+	m.layout()
+	return m
+}
+
+// Init asks which groups the user is in (for the status bar).
+func (m *Model) Init() tea.Cmd {
+	return m.request(func(ctx context.Context) tea.Msg {
+		g, err := m.cfg.Backend.Groups(ctx)
+		return groupsMsg{groups: g, err: err, quiet: true}
+	})
+}
+
+// Unsent is why /quit could not deliver everything typed (nil when it
+// did), for the caller to report after the program ends.
+func (m *Model) Unsent() error { return m.unsent }
+
+// Update handles one message.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = max(msg.Width, 20), max(msg.Height, 5)
+		m.layout()
+		return m, nil
+	case tea.KeyPressMsg:
+		return m, m.key(msg)
+	case tea.PasteMsg:
+		var cmd tea.Cmd
+		m.input, cmd = m.input.Update(msg)
+		return m, cmd
+	case EventMsg:
+		m.event(msg.Event)
+		return m, nil
+	case EventsClosedMsg:
+		if !m.quitting && m.conn != stateOffline {
+			m.conn, m.detail = stateOffline, "connection closed"
+		}
+		return m, nil
+	case joinMsg:
+		var cmd tea.Cmd
+		if msg.err == nil && !msg.leave {
+			cmd = m.switchTo(client.ToGroup(msg.group))
+		}
+		m.joined(msg)
+		return m, cmd
+	case whoMsg:
+		m.who(msg)
+		return m, nil
+	case groupsMsg:
+		m.groupList(msg)
+		return m, nil
+	case historyMsg:
+		m.history(msg)
+		return m, nil
+	case flushedMsg:
+		m.unsent = msg.err
+		return m, tea.Quit
+	}
+	return m, nil
+}
+
+// key handles a key press: editing and sending go to the input line,
+// a few keys move between conversations and scroll the pane.
+func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
+	switch s := k.String(); s {
+	case "ctrl+c":
+		if m.quitting {
+			return tea.Quit
+		}
+		return m.quit()
+	case "ctrl+d":
+		if m.input.Value() == "" {
+			return m.quit()
+		}
+	case "enter":
+		line := m.input.Value()
+		m.input.Reset()
+		m.remember(line)
+		return m.submit(line)
+	case "tab":
+		return m.cycle(1)
+	case "shift+tab":
+		return m.cycle(-1)
+	case "pgup":
+		m.pane.PageUp()
+		return nil
+	case "pgdown":
+		m.pane.PageDown()
+		if m.pane.AtBottom() {
+			m.newBelow = 0
+		}
+		return nil
+	case "shift+up":
+		m.pane.ScrollUp(1)
+		return nil
+	case "shift+down":
+		m.pane.ScrollDown(1)
+		return nil
+	case "esc":
+		m.pane.GotoBottom()
+		m.newBelow = 0
+		return nil
+	case "up", "down":
+		m.browse(s == "up")
+		return nil
+	default:
+		if n, ok := strings.CutPrefix(s, "alt+"); ok && len(n) == 1 && n[0] >= '1' && n[0] <= '9' {
+			if i := int(n[0] - '1'); i < len(m.order) {
+				return m.switchTo(m.convs[m.order[i]].to)
+			}
+			return nil
+		}
+	}
+	var cmd tea.Cmd
+	m.input, cmd = m.input.Update(k)
+	return cmd
+}
+
+// remember adds a line to the input history.
+func (m *Model) remember(line string) {
+	if strings.TrimSpace(line) != "" && (len(m.typed) == 0 || m.typed[len(m.typed)-1] != line) {
+		m.typed = append(m.typed, line)
+		if len(m.typed) > 500 {
+			m.typed = m.typed[1:]
+		}
+	}
+	m.typedAt, m.draft = len(m.typed), ""
+}
+
+// browse walks the input history.
+func (m *Model) browse(back bool) {
+	if m.typedAt == len(m.typed) {
+		m.draft = m.input.Value()
+	}
+	switch {
+	case back && m.typedAt > 0:
+		m.typedAt--
+	case !back && m.typedAt < len(m.typed):
+		m.typedAt++
+	default:
+		return
+	}
+	if m.typedAt == len(m.typed) {
+		m.input.SetValue(m.draft)
+	} else {
+		m.input.SetValue(m.typed[m.typedAt])
+	}
+	m.input.CursorEnd()
+}
+
+// submit runs one input line.
+func (m *Model) submit(line string) tea.Cmd {
+	c, err := Parse(line)
+	if err != nil {
+		m.errorf("%v", err)
+		return nil
+	}
+	b := m.cfg.Backend
+	switch c.Act {
+	case ActSend:
+		to := c.To
+		if c.ToCurrent {
+			to = m.convs[m.cur].to
+			if to.Name == "" {
+				m.errorf("no conversation here: /to USER or /to #GROUP first, or /msg USER TEXT")
+				return nil
+			}
+		}
+		m.send(to, c.Text)
+	case ActJoin:
+		return m.request(func(ctx context.Context) tea.Msg {
+			return joinMsg{group: c.Group, err: b.Join(ctx, c.Group)}
+		})
+	case ActLeave:
+		return m.request(func(ctx context.Context) tea.Msg {
+			return joinMsg{group: c.Group, leave: true, err: b.Leave(ctx, c.Group)}
+		})
+	case ActTo:
+		if c.To.Name == "" {
+			if to := m.convs[m.cur].to; to.Name != "" {
+				m.info("talking to %s", Clean(to.String()))
+			} else {
+				m.info("no conversation here: /to USER or /to #GROUP")
+			}
+			return nil
+		}
+		return m.switchTo(c.To)
+	case ActWho:
+		return m.request(func(ctx context.Context) tea.Msg {
+			u, err := b.Who(ctx)
+			return whoMsg{users: u, err: err}
+		})
+	case ActGroups:
+		return m.request(func(ctx context.Context) tea.Msg {
+			g, err := b.Groups(ctx)
+			return groupsMsg{groups: g, err: err}
+		})
+	case ActHistory:
+		with := c.To
+		if with.Name == "" {
+			if with = m.convs[m.cur].to; with.Name == "" {
+				m.errorf("history of what? /history USER, /history #GROUP, or /to one first")
+				return nil
+			}
+		}
+		if key(with) != m.cur { // shown where it belongs: go there
+			m.open(with).historyLoaded = true
+			m.switchTo(with)
+		}
+		return m.fetchHistory(with, c.Limit, false)
+	case ActHelp:
+		for _, l := range strings.Split(strings.TrimRight(HelpText, "\n"), "\n") {
+			m.info("%s", l)
+		}
+		m.info("  Tab, Shift+Tab, Alt+1..9 switch conversations; PgUp, PgDn scroll; Up, Down recall lines")
+	case ActQuit:
+		return m.quit()
+	}
+	return nil
+}
+
+// request runs f as a command bounded by the request timeout.
+func (m *Model) request(f func(ctx context.Context) tea.Msg) tea.Cmd {
+	timeout := m.cfg.Timeout
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		return f(ctx)
+	}
+}
+
+func (m *Model) fetchHistory(with client.Recipient, limit int, auto bool) tea.Cmd {
+	b := m.cfg.Backend
+	return m.request(func(ctx context.Context) tea.Msg {
+		msgs, err := b.History(ctx, with, limit)
+		return historyMsg{with: with, msgs: msgs, err: err, limit: limit, auto: auto}
+	})
+}
+
+// quit sends what is still on its way (for a while) and ends the program.
+func (m *Model) quit() tea.Cmd {
+	if m.quitting {
+		return nil
+	}
+	m.quitting = true
+	b, grace := m.cfg.Backend, m.cfg.QuitGrace
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), grace)
+		defer cancel()
+		return flushedMsg{err: b.Flush(ctx)}
+	}
+}
+
+// send posts a message; it shows at once, its receipt later.
+func (m *Model) send(to client.Recipient, text string) {
+	o, err := m.cfg.Backend.Post(to, text)
+	if err != nil {
+		m.errorf("not sent to %s: %s", Clean(to.String()), errText(err))
+		return
+	}
+	out := &outgoing{to: to}
+	m.own[o.ID] = out
+	now := m.cfg.Now()
+	c := m.open(to)
+	m.add(c, &entry{kind: kindOwn, at: now, from: m.me, text: text, id: o.ID, out: out})
+	if key(to) != m.cur {
+		m.add(m.convs[m.cur], &entry{kind: kindRoute, at: now, to: to, text: text, out: out})
+	}
+}
+
+// event handles what the connection brought.
+func (m *Model) event(ev client.Event) {
+	switch ev := ev.(type) {
+	case client.ChatMessage:
+		m.incoming(ev)
+	case client.Stored:
+		if o := m.own[ev.ID]; o != nil && o.state == sending {
+			o.state = stored
+			m.refresh()
+		}
+	case client.ErrorMessage:
+		if o := m.own[ev.ID]; ev.ID != "" && o != nil {
+			o.state, o.err = failed, ev.Message
+			m.addErr(m.convs[key(o.to)], "not sent to %s: %s", Clean(o.to.String()), Clean(ev.Message))
+			return
+		}
+		m.errorf("%s", Clean(ev.Message))
+	case client.ProtocolError:
+		m.errorf("bad message from the server: %v", ev.Err)
+	case client.Connected:
+		first := m.conn == stateConnecting
+		m.conn, m.addr, m.node, m.detail = stateConnected, ev.Addr, ev.Node, ""
+		switch {
+		case ev.Reconnect && ev.Resent > 0:
+			m.info("reconnected at node %d (%s); %d messages sent again", ev.Node, ev.Addr, ev.Resent)
+		case ev.Reconnect:
+			m.info("reconnected at node %d (%s)", ev.Node, ev.Addr)
+		case first:
+			m.info("connected to node %d (%s)", ev.Node, ev.Addr)
+		}
+	case client.ConnectionLost:
+		m.conn, m.detail = stateReconnecting, errText(ev.Err)
+		m.errorf("connection to node %d lost (%s): reconnecting; what you type is sent once connected", m.node, errText(ev.Err))
+	case client.Reconnecting:
+		m.conn = stateReconnecting
+		m.detail = fmt.Sprintf("attempt %d: %s", ev.Attempt, errText(ev.Err))
+	case client.Disconnected:
+		m.conn, m.detail = stateOffline, errText(ev.Err)
+		m.errorf("disconnected: %s (/quit to leave)", errText(ev.Err))
+	}
+}
+
+// incoming shows a chat message in its conversation.
+func (m *Model) incoming(msg client.ChatMessage) {
+	if o := m.own[msg.ID]; o != nil { // a message to myself came back
+		if o.state != failed {
+			o.state = delivered
+			m.refresh()
+		}
+		return
+	}
+	conv := Conversation(msg, m.me)
+	c := m.open(conv)
+	if msg.ID != "" && c.ids[msg.ID] {
+		return
+	}
+	at, ok := MessageTime(msg)
+	if !ok {
+		at = m.cfg.Now()
+	}
+	m.add(c, &entry{kind: kindChat, at: at, from: msg.From, text: msg.Content, id: msg.ID})
+	if key(conv) != m.cur {
+		c.unread++
+	}
+}
+
+func (m *Model) joined(r joinMsg) {
+	verb := "joined"
+	if r.leave {
+		verb = "left"
+	}
+	if r.err != nil {
+		m.errorf("%s", errText(r.err))
+		return
+	}
+	if r.leave {
+		delete(m.groups, r.group)
+	} else {
+		m.groups[r.group] = true
+	}
+	m.info("%s #%s", verb, Clean(r.group))
+}
+
+func (m *Model) who(r whoMsg) {
+	if r.err != nil {
+		m.errorf("%s", errText(r.err))
+		return
+	}
+	var parts []string
+	for _, u := range r.users {
+		parts = append(parts, fmt.Sprintf("%s (node %d)", Clean(u.Username), u.Node))
+	}
+	if len(parts) == 0 {
+		m.info("nobody is online")
+		return
+	}
+	m.info("online: %s", strings.Join(parts, ", "))
+}
+
+func (m *Model) groupList(r groupsMsg) {
+	if r.err != nil {
+		if !r.quiet {
+			m.errorf("%s", errText(r.err))
+		}
+		return
+	}
+	clear(m.groups)
+	var parts []string
+	for _, g := range r.groups {
+		if g.Member {
+			m.groups[g.Group] = true
+		}
+		p := fmt.Sprintf("#%s (%d)", Clean(g.Group), g.Members)
+		if g.Member {
+			p = fmt.Sprintf("#%s (%d, joined)", Clean(g.Group), g.Members)
+		}
+		parts = append(parts, p)
+	}
+	switch {
+	case r.quiet:
+	case len(parts) == 0:
+		m.info("no groups yet: /join GROUP creates one")
+	default:
+		m.info("groups: %s", strings.Join(parts, ", "))
+	}
+}
+
+// history puts earlier messages of a conversation before what it shows.
+func (m *Model) history(r historyMsg) {
+	c := m.open(r.with)
+	if r.err != nil {
+		if !r.auto {
+			m.addErr(c, "%s", errText(r.err))
+		} else {
+			c.historyLoaded = false
+		}
+		return
+	}
+	c.historyLoaded = true
+	var earlier []*entry
+	for _, msg := range r.msgs {
+		if msg.ID != "" && c.ids[msg.ID] {
+			continue
+		}
+		at, ok := MessageTime(msg)
+		if !ok {
+			at = m.cfg.Now()
+		}
+		earlier = append(earlier, &entry{kind: kindChat, at: at, from: msg.From, text: msg.Content, id: msg.ID})
+		if msg.ID != "" {
+			c.ids[msg.ID] = true
+		}
+	}
+	switch {
+	case len(earlier) == 0 && !r.auto:
+		m.addInfo(c, "no earlier messages with %s", Clean(r.with.String()))
+		return
+	case len(earlier) == 0:
+		return
+	}
+	head := &entry{kind: kindInfo, at: m.cfg.Now(), text: fmt.Sprintf("── %d earlier messages ──", len(earlier))}
+	tail := &entry{kind: kindInfo, at: m.cfg.Now(), text: "──"}
+	c.entries = slices.Concat([]*entry{head}, earlier, []*entry{tail}, c.entries)
+	m.trim(c)
+	if key(r.with) == m.cur {
+		m.refresh()
+	}
+}
+
+// open returns the conversation with to, creating it.
+func (m *Model) open(to client.Recipient) *conversation {
+	k := key(to)
+	c := m.convs[k]
+	if c == nil {
+		c = &conversation{to: to, ids: map[string]bool{}}
+		m.convs[k] = c
+		m.order = append(m.order, k)
+	}
+	return c
+}
+
+// switchTo makes to the current conversation, and fetches its recent
+// history the first time.
+func (m *Model) switchTo(to client.Recipient) tea.Cmd {
+	c := m.open(to)
+	m.cur = key(to)
+	c.unread = 0
+	m.newBelow = 0
+	m.layout()
+	m.pane.GotoBottom()
+	if to.Name == "" || c.historyLoaded || m.cfg.HistoryOnOpen < 0 {
+		return nil
+	}
+	c.historyLoaded = true // one request at a time
+	return m.fetchHistory(to, m.cfg.HistoryOnOpen, true)
+}
+
+// cycle moves to the next (or previous) conversation, preferring one with
+// unread messages.
+func (m *Model) cycle(step int) tea.Cmd {
+	i := slices.Index(m.order, m.cur)
+	n := len(m.order)
+	if step > 0 {
+		for j := 1; j < n; j++ {
+			if k := m.order[(i+j)%n]; m.convs[k].unread > 0 {
+				return m.switchTo(m.convs[k].to)
+			}
+		}
+	}
+	return m.switchTo(m.convs[m.order[((i+step)%n+n)%n]].to)
+}
+
+func (m *Model) add(c *conversation, e *entry) {
+	c.entries = append(c.entries, e)
+	if e.id != "" {
+		c.ids[e.id] = true
+	}
+	m.trim(c)
+	if key(c.to) == m.cur {
+		if !m.pane.AtBottom() {
+			m.newBelow++
+		}
+		m.refresh()
+	}
+}
+
+func (m *Model) trim(c *conversation) {
+	if extra := len(c.entries) - m.cfg.MaxLines; extra > 0 {
+		c.entries = slices.Delete(c.entries, 0, extra)
+	}
+}
+
+func (m *Model) info(format string, args ...any) {
+	m.addInfo(m.convs[m.cur], format, args...)
+}
+
+func (m *Model) errorf(format string, args ...any) {
+	m.addErr(m.convs[m.cur], format, args...)
+}
+
+func (m *Model) addInfo(c *conversation, format string, args ...any) {
+	m.add(c, &entry{kind: kindInfo, at: m.cfg.Now(), text: fmt.Sprintf(format, args...)})
+}
+
+func (m *Model) addErr(c *conversation, format string, args ...any) {
+	m.add(c, &entry{kind: kindError, at: m.cfg.Now(), text: fmt.Sprintf(format, args...)})
+}
+
+// key names a conversation: "" for the status buffer, "#g" or "user".
+func key(to client.Recipient) string {
+	if to.Name == "" {
+		return ""
+	}
+	return to.String()
+}
+
+// errText is an error for people: without the package prefixes.
+func errText(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "no answer in time"
+	}
+	return Clean(strings.ReplaceAll(err.Error(), "client: ", ""))
+}
