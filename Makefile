@@ -6,7 +6,7 @@ LDFLAGS := -X github.com/ringchat/ringchat/internal/buildinfo.Version=$(VERSION)
 # Packages' tests may run in parallel; each test uses its own database and ports.
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build run status test lint fmt clean db help
+.PHONY: all build run status test lint fmt clean db help bench bench-full
 
 all: build
 
@@ -27,6 +27,20 @@ status: build
 test: lint
 	@bash scripts/mariadb.sh start || echo "make: MariaDB is not running: its tests will skip locally (and fail in CI)" >&2
 	$(GO) test $(TESTFLAGS) ./...
+
+## bench: short benchmark (rings of 3 and 5 nodes on MariaDB, 3 s phases; under two minutes): prints the table, files in bin/bench/
+bench:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ringnode ./cmd/ringnode
+	$(GO) build -o $(BIN)/ringbench ./cmd/ringbench
+	@bash scripts/mariadb.sh start >/dev/null || { echo "make: bench needs MariaDB at 127.0.0.1:3306 (make db)" >&2; exit 1; }
+	$(BIN)/ringbench all --short --out $(BIN)/bench
+
+## bench-full: the full benchmark (3, 5, 8 and 16 nodes, 15 s phases; about 15 min): docs/bench/ and docs/img/
+bench-full:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ringnode ./cmd/ringnode
+	$(GO) build -o $(BIN)/ringbench ./cmd/ringbench
+	@bash scripts/mariadb.sh start >/dev/null || { echo "make: bench needs MariaDB at 127.0.0.1:3306 (make db)" >&2; exit 1; }
+	$(BIN)/ringbench all --out docs/bench --img docs/img
 
 ## lint: gofmt check and go vet
 lint:

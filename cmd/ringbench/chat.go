@@ -54,6 +54,8 @@ type chatBenchOpts struct {
 	rate     float64
 	window   int
 	duration time.Duration
+	// users prefixes the clients' user names (default "bench").
+	users string
 }
 
 func runChatBench(cmd *cobra.Command, o chatBenchOpts) error {
@@ -141,7 +143,11 @@ func (b *chatBench) connect(ctx context.Context, addr func(int) string) error {
 			defer func() { <-sem }()
 			cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 			defer cancel()
-			c, err := client.DialV2(cctx, []string{addr(i)}, fmt.Sprintf("bench%04d", i), "", client.Options{AutoAck: true, Timeout: 30 * time.Second})
+			prefix := b.o.users
+			if prefix == "" {
+				prefix = "bench"
+			}
+			c, err := client.DialV2(cctx, []string{addr(i)}, fmt.Sprintf("%s%04d", prefix, i), "", client.Options{AutoAck: true, Timeout: 30 * time.Second})
 			if err != nil {
 				errs <- err
 				return

@@ -24,9 +24,11 @@ type procRing struct {
 	dsn   string
 	nodes string
 	flags []string
-	mu    sync.Mutex
-	procs map[int64]*proc
-	logs  map[int64]*bytes.Buffer
+	// nodeFlags, if set, gives extra flags for one node (a metrics port).
+	nodeFlags func(id int64) []string
+	mu        sync.Mutex
+	procs     map[int64]*proc
+	logs      map[int64]*bytes.Buffer
 }
 
 type proc struct {
@@ -60,6 +62,9 @@ func newProcRing(bin, dir, dsn string, n int, flags []string) (*procRing, error)
 func (r *procRing) start(id int64) error {
 	args := append([]string{"run", "--id", strconv.FormatInt(id, 10), "--db", r.dsn, "--nodes", r.nodes,
 		"--log-format", "json", "--log-level", "info"}, r.flags...)
+	if r.nodeFlags != nil {
+		args = append(args, r.nodeFlags(id)...)
+	}
 	cmd := exec.Command(r.bin, args...)
 	cmd.Dir = r.dir
 	cmd.Env = append(os.Environ(), "RINGNODE_CLUSTER_KEY=ringbench-cluster-key-0123456789abcdef")

@@ -25,6 +25,9 @@ type ringBench struct {
 	// newStore makes a fresh, migrated store for one phase and returns its
 	// DSN and a cleanup.
 	newStore func(ctx context.Context, phase string) (store.Store, string, func(), error)
+	// nodeFlags, if set, gives extra flags per node to startCluster's
+	// rings (a metrics port).
+	nodeFlags func(id int64) []string
 
 	st  store.Store
 	dsn string
@@ -115,6 +118,7 @@ func (b *ringBench) startCluster(ctx context.Context, phase string, flags []stri
 		cleanup()
 		return nil, nil, err
 	}
+	r.nodeFlags = b.nodeFlags
 	stop := func() {
 		r.stopAll()
 		cleanup()
@@ -151,20 +155,43 @@ func (b *ringBench) ids() []int64 {
 // faultCluster: repair times with the mutex probe on (every visit writes,
 // so the token's movement shows in the store).
 func (b *ringBench) faultCluster(ctx context.Context) ([]row, error) {
-	r, stop, err := b.startCluster(ctx, "faults", []string{"--mutex-probe", "--stats-interval", "5s"})
+	ft, err := b.faultTrials(ctx)
 	if err != nil {
 		return nil, err
+	}
+	return []row{
+		{"token hop with every visit writing the store (mutex probe)", "median ≤ 200 µs", ft.hop},
+		{"crashed node (kill -9) bypassed, token moving again", "≤ 500 ms", spread(ft.crash)},
+		{"stalled node (SIGSTOP) bypassed, token moving again", "≤ 1.5 s", spread(ft.stall)},
+		{"crashed coordinator replaced, ring repaired, token moving", "≤ 2 s", spread(ft.coord)},
+		{"stalled node back in the ring after SIGCONT", "—", spread(ft.rejoin)},
+	}, nil
+}
+
+// faultTimes are the repair times of faultTrials, one per trial.
+type faultTimes struct {
+	crash, stall, coord, rejoin []time.Duration
+	hop                         string // hopSummary of the probing ring
+}
+
+// faultTrials crashes a plain node, stalls it and crashes the coordinator,
+// b.trials times, on a ring with the mutex probe on.
+func (b *ringBench) faultTrials(ctx context.Context) (faultTimes, error) {
+	var ft faultTimes
+	r, stop, err := b.startCluster(ctx, "faults", []string{"--mutex-probe", "--stats-interval", "5s"})
+	if err != nil {
+		return ft, err
 	}
 	defer stop()
 	live := b.ids()
 	if err := b.waitRing(ctx, live, true, 30*time.Second); err != nil {
-		return nil, fmt.Errorf("formation: %w", err)
+		return ft, fmt.Errorf("formation: %w", err)
 	}
 	var crash, stall, coord, rejoin []time.Duration
 	for trial := range b.trials {
 		c, err := b.st.Coordinator(ctx)
 		if err != nil {
-			return nil, err
+			return ft, err
 		}
 		victim := live[(trial+1)%len(live)]
 		if victim == c.NodeID {
@@ -173,54 +200,48 @@ func (b *ringBench) faultCluster(ctx context.Context) ([]row, error) {
 		// kill -9 of a plain node
 		d, err := b.fault(ctx, live, victim, func() { r.kill(victim) })
 		if err != nil {
-			return nil, fmt.Errorf("crash trial %d: %w", trial, err)
+			return ft, fmt.Errorf("crash trial %d: %w", trial, err)
 		}
 		crash = append(crash, d)
 		if err := r.start(victim); err != nil {
-			return nil, err
+			return ft, err
 		}
 		if err := b.waitRing(ctx, live, true, 30*time.Second); err != nil {
-			return nil, fmt.Errorf("restart after crash: %w", err)
+			return ft, fmt.Errorf("restart after crash: %w", err)
 		}
 		// SIGSTOP of a plain node, then SIGCONT
 		d, err = b.fault(ctx, live, victim, func() { _ = r.signal(victim, syscall.SIGSTOP) })
 		if err != nil {
-			return nil, fmt.Errorf("stall trial %d: %w", trial, err)
+			return ft, fmt.Errorf("stall trial %d: %w", trial, err)
 		}
 		stall = append(stall, d)
 		t0 := time.Now()
 		_ = r.signal(victim, syscall.SIGCONT)
 		if err := b.waitRing(ctx, live, true, 30*time.Second); err != nil {
-			return nil, fmt.Errorf("rejoin after SIGCONT: %w", err)
+			return ft, fmt.Errorf("rejoin after SIGCONT: %w", err)
 		}
 		rejoin = append(rejoin, time.Since(t0))
 		// kill -9 of the coordinator
 		c, err = b.st.Coordinator(ctx)
 		if err != nil {
-			return nil, err
+			return ft, err
 		}
 		d, err = b.fault(ctx, live, c.NodeID, func() { r.kill(c.NodeID) })
 		if err != nil {
-			return nil, fmt.Errorf("coordinator trial %d: %w", trial, err)
+			return ft, fmt.Errorf("coordinator trial %d: %w", trial, err)
 		}
 		coord = append(coord, d)
 		if err := r.start(c.NodeID); err != nil {
-			return nil, err
+			return ft, err
 		}
 		if err := b.waitRing(ctx, live, true, 30*time.Second); err != nil {
-			return nil, fmt.Errorf("restart after coordinator crash: %w", err)
+			return ft, fmt.Errorf("restart after coordinator crash: %w", err)
 		}
 		fmt.Fprintf(b.out, "trial %d: crash %v, stall %v, rejoin %v, coordinator %v\n", trial+1,
 			crash[trial].Round(time.Millisecond), stall[trial].Round(time.Millisecond),
 			rejoin[trial].Round(time.Millisecond), coord[trial].Round(time.Millisecond))
 	}
-	return []row{
-		{"token hop with every visit writing the store (mutex probe)", "median ≤ 200 µs", hopSummary(r)},
-		{"crashed node (kill -9) bypassed, token moving again", "≤ 500 ms", spread(crash)},
-		{"stalled node (SIGSTOP) bypassed, token moving again", "≤ 1.5 s", spread(stall)},
-		{"crashed coordinator replaced, ring repaired, token moving", "≤ 2 s", spread(coord)},
-		{"stalled node back in the ring after SIGCONT", "—", spread(rejoin)},
-	}, nil
+	return faultTimes{crash: crash, stall: stall, coord: coord, rejoin: rejoin, hop: hopSummary(r)}, nil
 }
 
 func spread(ds []time.Duration) string {
