@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,7 +17,6 @@ import (
 
 	"github.com/ringchat/ringchat/internal/election"
 	"github.com/ringchat/ringchat/internal/nodelist"
-	"github.com/ringchat/ringchat/internal/procutil"
 	"github.com/ringchat/ringchat/internal/store"
 )
 
@@ -246,16 +247,32 @@ func benchSize(ctx context.Context, b *ringBench, o allOpts, res *results, log i
 // under light and heavy load.
 func loadPhases(ctx context.Context, b *ringBench, o allOpts, res *results) error {
 	n := b.nodes
+	// The metrics ports stay bound here until their node starts, so that
+	// the ring's own port search cannot hand them out again.
 	addrs := make([]string, n)
+	held := make([]net.Listener, n)
+	defer func() {
+		for _, l := range held {
+			if l != nil {
+				l.Close()
+			}
+		}
+	}()
 	for i := range addrs {
-		p, err := procutil.FreePort()
+		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return err
 		}
-		addrs[i] = fmt.Sprintf("127.0.0.1:%d", p)
+		held[i], addrs[i] = l, l.Addr().String()
 	}
 	lb := *b
-	lb.nodeFlags = func(id int64) []string { return []string{"--metrics-addr", addrs[id-1]} }
+	lb.nodeFlags = func(id int64) []string {
+		if l := held[id-1]; l != nil {
+			l.Close()
+			held[id-1] = nil
+		}
+		return []string{"--metrics-addr", addrs[id-1]}
+	}
 	r, stop, err := lb.startCluster(ctx, "load", []string{"--client-rate", "0", "--stats-interval", "1s"})
 	if err != nil {
 		return err
@@ -263,7 +280,7 @@ func loadPhases(ctx context.Context, b *ringBench, o allOpts, res *results) erro
 	defer stop()
 	t0 := time.Now()
 	if err := lb.waitRing(ctx, lb.ids(), false, 30*time.Second); err != nil {
-		return fmt.Errorf("formation: %w", err)
+		return fmt.Errorf("formation: %w (node logs: %s)", err, dumpLogs(r, fmt.Sprintf("formation-n%d", n)))
 	}
 	res.set(n, "formation_ms", ms(time.Since(t0)), "ms")
 	// Settle: the first token comes after the start-up hand-offs.
@@ -439,6 +456,28 @@ func baselinePhase(ctx context.Context, b *ringBench, o allOpts, res *results) e
 	}
 	fmt.Fprintf(b.out, "%d nodes, store baseline: %d messages, %.0f/s, %v a transaction\n", n, br.messages, br.perSecond, br.txMean.Round(10*time.Microsecond))
 	return nil
+}
+
+// dumpLogs writes every node's log into one file in the temporary
+// directory, for a phase that failed, and returns its path.
+func dumpLogs(r *procRing, name string) string {
+	f, err := os.CreateTemp("", "ringbench-"+name+"-*.log")
+	if err != nil {
+		return "not kept: " + err.Error()
+	}
+	defer f.Close()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := slices.Sorted(maps.Keys(r.procs))
+	for _, id := range ids {
+		fmt.Fprintf(f, "=== node %d (running)\n", id)
+		_, _ = f.Write(r.procs[id].out.Bytes())
+	}
+	for id, b := range r.logs {
+		fmt.Fprintf(f, "=== node %d (stopped)\n", id)
+		_, _ = f.Write(b.Bytes())
+	}
+	return f.Name()
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -40,16 +40,12 @@ type proc struct {
 func newProcRing(bin, dir, dsn string, n int, flags []string) (*procRing, error) {
 	var b strings.Builder
 	b.WriteString("id,host,coordination_port,client_port\n")
+	ports, err := distinctPorts(2 * n)
+	if err != nil {
+		return nil, err
+	}
 	for id := 1; id <= n; id++ {
-		cp, err := procutil.FreePort()
-		if err != nil {
-			return nil, err
-		}
-		kp, err := procutil.FreePort()
-		if err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(&b, "%d,127.0.0.1,%d,%d\n", id, cp, kp)
+		fmt.Fprintf(&b, "%d,127.0.0.1,%d,%d\n", id, ports[2*id-2], ports[2*id-1])
 	}
 	path := filepath.Join(dir, "nodes.csv")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
@@ -57,6 +53,27 @@ func newProcRing(bin, dir, dsn string, n int, flags []string) (*procRing, error)
 	}
 	return &procRing{bin: bin, dir: dir, dsn: dsn, nodes: path, flags: flags,
 		procs: map[int64]*proc{}, logs: map[int64]*bytes.Buffer{}}, nil
+}
+
+// distinctPorts returns k free ports, no two alike: a port found free and
+// released can be handed out again by the next search.
+func distinctPorts(k int) ([]int, error) {
+	seen := map[int]bool{}
+	var out []int
+	for tries := 0; len(out) < k; tries++ {
+		if tries > 50*k {
+			return nil, fmt.Errorf("no %d distinct free ports", k)
+		}
+		p, err := procutil.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 func (r *procRing) start(id int64) error {
