@@ -68,7 +68,7 @@ func newFloorCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().DurationVar(&gap, "gap", 200*time.Millisecond, "pause between rounds (an idle token hops every 200 ms)")
+	cmd.Flags().DurationVar(&gap, "gap", 300*time.Millisecond, "pause between rounds (an idle token hops every 300 ms)")
 	cmd.Flags().IntVar(&rounds, "rounds", 100, "round trips")
 	return cmd
 }

@@ -51,7 +51,7 @@ func DefaultConfig(id int64) Config {
 		Tick:              20 * time.Millisecond,
 		Token:             token.DefaultConfig(),
 		Election:          election.DefaultConfig(id, election.Default),
-		HeartbeatTicks:    25,  // 500 ms idle before a PING: with the idle token's hops, about 2 frames a second a link
+		HeartbeatTicks:    40,  // 800 ms idle before a PING: an idle link carries the token every 1.5 s (5 nodes), so about one PING between two tokens
 		FailTicks:         20,  // 400 ms without a PONG: a stalled successor is found within 0.9 s
 		PredSilenceTicks:  75,  // 1.5 s: far above the heartbeat, so only a dead link trips it
 		RetryTicks:        5,   // 100 ms: a lost datagram costs little

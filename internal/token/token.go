@@ -65,7 +65,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		AckTicks:      15, // 300 ms: far above a LAN round trip, well under the 1.5 s stall target
-		IdleHoldTicks: 10, // 200 ms: an idle ring makes 5 hops a second, whatever its size; a WAKE skips it
+		IdleHoldTicks: 15, // 300 ms: an idle ring makes 3.3 hops a second, whatever its size; a WAKE skips it
 		MaxHoldTicks:  5,  // 100 ms: a batch of deliveries takes a few ms; this is a safety bound
 		HopTicks:      1,  // 20 ms per hop in the loss bound: a loopback hop takes well under 1 ms
 	}
