@@ -6,16 +6,16 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/tui"
 )
 
 // maxInputLine bounds one line of standard input.
 const maxInputLine = client.MaxLineBytes
 
 // input reads standard input in its own goroutine, so that the line loop
-// can also notice a lost connection while the user is not typing.
+// can also notice the end of the session while the user is not typing.
 type input struct {
 	lines chan string
 	stop  chan struct{}
@@ -40,148 +40,181 @@ func readInput(r io.Reader) *input {
 	return in
 }
 
-// quitGrace bounds how long /quit and end of input wait for the server to
-// close after the client half-closed, printing what still arrives.
-const quitGrace = time.Second
-
-// hangUp half-closes conn, so that the server sees end of input after all
-// that was sent, waits until the server closes (drained: the events were all
-// handled), grace passes or ctx ends, and closes conn.
-func hangUp(ctx context.Context, conn *client.Conn, drained <-chan struct{}, grace time.Duration) {
-	if conn.CloseWrite() == nil {
-		timer := time.NewTimer(grace)
-		select {
-		case <-drained:
-		case <-timer.C:
-		case <-ctx.Done():
+// askUser reads the user name from the first input line.
+func askUser(ctx context.Context, in *input, stderr io.Writer) (string, error) {
+	fmt.Fprint(stderr, "username: ")
+	select {
+	case line, ok := <-in.lines:
+		if !ok {
+			return "", usagef("no user name: use --user or set RINGCHAT_USER")
 		}
-		timer.Stop()
+		if user := strings.TrimSpace(line); user != "" {
+			return user, nil
+		}
+		return "", usagef("no user name given")
+	case <-ctx.Done():
+		return "", ctx.Err()
 	}
-	conn.Close()
-	<-drained
 }
 
-// session is a logged-in line-mode conversation.
-type session struct {
+// lineSession is a logged-in line-mode conversation.
+type lineSession struct {
 	cfg     config
-	conn    *client.Conn
+	s       *client.Session
 	out     *printer
-	current *client.Recipient
+	current client.Recipient
 }
 
-// runLineMode is the root command: connect, log in, then follow commands
-// from stdin until end of input, /quit, an interrupt or a lost connection.
+// runLineMode is the root command off a terminal: log in, then follow
+// commands from stdin until end of input, /quit, an interrupt, or a login
+// refused for good. What was typed is sent before it returns (within the
+// timeout); what could not be is an error.
 func runLineMode(ctx context.Context, cfg config, stdin io.Reader, stdout, stderr io.Writer) error {
 	in := readInput(stdin)
 	defer close(in.stop)
 	out := newPrinter(stdout, stderr, cfg.json)
-
 	if cfg.user == "" {
-		fmt.Fprint(stderr, "username: ")
-		select {
-		case line, ok := <-in.lines:
-			if !ok {
-				return usagef("no user name: use --user or set RINGCHAT_USER")
+		user, err := askUser(ctx, in, stderr)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
 			}
-			if cfg.user = strings.TrimSpace(line); cfg.user == "" {
-				return usagef("no user name given")
-			}
-		case <-ctx.Done():
+			return err
+		}
+		cfg.user = user
+	}
+	s, err := startSession(ctx, cfg)
+	if err != nil {
+		if interrupted(ctx) {
 			return nil
 		}
-	}
-	conn, err := connect(ctx, cfg)
-	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	out.setUser(conn.User())
-	out.event(client.Login{Username: conn.User()})
+	defer s.Close()
+	out.setUser(s.User())
+	addr, node, _ := s.Where()
+	out.event(client.Connected{Addr: addr, Node: node})
 
+	ended := make(chan error, 1) // the session gave up, and why
 	printed := make(chan struct{})
 	go func() {
 		defer close(printed)
-		for ev := range conn.Events() {
+		for ev := range s.Events() {
 			out.event(ev)
+			if d, ok := ev.(client.Disconnected); ok {
+				ended <- d.Err
+			}
 		}
 	}()
-	s := &session{cfg: cfg, conn: conn, out: out}
+
+	ls := &lineSession{cfg: cfg, s: s, out: out}
 	for {
 		select {
 		case line, ok := <-in.lines:
 			if !ok {
-				out.hangingUp()
-				hangUp(ctx, conn, printed, quitGrace)
+				if err := ls.finish(ctx, printed); err != nil {
+					return err
+				}
 				if in.err != nil {
 					return fmt.Errorf("reading input: %w", in.err)
 				}
 				return nil
 			}
-			if quit := s.handle(ctx, line); quit {
-				out.hangingUp()
-				hangUp(ctx, conn, printed, quitGrace)
-				return nil
+			if quit := ls.handle(ctx, line); quit {
+				return ls.finish(ctx, printed)
 			}
-		case <-printed: // the connection ended; Disconnected was printed
-			return &reportedError{conn.Err()}
+		case err := <-ended:
+			s.Close()
+			<-printed
+			return &reportedError{err}
 		case <-ctx.Done():
-			conn.Close()
+			s.Close()
 			<-printed
 			return nil
 		}
 	}
 }
 
-// handle runs one input line and reports whether to quit.
-func (s *session) handle(ctx context.Context, line string) (quit bool) {
-	cmd, err := parseCommand(line)
+// finish waits (within the timeout) for the receipts of what was sent,
+// then logs out.
+func (ls *lineSession) finish(ctx context.Context, printed <-chan struct{}) error {
+	fctx, cancel := context.WithTimeout(ctx, ls.cfg.timeout)
+	err := ls.s.Flush(fctx)
+	cancel()
+	ls.s.Close()
+	<-printed
 	if err != nil {
-		s.out.errorf("%v", err)
+		ls.out.errorf("%s", strings.ReplaceAll(err.Error(), "client: ", ""))
+		return &reportedError{err}
+	}
+	return nil
+}
+
+// handle runs one input line and reports whether to quit.
+func (ls *lineSession) handle(ctx context.Context, line string) (quit bool) {
+	cmd, err := tui.Parse(line)
+	if err != nil {
+		ls.out.errorf("%v", err)
 		return false
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
+	ctx, cancel := context.WithTimeout(ctx, ls.cfg.timeout)
 	defer cancel()
-	switch cmd.act {
-	case actJoin:
-		s.do(s.conn.Join(ctx, cmd.group), client.JoinGroup{Group: cmd.group})
-	case actLeave:
-		s.do(s.conn.Leave(ctx, cmd.group), client.LeaveGroup{Group: cmd.group})
-	case actSend:
-		to := cmd.to
-		if cmd.toCur {
-			if s.current == nil {
-				s.out.errorf("no conversation: use /to USER or /to #GROUP first, or /msg USER TEXT")
+	s := ls.s
+	switch cmd.Act {
+	case tui.ActJoin:
+		ls.do(s.Join(ctx, cmd.Group), client.JoinGroup{Group: cmd.Group})
+	case tui.ActLeave:
+		ls.do(s.Leave(ctx, cmd.Group), client.LeaveGroup{Group: cmd.Group})
+	case tui.ActSend:
+		to := cmd.To
+		if cmd.ToCurrent {
+			if ls.current.Name == "" {
+				ls.out.errorf("no conversation: use /to USER or /to #GROUP first, or /msg USER TEXT")
 				return false
 			}
-			to = *s.current
+			to = ls.current
 		}
-		s.do(s.conn.Send(ctx, to, cmd.text), nil)
-	case actTo:
-		if cmd.to.Name != "" {
-			s.current = &cmd.to
+		if _, err := ls.out.post(func() (client.Outgoing, error) { return s.Post(to, cmd.Text) }); err != nil {
+			ls.out.errorf("%v", err)
 		}
-		if s.current == nil {
-			s.out.infof("no conversation: use /to USER or /to #GROUP")
+	case tui.ActTo:
+		if cmd.To.Name != "" {
+			ls.current = cmd.To
+		}
+		if ls.current.Name == "" {
+			ls.out.infof("no conversation: use /to USER or /to #GROUP")
 		} else {
-			s.out.infof("talking to %s", clean(s.current.String()))
+			ls.out.infof("talking to %s", tui.Clean(ls.current.String()))
 		}
-	case actHelp:
-		s.out.infof("%s", strings.TrimSuffix(helpText, "\n"))
-	case actQuit:
+	case tui.ActWho:
+		users, err := s.Who(ctx)
+		ls.do(err, client.Who{Users: users})
+	case tui.ActGroups:
+		groups, err := s.Groups(ctx)
+		ls.do(err, client.Groups{Groups: groups})
+	case tui.ActHistory:
+		with := cmd.To
+		if with.Name == "" {
+			if with = ls.current; with.Name == "" {
+				ls.out.errorf("history of what? /history USER, /history #GROUP, or /to one first")
+				return false
+			}
+		}
+		msgs, err := s.History(ctx, with, cmd.Limit)
+		ls.do(err, client.History{To: with, Messages: msgs})
+	case tui.ActHelp:
+		ls.out.infof("%s", strings.TrimSuffix(tui.HelpText, "\n"))
+	case tui.ActQuit:
 		return true
 	}
 	return false
 }
 
-// do prints a request's outcome: the echoed event on success, else the
-// error, unless the connection ended (that is reported once, by the loop).
-func (s *session) do(err error, ok client.Event) {
-	switch {
-	case err == nil && ok != nil:
-		s.out.event(ok)
-	case err == nil:
-	case s.conn.Err() != nil:
-	default:
-		s.out.errorf("%v", describe(err, s.cfg.timeout))
+// do prints a request's outcome: the event on success, else the error.
+func (ls *lineSession) do(err error, ok client.Event) {
+	if err != nil {
+		ls.out.errorf("%v", describe(err, ls.cfg.timeout))
+		return
 	}
+	ls.out.event(ok)
 }

@@ -1,5 +1,7 @@
-// Command ringchat is the terminal client of a ringchat ring: it connects to
-// one ringnode's client port and speaks protocol v1 (see DESIGN.md).
+// Command ringchat is the terminal client of a ringchat ring: it logs in at
+// a ringnode's client port with protocol 2 (docs/PROTOCOL.md) and chats in
+// a full-screen terminal UI, in line mode for scripts, or with one-shot
+// commands (send, tail, who, groups, history).
 package main
 
 import (

@@ -61,11 +61,33 @@ func (b *syncBuffer) waitFor(t *testing.T, want string) {
 	}
 }
 
+// waitForMatch waits until the output holds part somewhere.
+func (b *syncBuffer) waitForMatch(t *testing.T, part string) {
+	t.Helper()
+	deadline := time.NewTimer(waitLimit)
+	defer deadline.Stop()
+	for {
+		b.mu.Lock()
+		found, ch := strings.Contains(b.buf.String(), part), b.changed
+		b.mu.Unlock()
+		if found {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for %q; output:\n%s", part, b.String())
+		}
+	}
+}
+
 // run is one in-process ringchat invocation.
 type run struct {
 	stdin          *io.PipeWriter
 	stdout, stderr *syncBuffer
 	done           chan error
+	cancel         context.CancelFunc
+	exited         chan struct{}
 }
 
 // start runs ringchat with args; its stdin is fed by r.stdin. The
@@ -73,10 +95,19 @@ type run struct {
 func start(t *testing.T, env map[string]string, args ...string) *run {
 	t.Helper()
 	pr, pw := io.Pipe()
-	r := &run{stdin: pw, stdout: newSyncBuffer(), stderr: newSyncBuffer(), done: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &run{stdin: pw, stdout: newSyncBuffer(), stderr: newSyncBuffer(), done: make(chan error, 1),
+		cancel: cancel, exited: make(chan struct{})}
 	getenv := func(k string) string { return env[k] }
-	go func() { r.done <- executeWith(context.Background(), getenv, args, pr, r.stdout, r.stderr) }()
-	t.Cleanup(func() { pw.Close() })
+	go func() {
+		defer close(r.exited)
+		r.done <- executeWith(ctx, getenv, args, pr, r.stdout, r.stderr)
+	}()
+	t.Cleanup(func() { // an interrupt, as Ctrl-C, if the test did not end it
+		pw.Close()
+		cancel()
+		<-r.exited
+	})
 	return r
 }
 

@@ -1,19 +1,20 @@
 package main
 
 import (
-	"errors"
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/tui"
 )
 
-// printer writes events, one per line, as text or as v1 JSON objects. It is
-// safe for concurrent use. Informational lines (help, prompts, the current
+// printer writes events, one per line, as text or as JSON objects. It is
+// safe for concurrent use. Informational lines (help, the current
 // conversation) go to out in text mode and to info in JSON mode, so that a
 // script reading JSON sees only events.
 type printer struct {
@@ -21,13 +22,14 @@ type printer struct {
 	out  io.Writer
 	info io.Writer
 	json bool
-	me   string // the logged-in user, shown as "you"
-	bye  bool   // hanging up: the server closing is expected
-	now  func() time.Time
+	me   string                     // the logged-in user, shown as "you"
+	mine map[string]client.Outgoing // my messages without receipt, by id
+	node int64
+	loc  *time.Location
 }
 
 func newPrinter(out, info io.Writer, json bool) *printer {
-	return &printer{out: out, info: info, json: json, now: time.Now}
+	return &printer{out: out, info: info, json: json, mine: map[string]client.Outgoing{}, loc: time.Local}
 }
 
 func (p *printer) setUser(me string) {
@@ -36,80 +38,251 @@ func (p *printer) setUser(me string) {
 	p.me = me
 }
 
-// hangingUp tells the printer that the client is closing, so that the
-// server closing the connection is no longer an error.
-func (p *printer) hangingUp() {
+// post sends a message through post and remembers it, so that its
+// receipt can name it: the receipt cannot be printed before it is known.
+func (p *printer) post(post func() (client.Outgoing, error)) (client.Outgoing, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.bye = true
+	o, err := post()
+	if err == nil {
+		p.mine[o.ID] = o
+	}
+	return o, err
 }
 
-// event prints one event. Local events print as errors.
+// The JSON shapes printed: the protocol's (docs/PROTOCOL.md, protocol 2),
+// and a few of the client's own for the connection.
+type (
+	chatJSON struct {
+		MessageType    string `json:"messageType"`
+		ID             string `json:"id,omitempty"`
+		Seq            int64  `json:"seq,omitempty"`
+		FromName       string `json:"fromName"`
+		ToUsername     string `json:"toUsername,omitempty"`
+		ToGroup        string `json:"toGroup,omitempty"`
+		MessageContent string `json:"messageContent"`
+		SentAt         string `json:"sentAt,omitempty"`
+		Time           string `json:"time,omitempty"`
+	}
+	storedJSON struct {
+		MessageType    string `json:"messageType"`
+		ID             string `json:"id"`
+		Seq            int64  `json:"seq"`
+		Time           string `json:"time,omitempty"`
+		ToUsername     string `json:"toUsername,omitempty"`
+		ToGroup        string `json:"toGroup,omitempty"`
+		MessageContent string `json:"messageContent,omitempty"`
+	}
+	errorJSON struct {
+		MessageType  string `json:"messageType"`
+		Code         string `json:"code,omitempty"`
+		ErrorMessage string `json:"errorMessage"`
+		ID           string `json:"id,omitempty"`
+	}
+	groupJSON struct {
+		MessageType string `json:"messageType"`
+		Group       string `json:"group"`
+	}
+	whoJSON struct {
+		MessageType string              `json:"messageType"`
+		Users       []client.OnlineUser `json:"users"`
+	}
+	groupsJSON struct {
+		MessageType string             `json:"messageType"`
+		Groups      []client.GroupInfo `json:"groups"`
+	}
+	historyJSON struct {
+		MessageType string     `json:"messageType"`
+		ToUsername  string     `json:"toUsername,omitempty"`
+		ToGroup     string     `json:"toGroup,omitempty"`
+		Messages    []chatJSON `json:"messages"`
+	}
+	connectedJSON struct {
+		MessageType string `json:"messageType"` // CONNECTED
+		Username    string `json:"username"`
+		Node        int64  `json:"node"`
+		Address     string `json:"address"`
+		Reconnect   bool   `json:"reconnect,omitempty"`
+		Resent      int    `json:"resent,omitempty"`
+	}
+	lostJSON struct {
+		MessageType  string `json:"messageType"` // CONNECTION_LOST, RECONNECTING, DISCONNECTED
+		Address      string `json:"address,omitempty"`
+		Attempt      int    `json:"attempt,omitempty"`
+		ErrorMessage string `json:"errorMessage"`
+	}
+)
+
+func chatToJSON(m client.ChatMessage) chatJSON {
+	c := chatJSON{MessageType: "CHAT_MESSAGE", ID: m.ID, Seq: m.Seq, FromName: m.From, MessageContent: m.Content,
+		SentAt: m.SentAt, Time: m.Stamp}
+	if m.To.Group {
+		c.ToGroup = m.To.Name
+	} else {
+		c.ToUsername = m.To.Name
+	}
+	return c
+}
+
+// event prints one event of a connection or session.
 func (p *printer) event(ev client.Event) {
-	switch ev := ev.(type) {
-	case client.ProtocolError:
-		p.errorf("bad message from server: %v", ev.Err)
-		return
-	case client.Disconnected:
-		p.mu.Lock()
-		expected := p.bye && errors.Is(ev.Err, client.ErrServerClosed)
-		p.mu.Unlock()
-		if !expected {
-			p.errorf("connection lost: %v", ev.Err)
-		}
-		return
-	case client.Alive:
-		return
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.json {
-		b, err := client.Encode(ev)
-		if err != nil {
-			b = []byte(fmt.Sprintf(`{"messageType":"ERROR","errorMessage":%q}`, err.Error()))
-		}
-		fmt.Fprintf(p.out, "%s\n", b)
-		return
-	}
-	fmt.Fprintln(p.out, p.textLocked(ev))
-}
-
-func (p *printer) textLocked(ev client.Event) string {
+	var v any
+	var text string
 	switch ev := ev.(type) {
 	case client.ChatMessage:
-		at, err := ev.Time()
-		if err != nil {
-			at = p.now()
+		v, text = chatToJSON(ev), p.chatText(ev)
+	case client.Stored:
+		o, ok := p.mine[ev.ID]
+		delete(p.mine, ev.ID)
+		s := storedJSON{MessageType: "STORED", ID: ev.ID, Seq: ev.Seq, Time: ev.Stamp, MessageContent: o.Text}
+		if o.To.Group {
+			s.ToGroup = o.To.Name
+		} else {
+			s.ToUsername = o.To.Name
 		}
-		to := ev.To.String()
-		if !ev.To.Group && ev.To.Name == p.me {
-			to = "you"
+		v = s
+		if !ok {
+			text = "stored " + ev.ID
+			break
 		}
-		return fmt.Sprintf("[%s] %s -> %s: %s", at.Format("15:04:05"), clean(ev.From), clean(to), clean(ev.Content))
-	case client.Login:
-		return "logged in as " + clean(ev.Username)
-	case client.JoinGroup:
-		return "joined #" + clean(ev.Group)
-	case client.LeaveGroup:
-		return "left #" + clean(ev.Group)
+		text = fmt.Sprintf("[%s] you -> %s: %s (stored)", p.clock(ev.Stamp), tui.Clean(o.To.String()), tui.Clean(o.Text))
 	case client.ErrorMessage:
-		return "error: " + clean(ev.Message)
+		v = errorJSON{"ERROR", ev.Code, ev.Message, ev.ID}
+		if o, ok := p.mine[ev.ID]; ok && ev.ID != "" {
+			delete(p.mine, ev.ID)
+			text = fmt.Sprintf("error: not sent to %s: %s", tui.Clean(o.To.String()), tui.Clean(ev.Message))
+		} else {
+			text = "error: " + tui.Clean(ev.Message)
+		}
+	case client.ProtocolError:
+		msg := fmt.Sprintf("bad message from the server: %v", ev.Err)
+		v, text = errorJSON{MessageType: "ERROR", ErrorMessage: msg}, "error: "+tui.Clean(msg)
+	case client.JoinGroup:
+		v, text = groupJSON{"JOIN_GROUP", ev.Group}, "joined #"+tui.Clean(ev.Group)
+	case client.LeaveGroup:
+		v, text = groupJSON{"LEAVE_GROUP", ev.Group}, "left #"+tui.Clean(ev.Group)
+	case client.Who:
+		v, text = whoJSON{"WHO", nonNil(ev.Users)}, whoText(ev.Users)
+	case client.Groups:
+		v, text = groupsJSON{"GROUPS", nonNil(ev.Groups)}, groupsText(ev.Groups)
+	case client.History:
+		h := historyJSON{MessageType: "HISTORY", Messages: []chatJSON{}}
+		if ev.To.Group {
+			h.ToGroup = ev.To.Name
+		} else {
+			h.ToUsername = ev.To.Name
+		}
+		var lines []string
+		for _, m := range ev.Messages {
+			h.Messages = append(h.Messages, chatToJSON(m))
+			lines = append(lines, p.chatText(m))
+		}
+		if len(lines) == 0 {
+			lines = []string{"no earlier messages with " + tui.Clean(ev.To.String())}
+		}
+		v, text = h, strings.Join(lines, "\n")
+	case client.Connected:
+		p.node = ev.Node
+		v = connectedJSON{"CONNECTED", p.me, ev.Node, ev.Addr, ev.Reconnect, ev.Resent}
+		switch {
+		case !ev.Reconnect:
+			text = fmt.Sprintf("connected to node %d (%s) as %s", ev.Node, ev.Addr, tui.Clean(p.me))
+		case ev.Resent > 0:
+			text = fmt.Sprintf("reconnected at node %d (%s); %s sent again", ev.Node, ev.Addr, tui.Plural(ev.Resent, "message"))
+		default:
+			text = fmt.Sprintf("reconnected at node %d (%s)", ev.Node, ev.Addr)
+		}
+	case client.ConnectionLost:
+		v = lostJSON{MessageType: "CONNECTION_LOST", Address: ev.Addr, ErrorMessage: ev.Err.Error()}
+		text = fmt.Sprintf("error: connection to node %d lost (%v): reconnecting", p.node, ev.Err)
+	case client.Reconnecting:
+		if ev.Attempt&(ev.Attempt-1) != 0 {
+			return // 1, 2, 4, 8...: enough to tell it goes on
+		}
+		v = lostJSON{MessageType: "RECONNECTING", Attempt: ev.Attempt, ErrorMessage: ev.Err.Error()}
+		text = fmt.Sprintf("error: reconnecting: attempt %d failed: %v", ev.Attempt, ev.Err)
+	case client.Disconnected:
+		v = lostJSON{MessageType: "DISCONNECTED", ErrorMessage: ev.Err.Error()}
+		text = fmt.Sprintf("error: disconnected: %v", ev.Err)
 	default:
-		return fmt.Sprintf("%T", ev)
+		return
 	}
+	if p.json {
+		fmt.Fprintf(p.out, "%s\n", marshal(v))
+		return
+	}
+	fmt.Fprintln(p.out, text)
 }
 
-// errorf prints a local or server error: "error: ..." or an ERROR object.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// chatText is "[15:04:05] bob -> you: hi" or "[15:04:05] bob -> #g1: hi".
+func (p *printer) chatText(m client.ChatMessage) string {
+	at, ok := tui.MessageTime(m)
+	if !ok {
+		at = time.Now()
+	}
+	from, to := m.From, m.To.String()
+	if !m.To.Group && m.To.Name == p.me {
+		to = "you"
+	}
+	if from == p.me {
+		from = "you"
+	}
+	return fmt.Sprintf("[%s] %s -> %s: %s", at.In(p.loc).Format("15:04:05"), tui.Clean(from), tui.Clean(to), tui.Clean(m.Content))
+}
+
+// clock formats a receipt's RFC 3339 time, or now.
+func (p *printer) clock(stamp string) string {
+	t, err := time.Parse(time.RFC3339Nano, stamp)
+	if err != nil {
+		t = time.Now()
+	}
+	return t.In(p.loc).Format("15:04:05")
+}
+
+func whoText(users []client.OnlineUser) string {
+	if len(users) == 0 {
+		return "nobody is online"
+	}
+	parts := make([]string, len(users))
+	for i, u := range users {
+		parts[i] = fmt.Sprintf("%s (node %d)", tui.Clean(u.Username), u.Node)
+	}
+	return "online: " + strings.Join(parts, ", ")
+}
+
+func groupsText(groups []client.GroupInfo) string {
+	if len(groups) == 0 {
+		return "no groups yet"
+	}
+	parts := make([]string, len(groups))
+	for i, g := range groups {
+		parts[i] = fmt.Sprintf("#%s (%d)", tui.Clean(g.Group), g.Members)
+		if g.Member {
+			parts[i] = fmt.Sprintf("#%s (%d, joined)", tui.Clean(g.Group), g.Members)
+		}
+	}
+	return "groups: " + strings.Join(parts, ", ")
+}
+
+// errorf prints a local error: "error: ..." or an ERROR object.
 func (p *printer) errorf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.json {
-		b, _ := client.Encode(client.ErrorMessage{Message: msg})
-		fmt.Fprintf(p.out, "%s\n", b)
+		fmt.Fprintf(p.out, "%s\n", marshal(errorJSON{MessageType: "ERROR", ErrorMessage: msg}))
 		return
 	}
-	fmt.Fprintln(p.out, "error: "+clean(msg))
+	fmt.Fprintln(p.out, "error: "+tui.Clean(msg))
 }
 
 // infof prints an informational line (not an event).
@@ -123,32 +296,13 @@ func (p *printer) infof(format string, args ...any) {
 	fmt.Fprintf(w, format+"\n", args...)
 }
 
-// clean makes text from the network safe to print on one terminal line:
-// control characters (escape sequences, newlines) are shown escaped.
-func clean(s string) string {
-	if !strings.ContainsFunc(s, isControl) {
-		return s
+// marshal is JSON without HTML escaping, on one line.
+func marshal(v any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return []byte(fmt.Sprintf(`{"messageType":"ERROR","errorMessage":%q}`, err.Error()))
 	}
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case isControl(r) && r <= 0xff:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case isControl(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-// isControl reports control characters, bidirectional overrides and line
-// separators: anything that could move the cursor or disguise text.
-func isControl(r rune) bool {
-	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029'
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }

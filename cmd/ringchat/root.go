@@ -7,22 +7,30 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
-	"github.com/ringchat/ringchat/internal/client"
+	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
+
+	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/nodelist"
+	"github.com/ringchat/ringchat/internal/tui"
 )
 
 const defaultNode = "127.0.0.1:8001"
 
 // globals are the flags every subcommand shares.
 type globals struct {
-	node    string
-	user    string
-	timeout time.Duration
-	json    bool
-	getenv  func(string) string
+	node     string
+	nodes    string
+	user     string
+	password string
+	timeout  time.Duration
+	json     bool
+	plain    bool
+	getenv   func(string) string
 }
 
 // execute runs ringchat with args, printing any error to stderr.
@@ -51,20 +59,35 @@ func executeWith(ctx context.Context, getenv func(string) string, args []string,
 }
 
 func newRootCmd(getenv func(string) string) *cobra.Command {
-	g := &globals{getenv: getenv}
+	return newRootCmdWith(&globals{getenv: getenv})
+}
+
+// newRootCmdWith is the root command parsing its flags into g.
+func newRootCmdWith(g *globals) *cobra.Command {
 	root := &cobra.Command{
-		Use:   "ringchat [--node HOST:PORT | HOST PORT] [--user NAME]",
+		Use:   "ringchat [--node HOST:PORT | HOST PORT] [--user NAME] [--nodes FILE]",
 		Short: "Chat on a ringchat ring",
-		Long: `ringchat connects to a ringnode's client port, logs in and reads commands
-from standard input, one per line:
+		Long: `ringchat logs in at a ringnode's client port (protocol 2) and chats.
 
-` + helpText + `
-Received messages and errors are printed one per line (--json: one JSON
-object per line). End of input or /quit closes the connection.
+On a terminal it is a full-screen chat: conversations as tabs with unread
+counts, the messages of the current one with timestamps and receipts on
+your own (… on its way, ✓ stored in the ring), a status bar and an input
+line. When standard input or output is not a terminal, or with --plain or
+--json, it reads one command per input line and prints one event per line
+(--json: one JSON object per line). The commands:
+` + tui.HelpText + `
+If the node dies, ringchat logs in again at another node of --nodes (or
+at the same address, with backoff), receives what was queued meanwhile and
+sends again, once, whatever you typed that has no receipt yet.
 
-The node is --node, else the positional HOST PORT, else $RINGCHAT_NODE, else
-` + defaultNode + `. The user is --user, else $RINGCHAT_USER, else the first
-input line.`,
+The node is --node (HOST:PORT, or a node id of --nodes), else the
+positional HOST PORT, else $RINGCHAT_NODE, else the first node of
+--nodes, else ` + defaultNode + `. The user is --user, else $RINGCHAT_USER, else
+asked for. --password (else $RINGCHAT_PASSWORD) claims the name on first
+use and is needed from then on.
+
+Exit status: 0 success, 1 failure (no login, refused, messages not sent),
+2 a mistake in the command line.`,
 		Args:          usageArgs(rootArgs),
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -73,20 +96,35 @@ input line.`,
 			if err != nil {
 				return err
 			}
-			return runLineMode(cmd.Context(), cfg, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			in, out := cmd.InOrStdin(), cmd.OutOrStdout()
+			if fin, fout, ok := terminals(in, out); ok && !cfg.plain && !cfg.json {
+				return runUI(cmd.Context(), cfg, fin, fout, cmd.ErrOrStderr())
+			}
+			return runLineMode(cmd.Context(), cfg, in, out, cmd.ErrOrStderr())
 		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-
 	f := root.PersistentFlags()
-	f.StringVarP(&g.node, "node", "n", defaultNode, "client address HOST:PORT of the node (env RINGCHAT_NODE)")
+	f.StringVarP(&g.node, "node", "n", "", "the node to log in at: HOST:PORT of its client port, or its id in --nodes (env RINGCHAT_NODE)")
+	f.StringVar(&g.nodes, "nodes", "", "node list (nodes.csv) whose client ports to fail over to (env RINGCHAT_NODES)")
 	f.StringVarP(&g.user, "user", "u", "", "user name to log in as (env RINGCHAT_USER)")
-	f.DurationVar(&g.timeout, "timeout", client.DefaultTimeout, "bound on connecting, logging in and each request")
-	f.BoolVar(&g.json, "json", false, "print each event as one JSON object per line")
-
-	root.AddCommand(newSendCmd(g), newVersionCmd())
+	f.StringVar(&g.password, "password", "", "password: claims the name on first use (env RINGCHAT_PASSWORD)")
+	f.DurationVar(&g.timeout, "timeout", client.DefaultTimeout, "bound on logging in and on each request")
+	f.BoolVar(&g.json, "json", false, "line mode, each event one JSON object per line")
+	root.Flags().BoolVar(&g.plain, "plain", false, "line mode even on a terminal")
+	root.AddCommand(newSendCmd(g), newTailCmd(g), newWhoCmd(g), newGroupsCmd(g), newHistoryCmd(g), newVersionCmd())
 	return root
+}
+
+// terminals reports whether in and out are both terminals.
+func terminals(in io.Reader, out io.Writer) (*os.File, *os.File, bool) {
+	fin, ok1 := in.(*os.File)
+	fout, ok2 := out.(*os.File)
+	if !ok1 || !ok2 || !isatty.IsTerminal(fin.Fd()) || !isatty.IsTerminal(fout.Fd()) {
+		return nil, nil, false
+	}
+	return fin, fout, true
 }
 
 // rootArgs accepts no arguments or the original client's HOST PORT.
@@ -103,53 +141,106 @@ func rootArgs(_ *cobra.Command, args []string) error {
 
 // config is what a command needs to connect.
 type config struct {
-	node    string
-	user    string
-	timeout time.Duration
-	json    bool
+	addrs    []string // the chosen node first, then the others of the node list
+	user     string
+	password string
+	timeout  time.Duration
+	json     bool
+	plain    bool
 }
 
-// resolve applies positional arguments, environment and defaults.
+// resolve applies positional arguments, the environment, the node list
+// and defaults.
 func (g *globals) resolve(cmd *cobra.Command, args []string) (config, error) {
-	cfg := config{node: g.node, user: g.user, timeout: g.timeout, json: g.json}
-	nodeSet := cmd.Flags().Changed("node")
+	cfg := config{user: g.user, password: g.password, timeout: g.timeout, json: g.json, plain: g.plain}
+	flags := cmd.Flags()
+	env := func(name, flag, val string) string {
+		if !flags.Changed(flag) && g.getenv(name) != "" {
+			return g.getenv(name)
+		}
+		return val
+	}
+	node := g.node
 	switch {
-	case len(args) == 2 && nodeSet:
+	case len(args) == 2 && flags.Changed("node"):
 		return cfg, usagef("give the node either as --node or as HOST PORT, not both")
 	case len(args) == 2:
 		port, err := strconv.Atoi(args[1])
 		if err != nil || port < 1 || port > 65535 {
 			return cfg, usagef("invalid port %q", args[1])
 		}
-		cfg.node = net.JoinHostPort(args[0], args[1])
-	case !nodeSet && g.getenv("RINGCHAT_NODE") != "":
-		cfg.node = g.getenv("RINGCHAT_NODE")
+		node = net.JoinHostPort(args[0], args[1])
+	default:
+		node = env("RINGCHAT_NODE", "node", node)
 	}
-	if _, _, err := net.SplitHostPort(cfg.node); err != nil {
-		return cfg, usagef("invalid node address %q: want HOST:PORT", cfg.node)
-	}
-	if !cmd.Flags().Changed("user") {
-		cfg.user = g.getenv("RINGCHAT_USER")
-	}
+	listFile := env("RINGCHAT_NODES", "nodes", g.nodes)
+	cfg.user = env("RINGCHAT_USER", "user", cfg.user)
+	cfg.password = env("RINGCHAT_PASSWORD", "password", cfg.password)
 	if cfg.timeout <= 0 {
 		return cfg, usagef("--timeout must be positive")
+	}
+
+	var list []nodelist.Node
+	if listFile != "" {
+		var err error
+		if list, err = nodelist.Load(listFile); err != nil {
+			return cfg, &usageError{fmt.Errorf("--nodes: %w", err)}
+		}
+	}
+	if id, err := strconv.ParseInt(node, 10, 64); err == nil {
+		if list == nil {
+			return cfg, usagef("--node %s is a node id: give the node list with --nodes", node)
+		}
+		i := slices.IndexFunc(list, func(n nodelist.Node) bool { return n.ID == id })
+		if i < 0 {
+			return cfg, usagef("no node %d in %s", id, listFile)
+		}
+		node = list[i].ClientAddr()
+	}
+	switch {
+	case node != "":
+		if _, _, err := net.SplitHostPort(node); err != nil {
+			return cfg, usagef("invalid node address %q: want HOST:PORT", node)
+		}
+		cfg.addrs = []string{node}
+	case len(list) == 0:
+		cfg.addrs = []string{defaultNode}
+	}
+	for _, n := range list {
+		if a := n.ClientAddr(); !slices.Contains(cfg.addrs, a) {
+			cfg.addrs = append(cfg.addrs, a)
+		}
 	}
 	return cfg, nil
 }
 
-// connect dials cfg.node and logs in as cfg.user, both within cfg.timeout.
-func connect(ctx context.Context, cfg config) (*client.Conn, error) {
+// startSession logs in within the timeout and keeps the login alive.
+func startSession(ctx context.Context, cfg config) (*client.Session, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
-	conn, err := client.Dial(ctx, cfg.node, client.Options{Timeout: cfg.timeout})
+	s, err := client.StartSession(ctx, client.SessionConfig{Addrs: cfg.addrs, User: cfg.user, Password: cfg.password,
+		Options: client.Options{Timeout: cfg.timeout}})
 	if err != nil {
-		return nil, err
-	}
-	if err := conn.Login(ctx, cfg.user); err != nil {
-		conn.Close()
 		return nil, describe(err, cfg.timeout)
 	}
-	return conn, nil
+	return s, nil
+}
+
+// interrupted tells an error caused by an interrupt (Ctrl-C, SIGTERM): the
+// user asked to stop, which is no failure.
+func interrupted(ctx context.Context) bool { return ctx.Err() != nil }
+
+// dial logs in at the first node that lets the user in, for one-shot
+// commands: nothing is acknowledged, so messages that arrive meanwhile
+// stay queued for the user's real client.
+func dial(ctx context.Context, cfg config) (*client.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+	c, err := client.DialV2(ctx, cfg.addrs, cfg.user, cfg.password, client.Options{Timeout: cfg.timeout})
+	if err != nil {
+		return nil, describe(err, cfg.timeout)
+	}
+	return c, nil
 }
 
 // describe rewords a request's timeout for people.
@@ -158,4 +249,12 @@ func describe(err error, timeout time.Duration) error {
 		return fmt.Errorf("%w (no answer from the server within %v)", err, timeout)
 	}
 	return err
+}
+
+// needUser is the check of the one-shot commands.
+func needUser(cfg config, cmd string) error {
+	if cfg.user == "" {
+		return usagef("%s needs --user or RINGCHAT_USER", cmd)
+	}
+	return nil
 }

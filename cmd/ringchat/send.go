@@ -2,35 +2,43 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
-	"github.com/ringchat/ringchat/internal/client"
+	"github.com/google/uuid"
 	"github.com/spf13/cobra"
+
+	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/tui"
 )
 
 func newSendCmd(g *globals) *cobra.Command {
 	var to, group string
-	var wait time.Duration
 	cmd := &cobra.Command{
-		Use:   "send (--to USER | --group GROUP) TEXT...",
-		Short: "Send one message and exit",
-		Long: `send connects, logs in, sends TEXT (the arguments joined by spaces) to a
-user or a group, and exits: 0 when sent, 1 with the server's error.
+		Use:   "send (--to USER | --group GROUP) [TEXT...]",
+		Short: "Send one message and exit once it is stored",
+		Long: `send logs in, sends TEXT (the arguments joined by spaces; without any,
+standard input) to a user or a group, and waits for the ring's receipt.
 
-Protocol v1 has no acknowledgement for a message, so send half-closes the
-connection and waits up to --wait for the server to report an error and
-close. Messages that arrive for the user meanwhile are printed.`,
-		Args: usageArgs(cobra.MinimumNArgs(1)),
+Exit status: 0 when the message is stored in the ring (it is delivered
+when the recipient is online, now or later), 1 when it was refused (no
+such user or group, ...) or could not be sent within --timeout, 2 for a
+mistake in the command line. If the node dies meanwhile, send logs in at
+another node of --nodes and sends the message again: it is stored once.
+--json prints the receipt (STORED) or the refusal (ERROR) as JSON.
+
+Messages that arrive for the user meanwhile are not acknowledged: they
+stay queued for the user's next session.`,
+		Args: usageArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := g.resolve(cmd, nil)
 			if err != nil {
 				return err
 			}
-			if cfg.user == "" {
-				return usagef("send needs --user or RINGCHAT_USER")
+			if err := needUser(cfg, "send"); err != nil {
+				return err
 			}
 			var rcpt client.Recipient
 			switch {
@@ -45,59 +53,98 @@ close. Messages that arrive for the user meanwhile are printed.`,
 				return &usageError{err}
 			}
 			text := strings.Join(args, " ")
+			if len(args) == 0 {
+				b, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), 1<<20))
+				if err != nil {
+					return fmt.Errorf("reading the message from standard input: %w", err)
+				}
+				text = strings.TrimRight(string(b), "\r\n")
+			}
 			if strings.TrimSpace(text) == "" {
 				return usagef("nothing to send")
 			}
 			out := newPrinter(cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg.json)
-			return sendOnce(cmd.Context(), cfg, out, rcpt, text, wait)
+			return sendOnce(cmd.Context(), cfg, out, rcpt, text)
 		},
 	}
 	cmd.Flags().StringVar(&to, "to", "", "user to send to")
 	cmd.Flags().StringVar(&group, "group", "", "group to send to")
-	cmd.Flags().DurationVar(&wait, "wait", 2*time.Second, "how long to wait for an error from the server after sending")
 	return cmd
 }
 
-// sendOnce sends one message and reports the first server error that
-// arrives before the server closes the connection or wait passes.
-func sendOnce(ctx context.Context, cfg config, out *printer, to client.Recipient, text string, wait time.Duration) error {
-	conn, err := connect(ctx, cfg)
+// sendOnce sends one message and waits for its receipt, logging in again
+// (and sending again, with the same id) if the connection is lost first.
+func sendOnce(ctx context.Context, cfg config, out *printer, to client.Recipient, text string) error {
+	id, err := uuid.NewV7()
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	out.setUser(conn.User())
-
-	serverErr := make(chan string, 1)
-	drained := make(chan struct{})
-	go func() {
-		defer close(drained)
-		for ev := range conn.Events() {
-			switch ev := ev.(type) {
-			case client.ErrorMessage:
-				select {
-				case serverErr <- ev.Message:
-				default:
-				}
-			case client.ChatMessage:
-				out.event(ev)
-			}
-		}
-	}()
-
-	sendCtx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	o := client.Outgoing{ID: id.String(), To: to, Text: text}
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
-	if err := conn.Send(sendCtx, to, text); err != nil {
-		return err
+	var last error
+	for {
+		conn, err := client.DialV2(ctx, cfg.addrs, cfg.user, cfg.password, client.Options{Timeout: cfg.timeout})
+		if err != nil {
+			if last != nil {
+				err = fmt.Errorf("%w (after: %v)", err, last)
+			}
+			return describe(err, cfg.timeout)
+		}
+		out.setUser(conn.User())
+		done, err := sendOn(ctx, conn, out, o)
+		conn.Close()
+		if done {
+			return err
+		}
+		last = err
+		pause := time.NewTimer(200 * time.Millisecond) // a busy or stopping node: not at once
+		select {
+		case <-ctx.Done():
+			pause.Stop()
+			return fmt.Errorf("send to %s: no receipt: %w (last: %v)", to, ctx.Err(), last)
+		case <-pause.C:
+		}
 	}
-	hangUp(ctx, conn, drained, wait)
-	select {
-	case msg := <-serverErr:
-		return fmt.Errorf("send to %s: %w", to, &client.ServerError{Message: msg})
-	default:
+}
+
+// sendOn sends o on conn and waits for its answer. done is false when the
+// connection ended first.
+func sendOn(ctx context.Context, conn *client.Conn, out *printer, o client.Outgoing) (done bool, err error) {
+	if err := conn.Resend(ctx, []client.Outgoing{o}); err != nil {
+		return ctx.Err() != nil, err
 	}
-	if err := conn.Err(); err != nil && !errors.Is(err, client.ErrClosed) && !errors.Is(err, client.ErrServerClosed) {
-		return err
+	for {
+		select {
+		case ev, ok := <-conn.Events():
+			if !ok {
+				return false, conn.Err()
+			}
+			switch ev := ev.(type) {
+			case client.Stored:
+				if ev.ID == o.ID {
+					if out.json {
+						out.post(func() (client.Outgoing, error) { return o, nil })
+						out.event(ev)
+					}
+					return true, nil
+				}
+			case client.ErrorMessage:
+				switch {
+				case ev.ID != o.ID:
+				case ev.Code == client.CodeBusy || ev.Code == client.CodeUnavailable || ev.Code == client.CodeShutdown:
+					return false, &client.ServerError{Message: ev.Message, Code: ev.Code}
+				default:
+					err := fmt.Errorf("send to %s: %w", tui.Clean(o.To.String()), &client.ServerError{Message: ev.Message, Code: ev.Code})
+					if out.json {
+						out.event(ev)
+						return true, &reportedError{err}
+					}
+					return true, err
+				}
+			}
+		case <-ctx.Done():
+			return true, fmt.Errorf("send to %s: no receipt: %w", o.To, ctx.Err())
+		}
 	}
-	return nil
 }

@@ -95,7 +95,11 @@ type Conn struct {
 	ackMu   sync.Mutex
 	ackBuf  []string
 	ackWake chan struct{}
-	bg      sync.WaitGroup // keep-alive and acknowledgement goroutines
+	ackSend sync.Mutex // held while taking and writing a batch of acknowledgements
+
+	dispatchMu sync.Mutex     // held by the reader while it delivers an event and queues its ACK
+	stopEmit   chan struct{}  // closed first by Close: nothing more is delivered
+	bg         sync.WaitGroup // keep-alive and acknowledgement goroutines
 
 	closeOnce  sync.Once
 	closeErr   error
@@ -123,6 +127,7 @@ func NewConn(nc net.Conn, opts Options) *Conn {
 		now:        time.Now,
 		events:     make(chan Event, eventBuffer),
 		closingCh:  make(chan struct{}),
+		stopEmit:   make(chan struct{}),
 		readerDone: make(chan struct{}),
 		version:    1,
 		ackWake:    make(chan struct{}, 1),
@@ -241,9 +246,16 @@ func (c *Conn) CloseWrite() error {
 }
 
 // Close closes the socket and returns once the reader goroutine has exited.
-// Pending requests fail with ErrClosed. It is safe to call more than once.
+// Pending requests fail with ErrClosed. With AutoAck, every message that
+// was delivered on Events is acknowledged first (a message still in flight
+// is not delivered, and comes again at the next login). It is safe to call
+// more than once.
 func (c *Conn) Close() error {
 	c.closeOnce.Do(func() {
+		close(c.stopEmit)
+		c.dispatchMu.Lock() // the event being delivered, if any, has its ACK queued
+		c.dispatchMu.Unlock()
+		c.sendAcks(time.Second)
 		c.mu.Lock()
 		c.closing = true
 		c.mu.Unlock()

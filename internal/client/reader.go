@@ -76,11 +76,13 @@ func (c *Conn) readLoop() {
 			continue
 		}
 		ev, derr := Decode(line)
+		c.dispatchMu.Lock()
 		if derr != nil {
 			c.emit(ProtocolError{Line: string(line), Err: derr})
-			continue
+		} else {
+			c.dispatch(ev)
 		}
-		c.dispatch(ev)
+		c.dispatchMu.Unlock()
 	}
 
 	c.mu.Lock()
@@ -164,8 +166,7 @@ func (c *Conn) dispatch(ev Event) {
 			c.queueAck(ev.ID) // delivered before (a reconnect): acknowledge again, deliver once
 			return
 		}
-		c.emit(ev)
-		if c.opts.AutoAck {
+		if c.emit(ev) && c.opts.AutoAck {
 			c.queueAck(ev.ID)
 		}
 		return
@@ -228,11 +229,14 @@ func (c *Conn) answerError(msg string) (claimed, deliver bool) {
 	return true, r.abandoned
 }
 
-// emit delivers ev, waiting for room unless the Conn is being closed.
-func (c *Conn) emit(ev Event) {
+// emit delivers ev, waiting for room unless the Conn is being closed, and
+// reports whether it did.
+func (c *Conn) emit(ev Event) bool {
 	select {
 	case c.events <- ev:
-	case <-c.closingCh:
+		return true
+	case <-c.stopEmit:
+		return false
 	}
 }
 

@@ -38,9 +38,10 @@ type SessionConfig struct {
 	User     string
 	Password string
 	// Options of each connection: Timeout bounds dialing, logging in and
-	// each request. AutoAck and Seen are set by the Session: it
-	// acknowledges what it delivers and shows a message once across
-	// reconnections.
+	// each request, KeepAlive the pings. The Session acknowledges a message
+	// once its Events consumer has received it (AutoAck is ignored), and
+	// shares one Seen between its connections (a new one if nil), so that
+	// a message is delivered once across reconnections.
 	Options Options
 	// RetryMin and RetryMax bound the pause between reconnection rounds
 	// (it doubles from RetryMin up to RetryMax). Zero means the default.
@@ -55,7 +56,7 @@ type SessionConfig struct {
 
 func (c SessionConfig) withDefaults() SessionConfig {
 	c.Options = c.Options.withDefaults()
-	c.Options.AutoAck = true
+	c.Options.AutoAck = false
 	if c.RetryMin <= 0 {
 		c.RetryMin = DefaultRetryMin
 	}
@@ -82,9 +83,12 @@ func (c SessionConfig) withDefaults() SessionConfig {
 // Post never waits for the network: a message is queued in the outbox and
 // written, in order, as soon as a connection is up. Events delivers what
 // the connections receive (chat messages, STORED receipts, ERRORs) and the
-// Session's own Connected, ConnectionLost and Reconnecting; Disconnected
-// is the last event when the Session gives up (a login refused for good,
-// such as a wrong password). Methods are safe for concurrent use.
+// Session's own ConnectionLost, Reconnecting and Connected (after each
+// reconnection; Where tells the first connection); Disconnected is the
+// last event when the Session gives up (a login refused for good, such as
+// a wrong password). A chat message is acknowledged once it has been
+// received from Events: one not received before Close comes again at the
+// next login. Methods are safe for concurrent use.
 type Session struct {
 	cfg    SessionConfig
 	events chan Event
@@ -102,7 +106,27 @@ type Session struct {
 	changed chan struct{} // closed and replaced when the outbox or the connection changes
 	stalled error         // why the writer dropped the connection
 	closed  bool
+
+	// Events on their way to the consumer: the connection's reader never
+	// waits for the consumer (receipts settle the outbox at once), up to
+	// maxQueued.
+	qmu       sync.Mutex
+	queue     []delivery
+	qchanged  chan struct{} // closed and replaced when queue or qdone change
+	qdone     bool          // run has ended: deliver the rest, then close events
+	delivered chan struct{} // closed when deliver has exited
 }
+
+// delivery is an event for the consumer, and the connection that brought
+// it (to acknowledge a chat message on).
+type delivery struct {
+	ev   Event
+	conn *Conn
+}
+
+// maxQueued bounds the events waiting for the consumer; the connection's
+// reader waits beyond it.
+const maxQueued = 4096
 
 // outEntry is a message waiting for its receipt.
 type outEntry struct {
@@ -124,8 +148,9 @@ func StartSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 	if cfg.User == "" {
 		return nil, fmt.Errorf("client: login: %w: empty username", ErrInvalidMessage)
 	}
-	s := &Session{cfg: cfg, events: make(chan Event, eventBuffer), wake: make(chan struct{}, 1),
-		changed: make(chan struct{})}
+	// Events is unbuffered: a message taken from it is one to acknowledge.
+	s := &Session{cfg: cfg, events: make(chan Event), wake: make(chan struct{}, 1),
+		changed: make(chan struct{}), qchanged: make(chan struct{}), delivered: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 
 	if _, ok := ctx.Deadline(); !ok {
@@ -133,28 +158,24 @@ func StartSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 		ctx, cancel = context.WithTimeout(ctx, cfg.Options.Timeout)
 		defer cancel()
 	}
-	stop := context.AfterFunc(ctx, s.cancel)
-	conn, addr, err := s.connect(cfg.Addrs, nil)
-	stop()
+	conn, addr, err := s.connect(ctx, cfg.Addrs, nil)
 	if err != nil {
 		s.cancel()
 		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
-			err = fmt.Errorf("%w; gave up: %v", err, ctx.Err())
+			err = fmt.Errorf("%w (gave up retrying)", err)
 		}
 		return nil, err
 	}
-	if s.ctx.Err() != nil { // ctx ended just as the login succeeded
-		conn.Close()
-		return nil, ctx.Err()
-	}
-	s.wg.Add(2)
+	s.attach(conn, addr) // current at once: requests work as soon as this returns
+	s.wg.Add(3)
 	go s.run(conn, addr)
 	go s.writer()
+	go s.deliver()
 	return s, nil
 }
 
 // Events delivers what the Session receives; it is closed after Close or
-// after Disconnected. Keep receiving: the connection waits while it is full.
+// after Disconnected. Keep receiving: the connection waits meanwhile.
 func (s *Session) Events() <-chan Event { return s.events }
 
 // User is the logged-in user.
@@ -220,14 +241,21 @@ func (s *Session) Flush(ctx context.Context) error {
 		case n == 0:
 			return nil
 		case closed:
-			return fmt.Errorf("client: %d messages not sent: %w", n, ErrClosed)
+			return fmt.Errorf("client: %s not sent: %w", messages(n), ErrClosed)
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return fmt.Errorf("client: %d messages without receipt: %w", n, ctx.Err())
+			return fmt.Errorf("client: %s without receipt: %w", messages(n), ctx.Err())
 		}
 	}
+}
+
+func messages(n int) string {
+	if n == 1 {
+		return "1 message"
+	}
+	return fmt.Sprintf("%d messages", n)
 }
 
 // Join joins a group on the current connection.
@@ -284,8 +312,9 @@ func (s *Session) Close() error {
 	s.notifyLocked()
 	s.mu.Unlock()
 	s.cancel()
+	<-s.delivered // the acknowledgement of the last message taken is queued
 	if conn != nil {
-		conn.Close()
+		conn.Close() // sends it
 	}
 	s.wg.Wait()
 	return nil
@@ -315,11 +344,71 @@ func (s *Session) poke() {
 	}
 }
 
-func (s *Session) emit(ev Event) {
-	select {
-	case s.events <- ev:
-	case <-s.ctx.Done():
+// emit queues ev for the consumer; conn is where a chat message came from.
+func (s *Session) emit(ev Event, conn *Conn) {
+	for {
+		s.qmu.Lock()
+		if len(s.queue) < maxQueued {
+			s.queue = append(s.queue, delivery{ev, conn})
+			close(s.qchanged)
+			s.qchanged = make(chan struct{})
+			s.qmu.Unlock()
+			return
+		}
+		ch := s.qchanged
+		s.qmu.Unlock()
+		select {
+		case <-ch:
+		case <-s.ctx.Done():
+			return
+		}
 	}
+}
+
+// deliver hands queued events to the consumer, and acknowledges each chat
+// message once taken. It closes Events when run has ended and the queue
+// is empty, or when the session is closed.
+func (s *Session) deliver() {
+	defer s.wg.Done()
+	defer close(s.delivered)
+	defer close(s.events)
+	for {
+		s.qmu.Lock()
+		if len(s.queue) == 0 {
+			done, ch := s.qdone, s.qchanged
+			s.qmu.Unlock()
+			if done {
+				return
+			}
+			select {
+			case <-ch:
+				continue
+			case <-s.ctx.Done():
+				return
+			}
+		}
+		d := s.queue[0]
+		s.queue = s.queue[1:]
+		close(s.qchanged)
+		s.qchanged = make(chan struct{})
+		s.qmu.Unlock()
+		select {
+		case s.events <- d.ev:
+			if m, ok := d.ev.(ChatMessage); ok && m.ID != "" && d.conn != nil {
+				d.conn.queueAck(m.ID) // a closed connection drops it: the message comes again, and is skipped as seen
+			}
+		case <-s.ctx.Done():
+			return
+		}
+	}
+}
+
+func (s *Session) finishQueue() {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	s.qdone = true
+	close(s.qchanged)
+	s.qchanged = make(chan struct{})
 }
 
 // retryable tells login refusals that pass (the previous connection is
@@ -333,18 +422,17 @@ func retryable(err error) bool {
 }
 
 // connect runs rounds of login attempts over addrs until one succeeds, a
-// refusal is final, or the session's context ends. onFail is told about
-// each failed round.
-func (s *Session) connect(addrs []string, onFail func(attempt int, err error, delay time.Duration)) (*Conn, string, error) {
+// refusal is final, or ctx ends. onFail is told about each failed round.
+func (s *Session) connect(ctx context.Context, addrs []string, onFail func(attempt int, err error, delay time.Duration)) (*Conn, string, error) {
 	delay := s.cfg.RetryMin
 	var last error
 	for attempt := 1; ; attempt++ {
 		for _, addr := range addrs {
-			conn, err := s.login(addr)
+			conn, err := s.login(ctx, addr)
 			if err == nil {
 				return conn, addr, nil
 			}
-			if s.ctx.Err() != nil {
+			if ctx.Err() != nil {
 				if last == nil {
 					last = err
 				}
@@ -363,7 +451,7 @@ func (s *Session) connect(addrs []string, onFail func(attempt int, err error, de
 		}
 		t := time.NewTimer(d)
 		select {
-		case <-s.ctx.Done():
+		case <-ctx.Done():
 			t.Stop()
 			return nil, "", last
 		case <-t.C:
@@ -372,8 +460,8 @@ func (s *Session) connect(addrs []string, onFail func(attempt int, err error, de
 	}
 }
 
-func (s *Session) login(addr string) (*Conn, error) {
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Options.Timeout)
+func (s *Session) login(ctx context.Context, addr string) (*Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Options.Timeout)
 	defer cancel()
 	conn, err := Dial(ctx, addr, s.cfg.Options)
 	if err != nil {
@@ -390,35 +478,35 @@ func (s *Session) login(addr string) (*Conn, error) {
 // logs in again.
 func (s *Session) run(conn *Conn, addr string) {
 	defer s.wg.Done()
-	defer close(s.events)
-	reconnect := false
-	for {
-		resent, ok := s.attach(conn, addr)
-		if !ok {
-			conn.Close()
-			return
+	defer s.finishQueue()
+	for reconnect := false; ; reconnect = true {
+		if reconnect {
+			resent, ok := s.attach(conn, addr)
+			if !ok {
+				conn.Close()
+				return
+			}
+			s.emit(Connected{Addr: addr, Node: conn.Node(), Reconnect: true, Resent: resent}, nil)
 		}
-		s.emit(Connected{Addr: addr, Node: conn.Node(), Reconnect: reconnect, Resent: resent})
 		for ev := range conn.Events() {
-			s.handle(ev)
+			s.handle(conn, ev)
 		}
 		err := s.detach(conn)
 		conn.Close()
 		if s.ctx.Err() != nil {
 			return
 		}
-		s.emit(ConnectionLost{Addr: addr, Err: err})
+		s.emit(ConnectionLost{Addr: addr, Err: err}, nil)
 		var cerr error
-		conn, addr, cerr = s.connect(rotate(s.cfg.Addrs, addr), func(attempt int, err error, delay time.Duration) {
-			s.emit(Reconnecting{Attempt: attempt, Err: err, Delay: delay})
+		conn, addr, cerr = s.connect(s.ctx, rotate(s.cfg.Addrs, addr), func(attempt int, err error, delay time.Duration) {
+			s.emit(Reconnecting{Attempt: attempt, Err: err, Delay: delay}, nil)
 		})
 		if cerr != nil {
 			if s.ctx.Err() == nil {
-				s.emit(Disconnected{Err: cerr})
+				s.emit(Disconnected{Err: cerr}, nil)
 			}
 			return
 		}
-		reconnect = true
 	}
 }
 
@@ -470,10 +558,13 @@ func (s *Session) detach(conn *Conn) error {
 }
 
 // handle forwards one event of the connection, keeping the outbox.
-func (s *Session) handle(ev Event) {
+func (s *Session) handle(conn *Conn, ev Event) {
 	switch ev := ev.(type) {
 	case Disconnected:
 		return // run reports the end of the connection
+	case ChatMessage:
+		s.emit(ev, conn)
+		return
 	case Stored:
 		s.settle(ev.ID)
 	case ErrorMessage:
@@ -481,7 +572,7 @@ func (s *Session) handle(ev Event) {
 			return
 		}
 	}
-	s.emit(ev)
+	s.emit(ev, nil)
 }
 
 // settle removes a message from the outbox.

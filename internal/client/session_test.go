@@ -44,12 +44,12 @@ func TestSessionFailsOverAndResends(t *testing.T) {
 	srv := clienttest.NewServer(t)
 	second := srv.AddNode(t)
 	bob := startSession(t, "bob", second)
-	if c := nextOf[Connected](t, bob); c.Node != 2 || c.Reconnect {
-		t.Fatalf("bob: %+v", c)
+	if addr, node, ok := bob.Where(); node != 2 || addr != second || !ok {
+		t.Fatalf("bob at %s, node %d, %v", addr, node, ok)
 	}
 	alice := startSession(t, "alice", srv.Addr, second)
-	if c := nextOf[Connected](t, alice); c.Node != 1 || c.Addr != srv.Addr {
-		t.Fatalf("alice: %+v", c)
+	if addr, node, ok := alice.Where(); node != 1 || addr != srv.Addr || !ok {
+		t.Fatalf("alice at %s, node %d, %v", addr, node, ok)
 	}
 
 	// The node swallows a message, then dies: it is sent again at node 2.
@@ -130,7 +130,6 @@ func TestSessionStalledNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	nextOf[Connected](t, s)
 	srv.Mute("alice", true)
 	o, err := s.Post(ToUser("alice"), "anyone?")
 	if err != nil {
@@ -210,7 +209,36 @@ func TestSessionLoginRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	_, err = StartSession(ctx, SessionConfig{Addrs: []string{srv.Addr}, User: clienttest.TakenName})
-	if err == nil || !strings.Contains(err.Error(), "username taken") || !strings.Contains(err.Error(), "gave up") {
+	if err == nil || !strings.Contains(err.Error(), "username taken") || !strings.Contains(err.Error(), "gave up retrying") {
 		t.Fatalf("taken: %v", err)
 	}
+}
+
+// TestSessionAcksWhatWasTaken checks that a message is acknowledged once
+// taken from Events, and one not taken before Close comes again.
+func TestSessionAcksWhatWasTaken(t *testing.T) {
+	srv := clienttest.NewServer(t)
+	bob := startSession(t, "bob", srv.Addr)
+	carol := startSession(t, "carol", srv.Addr)
+	for _, text := range []string{"one", "two", "three"} {
+		if _, err := bob.Post(ToUser("carol"), text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := bob.Flush(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if m := nextOf[ChatMessage](t, carol); m.Content != "one" {
+		t.Fatalf("%+v", m)
+	}
+	srv.WaitLineContaining(t, `"ACK"`)
+	carol.Close()
+	srv.WaitGone(t, "carol")
+	again := startSession(t, "carol", srv.Addr)
+	for _, want := range []string{"two", "three"} {
+		if m := nextOf[ChatMessage](t, again); m.Content != want {
+			t.Fatalf("got %q, want %q", m.Content, want)
+		}
+	}
+	srv.WaitAcked(t, "carol")
 }

@@ -313,14 +313,28 @@ func (c *Conn) ackLoop() {
 			return
 		case <-c.ackWake:
 		}
-		c.ackMu.Lock()
-		ids := c.ackBuf
-		c.ackBuf = nil
-		c.ackMu.Unlock()
-		if len(ids) > 0 {
-			_ = c.Ack(context.Background(), ids...) // a failed write ends the connection
-		}
+		c.sendAcks(0)
 	}
+}
+
+// sendAcks writes the queued acknowledgements, within timeout (zero: the
+// connection's timeout). A failed write ends the connection.
+func (c *Conn) sendAcks(timeout time.Duration) {
+	c.ackSend.Lock()
+	defer c.ackSend.Unlock()
+	c.ackMu.Lock()
+	ids := c.ackBuf
+	c.ackBuf = nil
+	c.ackMu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	if timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+	}
+	defer cancel()
+	_ = c.Ack(ctx, ids...)
 }
 
 // keepAlive sends ALIVE every KeepAlive.

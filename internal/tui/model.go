@@ -51,6 +51,10 @@ type Config struct {
 	HistoryOnOpen int
 	// MaxLines bounds the lines kept per conversation. Zero: 2000.
 	MaxLines int
+	// Addr and Node are where the Backend is logged in at the start (the
+	// status bar's; later Connected events update them).
+	Addr string
+	Node int64
 	// Now and Location are the clock and the time zone of timestamps
 	// (defaults: time.Now, time.Local).
 	Now      func() time.Time
@@ -221,6 +225,9 @@ func New(cfg Config) *Model {
 	m.pane.SoftWrap = true
 	m.open(client.Recipient{})
 	m.info("ringchat: logged in as %s. /to USER or /to #GROUP starts a conversation, /help lists the commands.", Clean(m.me))
+	if cfg.Addr != "" {
+		m.event(client.Connected{Addr: cfg.Addr, Node: cfg.Node})
+	}
 	m.layout()
 	return m
 }
@@ -514,7 +521,7 @@ func (m *Model) event(ev client.Event) {
 		m.conn, m.addr, m.node, m.detail = stateConnected, ev.Addr, ev.Node, ""
 		switch {
 		case ev.Reconnect && ev.Resent > 0:
-			m.info("reconnected at node %d (%s); %d messages sent again", ev.Node, ev.Addr, ev.Resent)
+			m.info("reconnected at node %d (%s); %s sent again", ev.Node, ev.Addr, Plural(ev.Resent, "message"))
 		case ev.Reconnect:
 			m.info("reconnected at node %d (%s)", ev.Node, ev.Addr)
 		case first:

@@ -78,11 +78,10 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	b := &fake{user: "alice", history: map[string][]client.ChatMessage{}, fail: map[string]error{},
 		groups: []client.GroupInfo{{Group: "ops", Members: 3, Member: true}, {Group: "random", Members: 1}}}
-	m := New(Config{Backend: b, Now: func() time.Time { return now }, Location: time.UTC})
+	m := New(Config{Backend: b, Now: func() time.Time { return now }, Location: time.UTC, Addr: "127.0.0.1:8001", Node: 1})
 	h := &harness{t: t, m: m, b: b}
 	h.run(m.Init())
 	h.update(tea.WindowSizeMsg{Width: 100, Height: 16})
-	h.update(EventMsg{client.Connected{Addr: "127.0.0.1:8001", Node: 1}})
 	return h
 }
 
@@ -314,7 +313,7 @@ func TestConnectionStates(t *testing.T) {
 	h.line("typed while away")
 	h.want("alice typed while away …")
 	h.event(client.Connected{Addr: "127.0.0.1:8002", Node: 2, Reconnect: true, Resent: 1})
-	h.want("· reconnected at node 2 (127.0.0.1:8002); 1 messages sent again", "● node 2 127.0.0.1:8002")
+	h.want("· reconnected at node 2 (127.0.0.1:8002); 1 message sent again", "● node 2 127.0.0.1:8002")
 	h.event(client.Stored{ID: "id-1"})
 	h.want("alice typed while away ✓")
 	h.event(client.ErrorMessage{Code: "RATE_LIMITED", Message: "lines are dropped: slow down"})

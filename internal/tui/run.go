@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"fmt"
 	"io"
 
 	tea "charm.land/bubbletea/v2"
@@ -24,5 +25,8 @@ func Run(ctx context.Context, cfg Config, events <-chan client.Event, in io.Read
 	if _, err := p.Run(); err != nil && ctx.Err() == nil {
 		return err
 	}
-	return m.Unsent()
+	if err := m.Unsent(); err != nil {
+		return fmt.Errorf("not everything typed was sent: %w", err)
+	}
+	return nil
 }

@@ -66,3 +66,11 @@ func Conversation(m client.ChatMessage, me string) client.Recipient {
 		return client.ToUser(m.From)
 	}
 }
+
+// Plural is "1 message", "2 messages".
+func Plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

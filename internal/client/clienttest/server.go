@@ -275,6 +275,19 @@ func (s *Server) WaitLine(t testing.TB, want string) {
 	})
 }
 
+// WaitLineContaining waits until a received line contains part.
+func (s *Server) WaitLineContaining(t testing.TB, part string) {
+	t.Helper()
+	s.wait(t, fmt.Sprintf("a line with %s", part), func() bool {
+		for _, l := range s.lines {
+			if strings.Contains(l, part) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 // WaitUser waits until user is logged in.
 func (s *Server) WaitUser(t testing.TB, user string) {
 	t.Helper()

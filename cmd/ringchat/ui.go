@@ -1,0 +1,38 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/ringchat/ringchat/internal/tui"
+)
+
+// runUI is the root command on a terminal: log in, then the full-screen
+// chat until /quit.
+func runUI(ctx context.Context, cfg config, in, out *os.File, stderr io.Writer) error {
+	if cfg.user == "" {
+		fmt.Fprint(stderr, "username: ")
+		line, err := bufio.NewReader(io.LimitReader(in, 256)).ReadString('\n')
+		if cfg.user = strings.TrimSpace(line); cfg.user == "" {
+			if err != nil && ctx.Err() == nil {
+				return usagef("no user name: use --user or set RINGCHAT_USER")
+			}
+			return usagef("no user name given")
+		}
+	}
+	fmt.Fprintf(stderr, "connecting to %s as %s…\n", cfg.addrs[0], tui.Clean(cfg.user))
+	s, err := startSession(ctx, cfg)
+	if err != nil {
+		if interrupted(ctx) {
+			return nil
+		}
+		return err
+	}
+	defer s.Close()
+	addr, node, _ := s.Where()
+	return tui.Run(ctx, tui.Config{Backend: s, Timeout: cfg.timeout, Addr: addr, Node: node}, s.Events(), in, out)
+}
