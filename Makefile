@@ -42,6 +42,19 @@ bench-full:
 	@bash scripts/mariadb.sh start >/dev/null || { echo "make: bench needs MariaDB at 127.0.0.1:3306 (make db)" >&2; exit 1; }
 	$(BIN)/ringbench all --out docs/bench --img docs/img
 
+## chaos: fault injection on a real ring (DURATION=10m NODES=5 CLIENTS=20 SEED=0 DB=private; ARGS=more ringchaos flags); docs/RELIABILITY.md
+DURATION ?= 10m
+NODES    ?= 5
+CLIENTS  ?= 20
+SEED     ?= 0
+DB       ?= private
+.PHONY: chaos
+chaos:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ringnode ./cmd/ringnode
+	$(GO) build -o $(BIN)/ringchaos ./cmd/ringchaos
+	$(BIN)/ringchaos --ringnode $(BIN)/ringnode --duration $(DURATION) --nodes $(NODES) --clients $(CLIENTS) \
+		--seed $(SEED) --db '$(DB)' $(ARGS)
+
 ## lint: gofmt check and go vet
 lint:
 	@out="$$(gofmt -l .)"; \

@@ -1,0 +1,114 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ringchat/ringchat/internal/chaos"
+)
+
+// chaosSeed fixes the CI run's fault schedule; `make chaos SEED=...` with
+// the printed command replays it outside the tests.
+const chaosSeed = 20261121
+
+// TestChaos is the seeded 60-second fault-injection run (make chaos is the
+// long one): 5 node processes (race-built when the tests are) on a private
+// MariaDB server, 20 protocol-2 clients, every fault kind, the hostile
+// barrage, and every invariant check of internal/chaos.
+//
+// Left out, with reasons:
+//   - net-delay: tc netem on lo would delay every loopback connection of
+//     the machine, the other packages' tests (which run at the same time)
+//     included; it is not usable on the CI machines anyway (no sch_netem).
+//   - client-reconnect: it finds two open bugs (docs/RELIABILITY.md,
+//     "Bugs found"), each at random moments, so with it this test would
+//     fail now and then: a chat visit can mark a user's messages delivered
+//     after the user logged in at another node (they then arrive only at
+//     the next login, out of order), and the client library can drop a
+//     message it has already recorded as seen when the application closes
+//     a connection. Put it back when both are fixed; `make chaos` keeps it.
+func TestChaos(t *testing.T) {
+	cfg := chaos.DefaultConfig()
+	cfg.Duration = 60 * time.Second
+	cfg.Seed = chaosSeed
+	cfg.Ringnode = ringnodeBin
+	cfg.Faults = slices.DeleteFunc(slices.Clone(chaos.AllKinds), func(k chaos.Kind) bool {
+		return k == chaos.NetDelay || k == chaos.ClientMove
+	})
+	// A 2-vCPU machine running other packages' tests and race-built
+	// nodes: a fault every few seconds still gives every kind at least
+	// once in 60 s (the schedule deals them from a shuffled deck).
+	cfg.Gap = [2]time.Duration{time.Second, 4 * time.Second}
+	cfg.Hold = [2]time.Duration{500 * time.Millisecond, 2 * time.Second}
+	cfg.Rate = 1
+	out := &testWriter{t: t}
+	cfg.Out = out
+	rep, err := chaos.Run(context.Background(), cfg)
+	if errors.Is(err, chaos.ErrNoMariaDB) {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%v (CI needs it: .ci/run installs MariaDB)", err)
+		}
+		t.Skipf("!!! SKIPPING THE CHAOS TEST: %v", err)
+	}
+	if rep != nil {
+		_ = rep.Write(out)
+	}
+	out.flush()
+	if err != nil {
+		t.Fatalf("chaos run could not be made: %v", err)
+	}
+	if !rep.OK() {
+		var failed []string
+		for _, c := range rep.Checks {
+			if !c.OK {
+				failed = append(failed, c.Name)
+			}
+		}
+		t.Fatalf("chaos checks failed: %s; replay: %s", strings.Join(failed, "; "), rep.Replay)
+	}
+	// Every fault kind was injected: a schedule that skipped one would
+	// pass without testing it.
+	for _, k := range cfg.Faults {
+		if rep.Injected[k] == 0 {
+			t.Errorf("fault kind %s was never injected in %v (injected: %v)", k, cfg.Duration, rep.Injected)
+		}
+	}
+}
+
+// testWriter hands whole lines to t.Log.
+type testWriter struct {
+	t   *testing.T
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	for {
+		line, err := w.buf.ReadString('\n')
+		if err != nil {
+			w.buf.WriteString(line)
+			break
+		}
+		w.t.Log(strings.TrimRight(line, "\n"))
+	}
+	return len(p), nil
+}
+
+func (w *testWriter) flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.buf.Len() > 0 {
+		w.t.Log(w.buf.String())
+		w.buf.Reset()
+	}
+}

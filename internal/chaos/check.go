@@ -1,0 +1,753 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/store"
+)
+
+// delivery is one (message, recipient) pair the system owes.
+type delivery struct {
+	m    *sentMsg
+	from string
+	to   string
+}
+
+// recipientsOf returns who must receive a message from sender: the user,
+// or the group's members but the sender (membership is fixed before
+// sending starts).
+func recipientsOf(members map[string][]string, sender string, to client.Recipient) []string {
+	if !to.Group {
+		return []string{to.Name}
+	}
+	return slices.DeleteFunc(slices.Clone(members[to.Name]), func(u string) bool { return u == sender })
+}
+
+// userRecords is a copy of one user's records.
+type userRecords struct {
+	name   string
+	sent   []sentMsg
+	shown  []shownMsg
+	raw    map[string][]rawMsg
+	logins int
+	waits  []time.Duration
+	conns  []connInfo
+}
+
+func snapshotUsers(w *workload) map[string]*userRecords {
+	out := map[string]*userRecords{}
+	for _, u := range w.users {
+		u.mu.Lock()
+		rec := &userRecords{name: u.name, shown: slices.Clone(u.shown), raw: maps.Clone(u.raw),
+			logins: u.logins, waits: slices.Clone(u.loginWaits), conns: slices.Clone(u.conns)}
+		for _, m := range u.sent {
+			c := *m
+			c.Via = slices.Clone(m.Via)
+			rec.sent = append(rec.sent, c)
+		}
+		u.mu.Unlock()
+		out[u.name] = rec
+	}
+	return out
+}
+
+// missingDeliveries lists the deliveries owed and not shown yet.
+func missingDeliveries(w *workload) []delivery {
+	return judgeMessages(snapshotUsers(w), w.members).missing
+}
+
+// msgVerdict is what the records say about delivery.
+type msgVerdict struct {
+	sent, stored, unconfirmed, owed int
+	refused                         map[string]int // final refusals by code
+	missing                         []delivery     // stored, owed, never shown
+	wrong, phantom, refusedShown    []string       // shown to a non-recipient, never sent, refused yet shown
+	dup                             []string       // shown twice (one id, or one content under two ids)
+	fifo                            []string       // out of order per sender and recipient, or per group
+	disorder                        []disorder     // the same, for explanations
+	pairs, shown, raw, redelivered  int
+	latency                         []lateShow // stored to first shown, per delivery, slowest first
+}
+
+// disorder is a message shown after a later one.
+type disorder struct {
+	user        string
+	late, after shownMsg
+}
+
+// lateShow is how long one delivery took.
+type lateShow struct {
+	took time.Duration
+	user string
+	show shownMsg
+}
+
+// judgeMessages checks every user's records: what was stored must have
+// been shown to every recipient, once, in order.
+func judgeMessages(recs map[string]*userRecords, members map[string][]string) msgVerdict {
+	v := msgVerdict{refused: map[string]int{}}
+	names := slices.Sorted(maps.Keys(recs))
+	byID := map[string]*sentMsg{}
+	senderOf := map[string]string{}
+	shownTo := map[string]map[string]bool{}
+	for _, n := range names {
+		for i := range recs[n].sent {
+			m := &recs[n].sent[i]
+			byID[m.ID], senderOf[m.ID] = m, n
+		}
+		shownTo[n] = map[string]bool{}
+		for _, s := range recs[n].shown {
+			shownTo[n][s.ID] = true
+		}
+	}
+	for _, n := range names {
+		for i := range recs[n].sent {
+			m := &recs[n].sent[i]
+			v.sent++
+			switch {
+			case m.Seq != 0:
+				v.stored++
+				for _, to := range recipientsOf(members, n, m.To) {
+					v.owed++
+					if !shownTo[to][m.ID] {
+						v.missing = append(v.missing, delivery{m: m, from: n, to: to})
+					}
+				}
+			case m.Refused != "":
+				v.refused[m.Refused]++
+			default:
+				v.unconfirmed++
+			}
+		}
+	}
+	for _, n := range names {
+		ids := map[string]int{}
+		contents := map[string][]string{}
+		lastFrom := map[string]shownMsg{}
+		lastGroup := map[string]shownMsg{}
+		for _, s := range recs[n].shown {
+			v.shown++
+			ids[s.ID]++
+			m, ok := byID[s.ID]
+			if !ok {
+				v.phantom = append(v.phantom, fmt.Sprintf("%s was shown %s from %s (seq %d), which no client sent", n, s.ID, s.From, s.Seq))
+				continue
+			}
+			from := senderOf[s.ID]
+			key := fmt.Sprintf("%s#%d", from, m.N)
+			contents[key] = append(contents[key], s.ID)
+			if !slices.Contains(recipientsOf(members, from, m.To), n) {
+				v.wrong = append(v.wrong, fmt.Sprintf("%s was shown %s (%s to %s), not meant for it", n, s.ID, key, m.To))
+			}
+			if m.Refused != "" {
+				v.refusedShown = append(v.refusedShown, fmt.Sprintf("%s was shown %s (%s), refused with %s", n, s.ID, key, m.Refused))
+			}
+			if ids[s.ID] > 1 {
+				continue // a duplicate: counted below, not an ordering question
+			}
+			if !m.Stored.IsZero() && !s.At.IsZero() {
+				v.latency = append(v.latency, lateShow{took: s.At.Sub(m.Stored), user: n, show: s})
+			}
+			if p, seen := lastFrom[from]; seen {
+				if m.N <= p.N || s.Seq <= p.Seq {
+					v.fifo = append(v.fifo, fmt.Sprintf("%s got %s#%d (seq %d) after %s#%d (seq %d)", n, from, m.N, s.Seq, from, p.N, p.Seq))
+					v.disorder = append(v.disorder, disorder{user: n, late: s, after: p})
+				}
+			} else {
+				v.pairs++
+			}
+			lastFrom[from] = s
+			if m.To.Group {
+				if p, seen := lastGroup[m.To.Name]; seen && s.Seq <= p.Seq {
+					v.fifo = append(v.fifo, fmt.Sprintf("%s got group %s's seq %d after seq %d", n, m.To.Name, s.Seq, p.Seq))
+					v.disorder = append(v.disorder, disorder{user: n, late: s, after: p})
+				}
+				lastGroup[m.To.Name] = s
+			}
+		}
+		for _, id := range slices.Sorted(maps.Keys(ids)) {
+			if ids[id] > 1 {
+				v.dup = append(v.dup, fmt.Sprintf("%s was shown %s %d times", n, id, ids[id]))
+			}
+		}
+		for _, key := range slices.Sorted(maps.Keys(contents)) {
+			if list := slices.Compact(slices.Sorted(slices.Values(contents[key]))); len(list) > 1 {
+				v.dup = append(v.dup, fmt.Sprintf("%s was shown %s under %d ids %v", n, key, len(list), list))
+			}
+		}
+		for _, rs := range recs[n].raw {
+			v.raw += len(rs)
+			v.redelivered += max(0, len(rs)-1)
+		}
+	}
+	slices.SortFunc(v.latency, func(a, b lateShow) int { return int(b.took - a.took) })
+	return v
+}
+
+// Check is one verdict of the report.
+type Check struct {
+	Name   string
+	OK     bool
+	Detail []string
+}
+
+// Report is the outcome of a run.
+type Report struct {
+	Seed    uint64
+	Replay  string
+	Dir     string // the work directory, kept when the run failed
+	Checks  []Check
+	Figures []string // the run's figures, one per line
+	// Injected counts the faults injected, by kind.
+	Injected map[Kind]int
+}
+
+// OK reports whether every check passed.
+func (r *Report) OK() bool {
+	for _, c := range r.Checks {
+		if !c.OK {
+			return false
+		}
+	}
+	return len(r.Checks) > 0
+}
+
+func (r *Report) add(name string, ok bool, detail ...string) {
+	r.Checks = append(r.Checks, Check{Name: name, OK: ok, Detail: detail})
+}
+
+func (r *Report) fig(format string, args ...any) {
+	r.Figures = append(r.Figures, fmt.Sprintf(format, args...))
+}
+
+// pct returns the p-th percentile (0..1) of sorted ds.
+func pct(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	i := int(p * float64(len(ds)-1))
+	return ds[i]
+}
+
+// limit keeps the first n lines and says how many more there were.
+func limit(lines []string, n int) []string {
+	if len(lines) <= n {
+		return lines
+	}
+	return append(lines[:n:n], fmt.Sprintf("... and %d more", len(lines)-n))
+}
+
+func (r *runner) check(ctx context.Context, faultPhase time.Duration, drained bool, faultErr error) *Report {
+	rep := &Report{Seed: r.cfg.Seed, Replay: Replay(r.cfg)}
+	recs := snapshotUsers(r.work)
+	names := slices.Sorted(maps.Keys(recs))
+	v := judgeMessages(recs, r.work.members)
+	var lostLines []string
+	for _, d := range v.missing {
+		lostLines = append(lostLines, r.explainLost(ctx, d, recs))
+	}
+	lostOK := len(v.missing) == 0 && len(v.wrong) == 0 && len(v.phantom) == 0 && len(v.refusedShown) == 0
+	lostDetail := []string{fmt.Sprintf("%d deliveries owed (stored messages × recipients), %d shown, lost %d; misdelivered %d, phantom %d, refused-yet-delivered %d",
+		v.owed, v.owed-len(v.missing), len(v.missing), len(v.wrong), len(v.phantom), len(v.refusedShown))}
+	if !drained {
+		lostDetail = append(lostDetail, fmt.Sprintf("the drain gave up after %s", r.cfg.DrainTimeout))
+	}
+	lostDetail = append(lostDetail, limit(lostLines, 12)...)
+	lostDetail = append(lostDetail, limit(v.wrong, 5)...)
+	lostDetail = append(lostDetail, limit(v.phantom, 5)...)
+	lostDetail = append(lostDetail, limit(v.refusedShown, 5)...)
+	rep.add("every STORED message reached every recipient (lost = 0)", lostOK, lostDetail...)
+	rep.add("no message shown twice after dedup (dup = 0)", len(v.dup) == 0,
+		append([]string{fmt.Sprintf("%d shown, %d duplicates; %d CHAT_MESSAGE lines on the sockets, %d of them repeats the client deduplicated",
+			v.shown, len(v.dup), v.raw, v.redelivered)}, limit(v.dup, 10)...)...)
+	fifoDetail := append([]string{fmt.Sprintf("%d sender-recipient pairs, %d out of order", v.pairs, len(v.fifo))}, limit(v.fifo, 10)...)
+	for i, d := range v.disorder {
+		if i == 3 {
+			break
+		}
+		fifoDetail = append(fifoDetail, r.explainDisorder(d, recs, byIDOf(recs))...)
+	}
+	rep.add("FIFO per sender and recipient, one order per group", len(v.fifo) == 0, fifoDetail...)
+
+	// Mutual exclusion.
+	logs := r.parseLogs()
+	r.checkProbe(ctx, rep, logs)
+
+	// Coordinators.
+	r.checkCoordinators(ctx, rep, logs)
+
+	// Repairs.
+	s := r.sched
+	s.mu.Lock()
+	records := slices.Clone(s.records)
+	unexp := slices.Clone(s.unexp)
+	termBad := slices.Clone(s.termBad)
+	s.mu.Unlock()
+	var repairErrs []string
+	byPhase := map[string][]time.Duration{}
+	for _, f := range records {
+		if f.Err != "" {
+			repairErrs = append(repairErrs, fmt.Sprintf("%s at +%s (node %d): %s", f.Phase, r.since(f.At), f.Node, f.Err))
+			continue
+		}
+		byPhase[f.Phase] = append(byPhase[f.Phase], f.Repair)
+	}
+	repairDetail := []string{}
+	if faultErr != nil {
+		repairDetail = append(repairDetail, "fault phase ended early: "+faultErr.Error())
+	}
+	repairDetail = append(repairDetail, repairErrs...)
+	phases := append(slicesOf(RingKinds), PhaseSigcont, PhaseRestart, string(ClientMove), "restore")
+	for _, p := range phases {
+		ds := byPhase[p]
+		if len(ds) == 0 {
+			continue
+		}
+		slices.Sort(ds)
+		repairDetail = append(repairDetail, fmt.Sprintf("%-18s n=%-3d p50 %-7s max %s", p, len(ds), ms(pct(ds, 0.5)), ms(ds[len(ds)-1])))
+	}
+	rep.add("after every fault the ring re-formed with the token moving", faultErr == nil && len(repairErrs) == 0, repairDetail...)
+
+	// Exits.
+	exitDetail := []string{fmt.Sprintf("%d node processes started", len(r.procs.incarnations()))}
+	for _, p := range logs.panics {
+		exitDetail = append(exitDetail, p)
+	}
+	exitDetail = append(exitDetail, unexp...)
+	exitDetail = append(exitDetail, termBad...)
+	exitDetail = append(exitDetail, r.finalTerm...)
+	rep.add("no node exited unless killed; SIGTERM exits 0", len(unexp) == 0 && len(termBad) == 0 && len(r.finalTerm) == 0 && len(logs.panics) == 0,
+		limit(exitDetail, 20)...)
+
+	// Memory and goroutines.
+	verdicts := r.samp.verdicts(len(r.work.users))
+	memOK := true
+	var memDetail []string
+	judged := 0
+	for _, v := range verdicts {
+		what := "goroutines"
+		if !v.GoroutinesExact {
+			what = "threads"
+		}
+		if !v.Judged {
+			memDetail = append(memDetail, fmt.Sprintf("node %d run %d: %s over %s, max RSS %.1f MiB, max %s %.0f", v.Node, v.Run, v.Why, ms(v.Span), v.RSSMax, what, v.GorMax))
+			continue
+		}
+		judged++
+		line := fmt.Sprintf("node %d run %d over %s: RSS %.1f -> %.1f MiB (max %.1f), %s %.0f -> %.0f (max %.0f)",
+			v.Node, v.Run, ms(v.Span), v.RSSFirst, v.RSSLast, v.RSSMax, what, v.GorFirst, v.GorLast, v.GorMax)
+		if !v.OK {
+			memOK = false
+			line += ": " + v.Why
+		}
+		memDetail = append(memDetail, line)
+	}
+	memHead := fmt.Sprintf("rule: last-quarter average <= %.1f× first-quarter average after warm-up (+%.0f MiB; goroutines +%d + %d per client); %d runs judged",
+		rssGrowthMax, rssSlackMiB, goroutineSlack, goroutineSlackPer, judged)
+	rep.add("goroutines and memory per node stable", memOK && judged > 0, append([]string{memHead}, memDetail...)...)
+
+	// The hostile barrage.
+	if r.cfg.Hostile {
+		r.checkHostile(rep, logs)
+	}
+
+	// The workload did something.
+	var idle []string
+	for _, n := range names {
+		if len(recs[n].sent) == 0 || len(recs[n].shown) == 0 {
+			idle = append(idle, fmt.Sprintf("%s sent %d, was shown %d", n, len(recs[n].sent), len(recs[n].shown)))
+		}
+	}
+	rep.add("every client sent and received messages", v.stored > 0 && len(idle) == 0, limit(idle, 5)...)
+
+	// Figures.
+	rep.fig("seed %d; %d nodes, %d clients at %g msg/s each; fault phase %s; %s", r.cfg.Seed, r.cfg.Nodes, len(r.work.users), r.cfg.Rate, ms(faultPhase), r.dbNote)
+	r.fmu.Lock()
+	rep.Injected = maps.Clone(r.injected)
+	var inj []string
+	total := 0
+	for _, k := range AllKinds {
+		if n := r.injected[k]; n > 0 {
+			inj = append(inj, fmt.Sprintf("%s %d", k, n))
+			total += n
+		}
+	}
+	r.fmu.Unlock()
+	rep.fig("faults injected: %d (%s)", total, strings.Join(inj, ", "))
+	if !r.netemOK {
+		rep.fig("net-delay: not injected: %s", r.netemNo)
+	}
+	var refusedList []string
+	refusedN := 0
+	for _, c := range slices.Sorted(maps.Keys(v.refused)) {
+		refusedList = append(refusedList, fmt.Sprintf("%s %d", c, v.refused[c]))
+		refusedN += v.refused[c]
+	}
+	rep.fig("messages: %d sent, %d STORED, %d refused %v, %d unconfirmed at the end", v.sent, v.stored, refusedN, refusedList, v.unconfirmed)
+	rep.fig("deliveries: %d owed, %d shown, lost %d, duplicated %d; %d redeliveries after reconnects deduplicated by id",
+		v.owed, v.owed-len(v.missing), len(v.missing), len(v.dup), v.redelivered)
+	if n := len(v.latency); n > 0 {
+		ds := make([]time.Duration, n)
+		for i, l := range v.latency {
+			ds[n-1-i] = l.took
+		}
+		rep.fig("delivery (STORED to shown): p50 %s, p99 %s, max %s", ms(pct(ds, 0.5)), ms(pct(ds, 0.99)), ms(ds[n-1]))
+		byID := byIDOf(recs)
+		for i, l := range v.latency {
+			if i == 3 || l.took < 3*time.Second {
+				break
+			}
+			m := byID[l.show.ID]
+			rep.fig("  slow: seq %d (%s#%d) to %s: stored +%s, shown +%s on conn %d (node %d), %s later", l.show.Seq, l.show.From, m.N,
+				l.user, r.since(m.Stored), r.since(l.show.At), l.show.Conn, l.show.Node, ms(l.took))
+			var on []string
+			for _, x := range recs[l.user].raw[l.show.ID] {
+				on = append(on, fmt.Sprintf("conn %d at +%s", x.Conn, r.since(x.At)))
+			}
+			rep.fig("    on the sockets: %s; connections: %s", strings.Join(on, ", "), r.connsLine(recs[l.user], m.Stored.Add(-2*time.Second), l.show.At))
+		}
+	}
+	var logins int
+	var waits []time.Duration
+	for _, n := range names {
+		logins += recs[n].logins
+		waits = append(waits, recs[n].waits...)
+	}
+	slices.Sort(waits)
+	rep.fig("client logins: %d (%d reconnects; time from a lost connection to the next login p50 %s, max %s)",
+		logins, len(waits), ms(pct(waits, 0.5)), ms(pct(waits, 1)))
+	for _, p := range phases {
+		ds := byPhase[p]
+		if len(ds) == 0 {
+			continue
+		}
+		rep.fig("repair %-18s n=%-3d p50 %-7s max %s", p, len(ds), ms(pct(ds, 0.5)), ms(ds[len(ds)-1]))
+	}
+	return rep
+}
+
+func byIDOf(recs map[string]*userRecords) map[string]*sentMsg {
+	out := map[string]*sentMsg{}
+	for _, r := range recs {
+		for i := range r.sent {
+			out[r.sent[i].ID] = &r.sent[i]
+		}
+	}
+	return out
+}
+
+// connsLine describes a user's connections around a time.
+func (r *runner) connsLine(rec *userRecords, from, to time.Time) string {
+	var parts []string
+	for _, c := range rec.conns {
+		if !c.Ended.IsZero() && c.Ended.Before(from) || c.Opened.After(to) {
+			continue
+		}
+		p := fmt.Sprintf("conn %d node %d opened +%s", c.N, c.Node, r.since(c.Opened))
+		if c.LoggedIn.IsZero() {
+			p += " login failed"
+		} else {
+			p += " logged in +" + r.since(c.LoggedIn)
+		}
+		if !c.Ended.IsZero() {
+			how := "ended"
+			if c.Closed {
+				how = "closed by the client"
+			}
+			p += fmt.Sprintf(" %s +%s", how, r.since(c.Ended))
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// explainDisorder describes a message shown after a later one.
+func (r *runner) explainDisorder(d disorder, recs map[string]*userRecords, byID map[string]*sentMsg) []string {
+	rec := recs[d.user]
+	m := byID[d.late.ID]
+	lines := []string{fmt.Sprintf("  %s: seq %d (%s) was stored at +%s, shown at +%s on conn %d (node %d); seq %d had been shown at +%s on conn %d (node %d)",
+		d.user, d.late.Seq, d.late.ID, r.since(m.Stored), r.since(d.late.At), d.late.Conn, d.late.Node,
+		d.after.Seq, r.since(d.after.At), d.after.Conn, d.after.Node)}
+	var on []string
+	for _, x := range rec.raw[d.late.ID] {
+		on = append(on, fmt.Sprintf("conn %d at +%s", x.Conn, r.since(x.At)))
+	}
+	lines = append(lines, fmt.Sprintf("    seq %d on %s's sockets: %s", d.late.Seq, d.user, strings.Join(on, ", ")))
+	lines = append(lines, "    connections: "+r.connsLine(rec, m.Stored.Add(-2*time.Second), d.late.At))
+	return lines
+}
+
+func slicesOf(ks []Kind) []string {
+	out := make([]string, len(ks))
+	for i, k := range ks {
+		out[i] = string(k)
+	}
+	return out
+}
+
+// explainLost describes a lost delivery with what the sockets and the
+// store say about it.
+func (r *runner) explainLost(ctx context.Context, d delivery, recs map[string]*userRecords) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "LOST %s (%s#%d, seq %d, stored +%s via nodes %v) to %s", d.m.ID, d.from, d.m.N, d.m.Seq, r.since(d.m.Stored), d.m.Via, d.to)
+	if raw := recs[d.to].raw[d.m.ID]; len(raw) > 0 {
+		var on []string
+		for _, x := range raw {
+			on = append(on, fmt.Sprintf("conn %d at +%s", x.Conn, r.since(x.At)))
+		}
+		fmt.Fprintf(&b, "; on the recipient's socket %d times (%s) but never handed to it by the client library", len(raw), strings.Join(on, ", "))
+	} else {
+		b.WriteString("; never on the recipient's socket")
+	}
+	row := r.recipientRow(ctx, d.to, d.m.Seq)
+	fmt.Fprintf(&b, "; store: %s; %s's connections: %s", row, d.to, r.connsLine(recs[d.to], d.m.Stored.Add(-2*time.Second), time.Now()))
+	return b.String()
+}
+
+// recipientRow says what the store has for (user, seq).
+func (r *runner) recipientRow(ctx context.Context, user string, seq int64) string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var delivered *int64
+	err := r.sqlDB.QueryRowContext(ctx, `SELECT r.delivered_us FROM recipients r JOIN users u ON u.user_id = r.user_id
+		WHERE u.name = ? AND r.msg_seq = ?`, user, seq).Scan(&delivered)
+	switch {
+	case err != nil && strings.Contains(err.Error(), "no rows"):
+		var n int
+		_ = r.sqlDB.QueryRowContext(ctx, `SELECT COUNT(*) FROM messages WHERE msg_seq = ?`, seq).Scan(&n)
+		if n == 0 {
+			return "no such message"
+		}
+		return "no recipient row (acknowledged or never owed)"
+	case err != nil:
+		return "unreadable: " + err.Error()
+	case delivered == nil:
+		return "pending, never handed out"
+	}
+	return fmt.Sprintf("handed to a connection at %s, not acknowledged", time.UnixMicro(*delivered).Format("15:04:05.000"))
+}
+
+// allLogs is the parsed logs of every incarnation.
+type allLogs struct {
+	byNode map[int64][]nodeLog
+	panics []string
+}
+
+func (r *runner) parseLogs() allLogs {
+	out := allLogs{byNode: map[int64][]nodeLog{}}
+	for _, in := range r.procs.incarnations() {
+		l, err := parseNodeLog(in.LogPath)
+		if err != nil {
+			out.panics = append(out.panics, fmt.Sprintf("node %d run %d: log unreadable: %v", in.Node, in.N, err))
+		}
+		for _, p := range l.Panics {
+			out.panics = append(out.panics, fmt.Sprintf("node %d run %d: %s (%s)", in.Node, in.N, p, in.LogPath))
+		}
+		out.byNode[in.Node] = append(out.byNode[in.Node], l)
+	}
+	return out
+}
+
+func (r *runner) checkProbe(ctx context.Context, rep *Report, logs allLogs) {
+	var counter int64
+	err := r.st.Update(ctx, func(tx store.Tx) error {
+		var err error
+		counter, err = tx.ProbeCounter()
+		return err
+	})
+	if err != nil {
+		rep.add("mutex probe: counter = logged increments", false, "probe counter unreadable: "+err.Error())
+		return
+	}
+	var values []int64
+	for _, ls := range logs.byNode {
+		for _, l := range ls {
+			values = append(values, l.ProbeValues...)
+		}
+	}
+	slices.Sort(values)
+	uniq := slices.Compact(slices.Clone(values))
+	dups := len(values) - len(uniq)
+	over := 0
+	for _, v := range uniq {
+		if v < 1 || v > counter {
+			over++
+		}
+	}
+	missing := counter - int64(len(uniq)-over)
+	// A node killed between its commit and its log line, or a database
+	// killed after a commit and before its answer, leaves an increment no
+	// log line names: at most one per kill -9.
+	kills := 0
+	for _, in := range r.procs.incarnations() {
+		if r.procs.snapshot(in).expect == "kill" {
+			kills++
+		}
+	}
+	r.fmu.Lock()
+	kills += r.injected[DBRestart]
+	r.fmu.Unlock()
+	ok := dups == 0 && over == 0 && missing >= 0 && missing <= int64(kills) && counter > 0
+	detail := []string{fmt.Sprintf("counter %d, %d logged increments (%d distinct), %d written twice, %d beyond the counter, %d without a log line (allowed: %d, one per kill -9)",
+		counter, len(values), len(uniq), dups, over, missing, kills)}
+	if dups > 0 {
+		detail = append(detail, "two critical sections read the same value: they overlapped")
+	}
+	rep.add("mutex probe: counter = logged increments (critical sections never overlapped)", ok, detail...)
+}
+
+func (r *runner) checkCoordinators(ctx context.Context, rep *Report, logs allLogs) {
+	hist, err := r.st.CoordinatorHistory(ctx)
+	if err != nil {
+		rep.add("one coordinator per epoch", false, "history unreadable: "+err.Error())
+		return
+	}
+	byEpoch := map[int64][]int64{}
+	for _, h := range hist {
+		byEpoch[h.Epoch] = append(byEpoch[h.Epoch], h.NodeID)
+	}
+	var bad []string
+	for e, ns := range byEpoch {
+		if len(ns) > 1 {
+			bad = append(bad, fmt.Sprintf("epoch %d claimed by nodes %v in the store", e, ns))
+		}
+	}
+	acted := map[int64]map[int64]bool{}
+	for id, ls := range logs.byNode {
+		for _, l := range ls {
+			for _, e := range l.Coordinator {
+				if acted[e] == nil {
+					acted[e] = map[int64]bool{}
+				}
+				acted[e][id] = true
+			}
+		}
+	}
+	for e, ns := range acted {
+		ids := slices.Sorted(maps.Keys(ns))
+		if len(ids) > 1 {
+			bad = append(bad, fmt.Sprintf("epoch %d: nodes %v each logged taking the coordinator role", e, ids))
+		}
+		if h, ok := byEpoch[e]; !ok || h[0] != ids[0] {
+			bad = append(bad, fmt.Sprintf("epoch %d: node %v logged taking the role, the store's history says %v", e, ids, h))
+		}
+	}
+	slices.Sort(bad)
+	nodes := map[int64]int{}
+	for _, h := range hist {
+		nodes[h.NodeID]++
+	}
+	rep.add("never two coordinators for one epoch (store history and node logs)", len(bad) == 0,
+		append([]string{fmt.Sprintf("%d epochs claimed (by node: %v), %d taken up in the logs", len(hist), nodes, len(acted))}, limit(bad, 10)...)...)
+}
+
+// reasonOf is the node's drop reason for a barrage kind ("path:reason").
+func reasonOf(kind string) string {
+	_, r, _ := strings.Cut(kind, ":")
+	return r
+}
+
+func (r *runner) checkHostile(rep *Report, logs allLogs) {
+	h := r.host
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var bad, detail []string
+	frames := []string{hTCPMalformed, hTCPBadMAC, hTCPMisdirected, hTCPReplay, hTCPStale, hTCPTooLarge, hTCPNoHello,
+		hUDPMalformed, hUDPBadMAC, hUDPReplay, hUDPStale}
+	reasons := []string{"malformed", "bad_mac", "misdirected", "replay", "stale", "too_large", "no_hello"}
+	for _, id := range r.procs.ids() {
+		if h.cycles[id] == 0 {
+			bad = append(bad, fmt.Sprintf("node %d: never attacked (always down?)", id))
+			continue
+		}
+		sum := func(f func(nodeLog) int) int {
+			n := 0
+			for _, l := range logs.byNode[id] {
+				n += f(l)
+			}
+			return n
+		}
+		// Every kind sent over a path was logged on that path at least
+		// once: the transport logs the first drop of a reason each second
+		// with the path it came by.
+		for _, k := range frames {
+			if sent := h.sent[id][k]; sent > 0 && sum(func(l nodeLog) int { return l.DropLines[k] }) == 0 {
+				bad = append(bad, fmt.Sprintf("node %d: %s: %d sent, no drop logged", id, k, sent))
+			}
+		}
+		var parts []string
+		for _, reason := range reasons {
+			tcp, udp := h.sent[id]["inbound:"+reason], h.sent[id]["udp:"+reason]
+			if tcp+udp == 0 {
+				continue
+			}
+			got := sum(func(l nodeLog) int { return l.Drops[reason] })
+			parts = append(parts, fmt.Sprintf("%s %d+%d/%d", reason, tcp, udp, got))
+		}
+		unusable := sum(func(l nodeLog) int { return l.FramesBad })
+		parts = append(parts, fmt.Sprintf("unusable %d/%d", h.sent[id][hUDPUnusable], unusable))
+		if h.sent[id][hUDPUnusable] > 0 && unusable == 0 {
+			bad = append(bad, fmt.Sprintf("node %d: %d authenticated unusable frames sent, none counted", id, h.sent[id][hUDPUnusable]))
+		}
+		for _, k := range []string{hClientBad, hClientLong, hClientFlood} {
+			sent := h.sent[id][k]
+			if sent == 0 {
+				continue
+			}
+			ok := h.answered[id][k]
+			parts = append(parts, fmt.Sprintf("%s %d/%d", k, ok, sent))
+			if ok == 0 {
+				bad = append(bad, fmt.Sprintf("node %d: %s never answered as expected (%s)", id, k, h.lastFail[id][k]))
+			}
+		}
+		if h.sent[id][hClientFlood] > 0 && sum(func(l nodeLog) int { return l.FloodClosed }) == 0 {
+			bad = append(bad, fmt.Sprintf("node %d: no \"closing a flooding client\" in its log", id))
+		}
+		var codes []string
+		for _, c := range slices.Sorted(maps.Keys(h.codes[id])) {
+			codes = append(codes, fmt.Sprintf("%s %d", c, h.codes[id][c]))
+		}
+		detail = append(detail, fmt.Sprintf("node %d (%d cycles): %s; client port answered: %s",
+			id, h.cycles[id], strings.Join(parts, ", "), strings.Join(codes, ", ")))
+	}
+	// The live nodes' own counters against what this last run of each was
+	// sent: every frame counted.
+	if r.counters != nil {
+		for _, id := range r.procs.ids() {
+			var in *incarnation
+			for _, x := range r.procs.incarnations() {
+				if x.Node == id {
+					in = x
+				}
+			}
+			c, ok := r.counters[in.Pid]
+			if !ok {
+				continue
+			}
+			want := map[string]int{}
+			for k, n := range h.byPid[in.Pid] {
+				want[reasonOf(k)] += n
+			}
+			var parts []string
+			for _, reason := range append(reasons, "unusable") {
+				if want[reason] == 0 {
+					continue
+				}
+				parts = append(parts, fmt.Sprintf("%s %d/%.0f", reason, want[reason], c[reason]))
+				if c[reason] < float64(want[reason]) {
+					bad = append(bad, fmt.Sprintf("node %d run %d: %d %s frames sent, its counter says %.0f", id, in.N, want[reason], reason, c[reason]))
+				}
+			}
+			detail = append(detail, fmt.Sprintf("node %d run %d, its own counters (sent/counted): %s", id, in.N, strings.Join(parts, ", ")))
+		}
+	}
+	head := "per node, frames sent over TCP+UDP / drops counted in its log (the log undercounts a reason's last second); client probes answered as expected / sent"
+	rep.add("hostile input dropped and counted by every node (TCP, UDP, client port)", len(bad) == 0,
+		append(append([]string{head}, limit(bad, 20)...), detail...)...)
+}

@@ -1,0 +1,159 @@
+package chaos
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ringchat/ringchat/internal/client"
+)
+
+// history builds users' records: alice sends to bob and to group g
+// (alice, bob, carol); each shown list is what the user saw, in order.
+type history struct {
+	recs    map[string]*userRecords
+	members map[string][]string
+}
+
+func newHistory() *history {
+	h := &history{recs: map[string]*userRecords{}, members: map[string][]string{"g": {"alice", "bob", "carol"}}}
+	for _, n := range []string{"alice", "bob", "carol"} {
+		h.recs[n] = &userRecords{name: n, raw: map[string][]rawMsg{}}
+	}
+	return h
+}
+
+// send records a message from 'from' stored at seq (0: no receipt).
+func (h *history) send(from string, n int, to client.Recipient, seq int64) string {
+	id := from + "-" + string(rune('a'+n))
+	h.recs[from].sent = append(h.recs[from].sent, sentMsg{N: n, ID: id, To: to, Seq: seq})
+	return id
+}
+
+func (h *history) show(user, id string, from string, n int, seq int64, to client.Recipient) {
+	h.recs[user].shown = append(h.recs[user].shown, shownMsg{ID: id, From: from, N: n, Seq: seq, To: to})
+	h.recs[user].raw[id] = append(h.recs[user].raw[id], rawMsg{Conn: 1})
+}
+
+func (h *history) judge() msgVerdict { return judgeMessages(h.recs, h.members) }
+
+// clean: alice sends 1 and 2 to bob, 3 to the group; everyone sees all.
+func clean() (*history, []string) {
+	h := newHistory()
+	bob, g := client.ToUser("bob"), client.ToGroup("g")
+	a := h.send("alice", 1, bob, 10)
+	b := h.send("alice", 2, bob, 11)
+	c := h.send("alice", 3, g, 12)
+	h.show("bob", a, "alice", 1, 10, bob)
+	h.show("bob", b, "alice", 2, 11, bob)
+	h.show("bob", c, "alice", 3, 12, g)
+	h.show("carol", c, "alice", 3, 12, g)
+	return h, []string{a, b, c}
+}
+
+func TestJudgeMessagesClean(t *testing.T) {
+	h, _ := clean()
+	v := h.judge()
+	if v.owed != 4 || len(v.missing) != 0 || len(v.dup) != 0 || len(v.fifo) != 0 || len(v.wrong) != 0 || len(v.phantom) != 0 {
+		t.Fatalf("clean history judged %+v", v)
+	}
+	if v.sent != 3 || v.stored != 3 || v.pairs != 2 {
+		t.Errorf("sent %d stored %d pairs %d, want 3 3 2", v.sent, v.stored, v.pairs)
+	}
+}
+
+func TestJudgeMessagesFindsLoss(t *testing.T) {
+	h, ids := clean()
+	h.recs["carol"].shown = nil // the group message never reached carol
+	v := h.judge()
+	if len(v.missing) != 1 || v.missing[0].to != "carol" || v.missing[0].m.ID != ids[2] {
+		t.Fatalf("missing %+v, want the group message to carol", v.missing)
+	}
+	// A message without a receipt is not owed.
+	h.send("alice", 4, client.ToUser("bob"), 0)
+	if v := h.judge(); len(v.missing) != 1 || v.unconfirmed != 1 {
+		t.Errorf("an unconfirmed message counted as owed: %+v", v)
+	}
+}
+
+func TestJudgeMessagesFindsDuplicates(t *testing.T) {
+	h, ids := clean()
+	h.show("bob", ids[0], "alice", 1, 10, client.ToUser("bob"))
+	if v := h.judge(); len(v.dup) != 1 || !strings.Contains(v.dup[0], "2 times") {
+		t.Fatalf("dup %v, want one id shown twice", v.dup)
+	}
+	// One content stored under two ids is a duplicate too.
+	h, _ = clean()
+	h.recs["alice"].sent = append(h.recs["alice"].sent, sentMsg{N: 1, ID: "other-id", To: client.ToUser("bob"), Seq: 20})
+	h.show("bob", "other-id", "alice", 1, 20, client.ToUser("bob"))
+	v := h.judge()
+	if len(v.dup) != 1 || !strings.Contains(v.dup[0], "under 2 ids") {
+		t.Fatalf("dup %v, want alice#1 under two ids", v.dup)
+	}
+}
+
+func TestJudgeMessagesFindsDisorder(t *testing.T) {
+	h := newHistory()
+	bob := client.ToUser("bob")
+	a := h.send("alice", 1, bob, 10)
+	b := h.send("alice", 2, bob, 11)
+	h.show("bob", b, "alice", 2, 11, bob)
+	h.show("bob", a, "alice", 1, 10, bob)
+	if v := h.judge(); len(v.fifo) != 1 {
+		t.Fatalf("fifo %v, want one violation", v.fifo)
+	}
+	// Two senders to one group: every member sees one order.
+	h = newHistory()
+	g := client.ToGroup("g")
+	x := h.send("alice", 1, g, 10)
+	y := h.send("bob", 1, g, 11)
+	h.show("carol", y, "bob", 1, 11, g)
+	h.show("carol", x, "alice", 1, 10, g)
+	if v := h.judge(); len(v.fifo) != 1 || !strings.Contains(v.fifo[0], "group g") {
+		t.Fatalf("fifo %v, want a group order violation", v.fifo)
+	}
+}
+
+func TestJudgeMessagesFindsStrangers(t *testing.T) {
+	h, ids := clean()
+	h.show("carol", ids[0], "alice", 1, 10, client.ToUser("bob")) // bob's message at carol
+	h.show("bob", "nobody-sent-this", "mallory", 1, 99, client.ToUser("bob"))
+	h.recs["alice"].sent = append(h.recs["alice"].sent, sentMsg{N: 9, ID: "refused", To: client.ToUser("bob"), Refused: "BAD_REQUEST"})
+	h.show("bob", "refused", "alice", 9, 50, client.ToUser("bob"))
+	v := h.judge()
+	if len(v.wrong) != 1 || len(v.phantom) != 1 || len(v.refusedShown) != 1 {
+		t.Fatalf("wrong %v phantom %v refusedShown %v, want one each", v.wrong, v.phantom, v.refusedShown)
+	}
+}
+
+func TestRecipientsOfExcludesSender(t *testing.T) {
+	got := recipientsOf(map[string][]string{"g": {"a", "b", "c"}}, "b", client.ToGroup("g"))
+	if strings.Join(got, ",") != "a,c" {
+		t.Errorf("got %v, want [a c]", got)
+	}
+	if got := recipientsOf(nil, "a", client.ToUser("a")); len(got) != 1 || got[0] != "a" {
+		t.Errorf("a message to oneself: %v", got)
+	}
+}
+
+func TestContentRoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		user string
+		n    int
+	}{{"u01", 1}, {"u#x", 42}} {
+		u, n := parseContent(content(c.user, c.n))
+		if u != c.user || n != c.n {
+			t.Errorf("parseContent(content(%q, %d)) = %q, %d", c.user, c.n, u, n)
+		}
+	}
+	if u, n := parseContent("no counter"); u != "" || n != 0 {
+		t.Errorf("foreign content parsed as %q %d", u, n)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	ds := []time.Duration{1, 2, 3, 4, 5}
+	if pct(ds, 0.5) != 3 || pct(ds, 1) != 5 || pct(nil, 0.5) != 0 {
+		t.Errorf("pct: %v %v %v", pct(ds, 0.5), pct(ds, 1), pct(nil, 0.5))
+	}
+}

@@ -1,0 +1,338 @@
+package chaos
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ringchat/ringchat/internal/wire"
+)
+
+// hostileKinds name what the barrage sends, as "path:reason": the path is
+// "inbound" (TCP to the coordination port), "udp" (datagrams to it) or
+// "client" (the client port); the reason is the drop reason the node is
+// expected to count (transport.Reason*), "unusable" for an authenticated
+// frame the node cannot use (node Stats.FramesBad), or the client-port
+// probe.
+const (
+	hTCPMalformed   = "inbound:malformed"
+	hTCPBadMAC      = "inbound:bad_mac"
+	hTCPMisdirected = "inbound:misdirected"
+	hTCPReplay      = "inbound:replay"
+	hTCPStale       = "inbound:stale"
+	hTCPTooLarge    = "inbound:too_large"
+	hTCPNoHello     = "inbound:no_hello"
+	hUDPMalformed   = "udp:malformed"
+	hUDPBadMAC      = "udp:bad_mac"
+	hUDPReplay      = "udp:replay"
+	hUDPStale       = "udp:stale"
+	hUDPUnusable    = "udp:unusable"
+	hClientBad      = "client:malformed"
+	hClientLong     = "client:oversized"
+	hClientFlood    = "client:flood"
+)
+
+// hostile is the hostile-input barrage.
+type hostile struct {
+	p      *procs
+	rng    *rand.Rand
+	good   *wire.Codec // the cluster key: valid frames, as a node makes them
+	forged *wire.Codec // another key
+	stale  *wire.Codec // the cluster key, a clock two minutes behind
+	note   func(string, ...any)
+
+	mu       sync.Mutex
+	sent     map[int64]map[string]int    // node -> kind -> frames or probes sent
+	codes    map[int64]map[string]int    // node -> ERROR code (or message) seen on the client port
+	answered map[int64]map[string]int    // node -> client probe -> probes answered as expected
+	failed   map[int64]map[string]int    // node -> client probe -> probes not answered as expected
+	lastFail map[int64]map[string]string // node -> client probe -> the last such outcome
+	cycles   map[int64]int
+	// byPid counts the coordination-port kinds per process, to compare
+	// with a live node's own counters.
+	byPid map[int]map[string]int
+}
+
+func newHostile(p *procs, key []byte, seed uint64, note func(string, ...any)) (*hostile, error) {
+	good, err := wire.NewCodec(key)
+	if err != nil {
+		return nil, err
+	}
+	forged, err := wire.NewCodec([]byte("not-the-cluster-key-at-all-0123456789"))
+	if err != nil {
+		return nil, err
+	}
+	stale, err := wire.NewCodec(key, wire.WithClock(func() time.Time { return time.Now().Add(-2 * time.Minute) }))
+	if err != nil {
+		return nil, err
+	}
+	return &hostile{p: p, rng: rand.New(rand.NewPCG(seed, 0x6b6f7374)), good: good, forged: forged, stale: stale, note: note,
+		sent: map[int64]map[string]int{}, codes: map[int64]map[string]int{}, answered: map[int64]map[string]int{},
+		failed: map[int64]map[string]int{}, lastFail: map[int64]map[string]string{}, cycles: map[int64]int{},
+		byPid: map[int]map[string]int{}}, nil
+}
+
+func (h *hostile) count(m map[int64]map[string]int, id int64, k string, n int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if m[id] == nil {
+		m[id] = map[string]int{}
+	}
+	m[id][k] += n
+}
+
+// sentTo counts n of kind sent to node id, and to its process pid.
+func (h *hostile) sentTo(id int64, pid int, kind string, n int) {
+	h.count(h.sent, id, kind, n)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.byPid[pid] == nil {
+		h.byPid[pid] = map[string]int{}
+	}
+	h.byPid[pid][kind] += n
+}
+
+func (h *hostile) fail(id int64, probe, what string) {
+	h.count(h.failed, id, probe, 1)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.lastFail[id] == nil {
+		h.lastFail[id] = map[string]string{}
+	}
+	h.lastFail[id][probe] = what
+}
+
+// intn is a seeded random number below n, safe for concurrent use.
+func (h *hostile) intn(n int) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.rng.IntN(n)
+}
+
+// run attacks every running node, all at once, in cycles until ctx ends.
+func (h *hostile) run(ctx context.Context) {
+	for cycle := 0; ctx.Err() == nil; cycle++ {
+		var wg sync.WaitGroup
+		for _, id := range h.p.ids() {
+			in := h.p.running(id)
+			if in == nil || h.p.snapshot(in).stopped {
+				continue
+			}
+			pid := in.Pid
+			wg.Go(func() {
+				h.tcp(ctx, id, pid, cycle)
+				// The transport logs one line per reason a second (the
+				// rest are counted in its next line): a pause puts the
+				// TCP and UDP drops of one reason on lines of their own.
+				wait(ctx, 1100*time.Millisecond)
+				if ctx.Err() != nil {
+					return
+				}
+				h.udp(id, pid)
+				h.client(ctx, id, cycle)
+				h.mu.Lock()
+				h.cycles[id]++
+				h.mu.Unlock()
+			})
+		}
+		wg.Wait()
+		wait(ctx, 1100*time.Millisecond)
+	}
+}
+
+// hello is a HELLO frame from src meant for node to.
+func hello(src, to int64) wire.Frame {
+	p, _ := json.Marshal(struct {
+		To int64 `json:"to"`
+	}{to})
+	return wire.Frame{Type: "HELLO", Src: src, Payload: p}
+}
+
+// tcpSend dials the coordination port, writes lines and waits (briefly)
+// for the node to close the connection, which it does after a bad first
+// frame. It reports whether everything was written.
+func tcpSend(ctx context.Context, addr string, lines ...[]byte) bool {
+	d := net.Dialer{Timeout: 2 * time.Second}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	for _, l := range lines {
+		if _, err := c.Write(append(l, '\n')); err != nil {
+			return false
+		}
+	}
+	_, _ = io.Copy(io.Discard, c) // until the node closes it (or the deadline)
+	return true
+}
+
+func (h *hostile) tcp(ctx context.Context, id int64, pid, cycle int) {
+	addr := fmt.Sprintf("127.0.0.1:%d", h.p.addrs[id].Coord)
+	src := int64(1000 + h.intn(1000)) // no such node
+	if tcpSend(ctx, addr, []byte("GET / HTTP/1.0\r")) {
+		h.sentTo(id, pid, hTCPMalformed, 1)
+	}
+	if b, err := h.forged.Encode(hello(src, id)); err == nil && tcpSend(ctx, addr, b) {
+		h.sentTo(id, pid, hTCPBadMAC, 1)
+	}
+	// A valid HELLO meant for another node: refused as misdirected, but
+	// its nonce is now known, so the same bytes again are a replay.
+	if b, err := h.good.Encode(hello(src, 999)); err == nil && tcpSend(ctx, addr, b) {
+		h.sentTo(id, pid, hTCPMisdirected, 1)
+		if tcpSend(ctx, addr, b) {
+			h.sentTo(id, pid, hTCPReplay, 1)
+		}
+	}
+	if b, err := h.stale.Encode(hello(src, id)); err == nil && tcpSend(ctx, addr, b) {
+		h.sentTo(id, pid, hTCPStale, 1)
+	}
+	if cycle%3 == 0 && tcpSend(ctx, addr, bytes.Repeat([]byte("x"), 70<<10)) {
+		h.sentTo(id, pid, hTCPTooLarge, 1)
+	}
+	if cycle%4 == 1 && tcpSend(ctx, addr) { // silent: dropped at the HELLO timeout
+		h.sentTo(id, pid, hTCPNoHello, 1)
+	}
+}
+
+func (h *hostile) udp(id int64, pid int) {
+	c, err := net.Dial("udp", fmt.Sprintf("127.0.0.1:%d", h.p.addrs[id].Coord))
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	send := func(kind string, b []byte) {
+		if _, err := c.Write(b); err == nil {
+			h.sentTo(id, pid, kind, 1)
+		}
+	}
+	rng := rand.New(rand.NewPCG(uint64(h.intn(1<<30)), uint64(id)))
+	for range 5 {
+		junk := make([]byte, 1+rng.IntN(300))
+		for i := range junk {
+			junk[i] = byte(rng.Uint32())
+		}
+		send(hUDPMalformed, junk)
+	}
+	src := int64(1000 + rng.IntN(1000))
+	for range 3 {
+		if b, err := h.forged.Encode(wire.Frame{Type: "TOKEN", Src: src, Epoch: 1 << 40,
+			Payload: json.RawMessage(`{"token":{"gen":999999,"seq":1}}`)}); err == nil {
+			send(hUDPBadMAC, b)
+		}
+	}
+	// Authenticated but meaningless: the node counts it as unusable; the
+	// same bytes again are a replay.
+	if b, err := h.good.Encode(wire.Frame{Type: "CHAOS_PROBE", Src: src}); err == nil {
+		send(hUDPUnusable, b)
+		time.Sleep(5 * time.Millisecond) // in order on loopback, but the replay must come second
+		send(hUDPReplay, b)
+	}
+	if b, err := h.stale.Encode(wire.Frame{Type: "WAKE", Src: src}); err == nil {
+		send(hUDPStale, b)
+	}
+}
+
+// clientProbe dials the client port, writes payload and reads the answers
+// until the node closes the connection, expect ERROR lines came (if
+// expect > 0), or the deadline. It returns the ERROR codes seen and
+// whether the node closed the connection.
+func clientProbe(ctx context.Context, addr string, payload []byte, expect int, within time.Duration) (map[string]int, bool, error) {
+	d := net.Dialer{Timeout: 2 * time.Second}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, false, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(within))
+	werr := make(chan error, 1)
+	go func() {
+		_, err := c.Write(payload)
+		werr <- err
+	}()
+	codes := map[string]int{}
+	br := bufio.NewReaderSize(c, 64<<10)
+	closed, seen := false, 0
+	for expect <= 0 || seen < expect {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			var m struct {
+				Type string `json:"messageType"`
+				Code string `json:"code"`
+				Msg  string `json:"errorMessage"`
+			}
+			if json.Unmarshal(line, &m) == nil && m.Type == "ERROR" {
+				k := m.Code
+				if k == "" {
+					k = "v1:" + firstWords(m.Msg, 3)
+				}
+				codes[k]++
+				seen++
+			}
+		}
+		if err != nil {
+			var ne net.Error
+			closed = !(errors.As(err, &ne) && ne.Timeout())
+			break
+		}
+	}
+	c.Close()
+	<-werr
+	return codes, closed, nil
+}
+
+func firstWords(s string, n int) string {
+	f := strings.Fields(s)
+	if len(f) > n {
+		f = f[:n]
+	}
+	return strings.Join(f, " ")
+}
+
+func (h *hostile) client(ctx context.Context, id int64, cycle int) {
+	addr := fmt.Sprintf("127.0.0.1:%d", h.p.addrs[id].Client)
+	record := func(kind string, codes map[string]int, ok bool, why string) {
+		h.count(h.sent, id, kind, 1)
+		for k, n := range codes {
+			h.count(h.codes, id, k, n)
+		}
+		if ok {
+			h.count(h.answered, id, kind, 1)
+		} else {
+			h.fail(id, kind, why)
+		}
+	}
+	bad := strings.Join([]string{`{not json`, `[1,2,3]`, `{"messageType":"NOPE"}`,
+		`{"messageType":"CHAT_MESSAGE","toUsername":"u01","messageContent":"before login"}`,
+		"\x00\x01\xfe\xff garbage", `{"messageType":"LOGIN","username":""}`}, "\n") + "\n"
+	if codes, _, err := clientProbe(ctx, addr, []byte(bad), 6, 3*time.Second); err == nil {
+		n := 0
+		for _, k := range codes {
+			n += k
+		}
+		record(hClientBad, codes, n == 6, fmt.Sprintf("6 malformed lines: %d ERROR answers (%v)", n, codes))
+	}
+	if cycle%2 == 0 {
+		long := append(bytes.Repeat([]byte("y"), 70<<10), '\n')
+		if codes, closed, err := clientProbe(ctx, addr, long, 0, 5*time.Second); err == nil {
+			record(hClientLong, codes, closed,
+				fmt.Sprintf("oversized line: connection not closed (errors %v)", codes))
+		}
+	}
+	if cycle%4 == 0 {
+		flood := bytes.Repeat([]byte(`{"messageType":"ALIVE"}`+"\n"), 1500)
+		if codes, closed, err := clientProbe(ctx, addr, flood, 0, 8*time.Second); err == nil {
+			record(hClientFlood, codes, closed, fmt.Sprintf("flood: connection not closed (errors %v)", codes))
+		}
+	}
+}
