@@ -23,6 +23,12 @@ run: build
 status: build
 	$(BIN)/ringnode status
 
+## chat: the chat client on the ring of make run (USER=alice NODE=1: a node id of nodes.csv; fails over to the others)
+NODE ?= 1
+.PHONY: chat
+chat: build
+	$(BIN)/ringchat --nodes nodes.csv --node $(NODE) $(if $(USER),--user '$(USER)')
+
 ## test: lint, then every test (MariaDB ones included; the server is started if it is installed)
 test: lint
 	@bash scripts/mariadb.sh start || echo "make: MariaDB is not running: its tests will skip locally (and fail in CI)" >&2
