@@ -305,6 +305,8 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		line := m.input.Value()
 		m.input.Reset()
 		m.remember(line)
+		m.pane.GotoBottom() // what the line does shows at the bottom
+		m.newBelow = 0
 		return m.submit(line)
 	case "tab":
 		return m.cycle(1)

@@ -337,6 +337,9 @@ func TestScrolling(t *testing.T) {
 	h.press(tea.KeyEscape)
 	h.want("newest")
 	h.wantNot("↓ 1 new")
+	h.press(tea.KeyPgUp)
+	h.line("/who") // a command's answer shows: the pane goes down
+	h.want("· nobody is online")
 	// A long message wraps under its text.
 	h.event(chat("long", "bob", client.ToUser("alice"), strings.Repeat("word ", 40), now))
 	h.want("10:20 bob word word", "\n          word word")
