@@ -458,7 +458,7 @@ func (r *runner) connsLine(rec *userRecords, from, to time.Time) string {
 		if !c.Ended.IsZero() {
 			how := "ended"
 			if c.Closed {
-				how = "closed by the client"
+				how = "closed by the client: " + c.Why + ","
 			}
 			p += fmt.Sprintf(" %s +%s", how, r.since(c.Ended))
 		}
@@ -530,7 +530,7 @@ func (r *runner) recipientRow(ctx context.Context, user string, seq int64) strin
 	case delivered == nil:
 		return "pending, never handed out"
 	}
-	return fmt.Sprintf("handed to a connection at %s, not acknowledged", time.UnixMicro(*delivered).Format("15:04:05.000"))
+	return fmt.Sprintf("handed to a connection at +%s, not acknowledged", r.since(time.UnixMicro(*delivered)))
 }
 
 // allLogs is the parsed logs of every incarnation.

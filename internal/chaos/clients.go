@@ -54,6 +54,7 @@ type connInfo struct {
 	LoggedIn time.Time // zero if the login failed
 	Ended    time.Time // when its reader saw the end
 	Closed   bool      // closed by the client (not by the node or a failure)
+	Why      string    // why the client closed it
 }
 
 // rawMsg is a CHAT_MESSAGE line seen on the socket, before the library.
@@ -373,12 +374,12 @@ func (u *user) current() (*client.Conn, int) {
 	return u.conn, u.connAt
 }
 
-// drop closes the current connection.
-func (u *user) drop() (int, time.Time) {
+// drop closes the current connection, for the reason why.
+func (u *user) drop(why string) (int, time.Time) {
 	u.mu.Lock()
 	c, at := u.conn, u.connAt
 	if c != nil {
-		u.conns[u.curN-1].Closed = true
+		u.conns[u.curN-1].Closed, u.conns[u.curN-1].Why = true, why
 	}
 	u.conn = nil
 	u.mu.Unlock()
@@ -409,18 +410,15 @@ func (u *user) closeGently() {
 
 // reconnect drops the connection and logs in at another node.
 func (u *user) reconnect(ctx context.Context, why string) error {
-	at, lost := u.drop()
+	at, lost := u.drop(why)
 	n := len(u.w.addrs)
 	start := (at + 1 + u.rng.IntN(max(1, n-1))) % n
-	idx, err := u.connect(ctx, start, at)
-	if err != nil {
+	if _, err := u.connect(ctx, start, at); err != nil {
 		return err
 	}
 	u.mu.Lock()
 	u.loginWaits = append(u.loginWaits, time.Since(lost))
 	u.mu.Unlock()
-	_ = why
-	_ = idx
 	return nil
 }
 
@@ -586,7 +584,11 @@ func (u *user) move(ctx context.Context, k kickReq) {
 	if k.gentle {
 		u.closeGently()
 	}
-	err := u.reconnect(ctx, "moved")
+	why := "moved (closed)"
+	if k.gentle {
+		why = "moved (half-closed)"
+	}
+	err := u.reconnect(ctx, why)
 	_, to := u.current()
 	k.done <- kickResult{from: u.w.nodeAt(from), to: u.w.nodeAt(to), took: time.Since(k.at), err: err}
 }
@@ -610,7 +612,7 @@ func (u *user) idle(ctx context.Context) {
 				cancel()
 				if err != nil && ctx.Err() == nil {
 					u.w.note("%s: connection does not answer WHO (%v): logging in elsewhere", u.name, err)
-					_, _ = u.drop()
+					_, _ = u.drop("no answer to WHO")
 				}
 			}
 		}
@@ -643,6 +645,6 @@ func (w *workload) inFlight() int {
 func (w *workload) closeAll() {
 	w.wg.Wait()
 	for _, u := range w.users {
-		u.drop()
+		u.drop("end of the run")
 	}
 }

@@ -34,7 +34,6 @@ type scheduler struct {
 	records []faultRecord
 	unexp   []string // exits nobody caused
 	termBad []string // SIGTERM exits that were not 0
-	skipped map[Kind]string
 }
 
 func (s *scheduler) record(f faultRecord) {

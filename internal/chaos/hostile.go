@@ -48,7 +48,6 @@ type hostile struct {
 	good   *wire.Codec // the cluster key: valid frames, as a node makes them
 	forged *wire.Codec // another key
 	stale  *wire.Codec // the cluster key, a clock two minutes behind
-	note   func(string, ...any)
 
 	mu       sync.Mutex
 	sent     map[int64]map[string]int    // node -> kind -> frames or probes sent
@@ -62,7 +61,7 @@ type hostile struct {
 	byPid map[int]map[string]int
 }
 
-func newHostile(p *procs, key []byte, seed uint64, note func(string, ...any)) (*hostile, error) {
+func newHostile(p *procs, key []byte, seed uint64) (*hostile, error) {
 	good, err := wire.NewCodec(key)
 	if err != nil {
 		return nil, err
@@ -75,7 +74,7 @@ func newHostile(p *procs, key []byte, seed uint64, note func(string, ...any)) (*
 	if err != nil {
 		return nil, err
 	}
-	return &hostile{p: p, rng: rand.New(rand.NewPCG(seed, 0x6b6f7374)), good: good, forged: forged, stale: stale, note: note,
+	return &hostile{p: p, rng: rand.New(rand.NewPCG(seed, 0x6b6f7374)), good: good, forged: forged, stale: stale,
 		sent: map[int64]map[string]int{}, codes: map[int64]map[string]int{}, answered: map[int64]map[string]int{},
 		failed: map[int64]map[string]int{}, lastFail: map[int64]map[string]string{}, cycles: map[int64]int{},
 		byPid: map[int]map[string]int{}}, nil

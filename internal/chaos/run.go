@@ -257,7 +257,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.host, err = newHostile(r.procs, keyBytes, rng.Uint64(), r.note); err != nil {
+	if r.host, err = newHostile(r.procs, keyBytes, rng.Uint64()); err != nil {
 		return nil, err
 	}
 
@@ -283,7 +283,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	r.note("%d clients logged in, groups (members) %s", len(r.work.users), strings.Join(groups, " "))
 
 	// The fault phase.
-	r.sched = &scheduler{r: r, rng: mrand.New(mrand.NewPCG(rng.Uint64(), rng.Uint64())), live: r.procs.ids(), skipped: map[Kind]string{}}
+	r.sched = &scheduler{r: r, rng: mrand.New(mrand.NewPCG(rng.Uint64(), rng.Uint64())), live: r.procs.ids()}
 	moveRNG := mrand.New(mrand.NewPCG(rng.Uint64(), rng.Uint64()))
 	r.work.run(cctx)
 	faultStart := time.Now()
