@@ -32,7 +32,7 @@ type results struct {
 }
 
 func newResults(o allOpts) *results {
-	return &results{store: storeKind(o.db), sizes: o.sizes, started: time.Now(), command: strings.Join(os.Args, " "), opts: o,
+	return &results{store: storeKind(o.db), sizes: o.sizes, started: time.Now(), command: strings.Join(append([]string{"ringbench"}, os.Args[1:]...), " "), opts: o,
 		vals: map[int]map[string]float64{}, units: map[string]string{}, notes: map[int][]string{},
 		lat: map[int]map[string][]time.Duration{}}
 }
