@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -141,7 +143,10 @@ func runAll(ctx context.Context, stdout, log io.Writer, o allOpts) error {
 	res.loadAvg[0] = loadAvg()
 	t0 := time.Now()
 	for _, n := range o.sizes {
-		fmt.Fprintf(log, "== %d nodes (%v so far)\n", n, time.Since(t0).Round(time.Second))
+		fmt.Fprintf(log, "== %d nodes (%v so far; load average %s)\n", n, time.Since(t0).Round(time.Second), loadAvg())
+		if l, err := strconv.ParseFloat(strings.Split(loadAvg(), ",")[0], 64); err == nil {
+			res.set(n, "loadavg_1m_at_start", l, "runnable tasks")
+		}
 		b := &ringBench{bin: o.bin, dir: dir, nodes: n, trials: o.trials, idle: o.idle, out: log}
 		b.newStore = func(ctx context.Context, phase string) (store.Store, string, func(), error) {
 			return base(ctx, fmt.Sprintf("%s-n%d", phase, n))

@@ -205,6 +205,7 @@ func trimFloat(v float64) string {
 func (r *results) rows() []tableRow {
 	o := r.opts
 	rows := []tableRow{
+		{label: "machine load average (1 min) when the size started (2 vCPUs)", target: "—", key: "loadavg_1m_at_start", format: fmtF(2, "")},
 		{label: "**Ring, idle**", section: true},
 		{label: "ring formed after the last start", target: "≤ 2 s", key: "formation_ms", format: fmtMS},
 		{label: "token hop, send to TOKEN_ACK, median (node-interval medians)", target: "≤ 200 µs", key: "idle_hop_p50_us", format: fmtF(0, "µs"), verdict: atMost(200, " µs")},
