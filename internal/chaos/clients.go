@@ -200,6 +200,16 @@ type tapConn struct {
 
 var chatType = []byte(`"CHAT_MESSAGE"`)
 
+// CloseWrite half-closes the TCP connection underneath (client.Conn's
+// CloseWrite needs it).
+func (t *tapConn) CloseWrite() error {
+	cw, ok := t.Conn.(interface{ CloseWrite() error })
+	if !ok {
+		return errors.New("chaos: connection cannot be half-closed")
+	}
+	return cw.CloseWrite()
+}
+
 func (t *tapConn) Read(p []byte) (int, error) {
 	n, err := t.Conn.Read(p)
 	if n > 0 {
@@ -400,11 +410,13 @@ func (u *user) closeGently() {
 	if c == nil {
 		return
 	}
-	if c.CloseWrite() == nil {
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-		}
+	if err := c.CloseWrite(); err != nil {
+		u.w.note("%s: half-close failed (%v): closing at once", u.name, err)
+		return
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
 	}
 }
 

@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-
-	"github.com/ringchat/ringchat/internal/procutil"
 )
 
 // ErrNoMariaDB says that a private MariaDB server cannot be run here (the
@@ -77,7 +75,7 @@ func StartPrivateDB(ctx context.Context, dir string) (*PrivateDB, error) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("chaos: %s: %v\n%s", install, err, tail(out, 2000))
 	}
-	port, err := procutil.FreePort()
+	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ringchat/ringchat/internal/client"
 )
 
 func series(n int, rss func(i int) int64, gor func(i int) int64) []sample {
@@ -158,5 +161,45 @@ func TestReplayCommand(t *testing.T) {
 	c.Faults = []Kind{KillNode, StopCont}
 	if got := Replay(c); !strings.Contains(got, "--faults kill9-node,sigstop") {
 		t.Errorf("replay %q does not name the faults", got)
+	}
+}
+
+// A gentle client move half-closes the socket through the tap: the node
+// reads the end of the stream and can still write.
+func TestTapConnHalfCloses(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- err
+			return
+		}
+		defer c.Close()
+		b := make([]byte, 16)
+		if _, err := c.Read(b); err == nil {
+			got <- errors.New("read data, want the end of the stream")
+			return
+		}
+		_, err = c.Write([]byte("still here\n"))
+		got <- err
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tap := &tapConn{Conn: nc, on: func(string) {}}
+	defer tap.Close()
+	c := client.NewConn(tap, client.Options{KeepAlive: -1})
+	defer c.Close()
+	if err := c.CloseWrite(); err != nil {
+		t.Fatalf("CloseWrite through the tap: %v", err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
 	}
 }

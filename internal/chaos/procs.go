@@ -16,6 +16,30 @@ import (
 	"github.com/ringchat/ringchat/internal/procutil"
 )
 
+// ports hands out free ports, never the same one twice in this process
+// (procutil.FreePort checks that a port is free now, and a port just
+// released is often offered again).
+var ports = struct {
+	sync.Mutex
+	used map[int]bool
+}{used: map[int]bool{}}
+
+func freePort() (int, error) {
+	ports.Lock()
+	defer ports.Unlock()
+	for range 100 {
+		p, err := procutil.FreePort()
+		if err != nil {
+			return 0, err
+		}
+		if !ports.used[p] {
+			ports.used[p] = true
+			return p, nil
+		}
+	}
+	return 0, errors.New("chaos: no unused free port found")
+}
+
 // nodeAddr are a node's ports on 127.0.0.1.
 type nodeAddr struct {
 	Coord   int // TCP and UDP
@@ -66,14 +90,14 @@ func newProcs(bin, dir, dsn, key string, n int, metrics bool, flags map[int64][]
 	for id := int64(1); id <= int64(n); id++ {
 		var a nodeAddr
 		var err error
-		if a.Coord, err = procutil.FreePort(); err != nil {
+		if a.Coord, err = freePort(); err != nil {
 			return nil, err
 		}
-		if a.Client, err = procutil.FreePort(); err != nil {
+		if a.Client, err = freePort(); err != nil {
 			return nil, err
 		}
 		if metrics {
-			if a.Metrics, err = procutil.FreePort(); err != nil {
+			if a.Metrics, err = freePort(); err != nil {
 				return nil, err
 			}
 		}

@@ -231,7 +231,13 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	if err := r.procs.start(1); err != nil {
 		return nil, err
 	}
-	if r.st, err = openMigrated(ctx, r.dsn); err != nil {
+	if r.st, err = openMigrated(ctx, r.dsn, func() error {
+		if ex := r.procs.takeUnexpected(); len(ex) > 0 {
+			b, _ := os.ReadFile(ex[0].LogPath)
+			return fmt.Errorf("node 1 exited at start: %s", tail(b, 1000))
+		}
+		return nil
+	}); err != nil {
 		return nil, err
 	}
 	r.addCleanup(func() { r.st.Close() })
@@ -420,11 +426,15 @@ func hasFlag(bin, flag string) bool {
 	return strings.Contains(string(out), flag)
 }
 
-// openMigrated opens the store once the first node has migrated it.
-func openMigrated(ctx context.Context, dsn string) (store.Store, error) {
+// openMigrated opens the store once the first node has migrated it;
+// alive reports a node that died meanwhile.
+func openMigrated(ctx context.Context, dsn string, alive func() error) (store.Store, error) {
 	deadline := time.Now().Add(90 * time.Second)
 	var last error
 	for time.Now().Before(deadline) {
+		if err := alive(); err != nil {
+			return nil, err
+		}
 		s, err := store.Open(ctx, dsn, store.Options{})
 		if err == nil {
 			v, err := store.AppliedMigrations(ctx, s)
@@ -432,7 +442,9 @@ func openMigrated(ctx context.Context, dsn string) (store.Store, error) {
 				return s, nil
 			}
 			s.Close()
-			last = err
+			if last = err; err == nil {
+				last = errors.New("no schema yet")
+			}
 		} else {
 			last = err
 		}
