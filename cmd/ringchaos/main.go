@@ -125,7 +125,7 @@ check failed (the seed is printed to replay it), 2 the run could not be made.`,
 	fs.StringVar(&cfg.Election, "election", d.Election, `election method of every node (ring, chang-roberts, bully, lease), or "mixed"`)
 	fs.StringVar(&faults, "faults", "all", "fault kinds, comma-separated: all, or some of "+kindNames()+"; -KIND removes one (all,-net-delay)")
 	fs.BoolVar(&cfg.Hostile, "hostile", d.Hostile, "run the hostile-input barrage")
-	fs.BoolVar(&cfg.AbruptMoves, "abrupt-moves", d.AbruptMoves, "half the client moves close the connection at once (the others half-close and read to the end first)")
+	fs.StringVar(&cfg.MoveStyle, "move-style", d.MoveStyle, `how a moving client drops its connection: "close" (at once), "half-close" (reads to the end first) or "mixed"`)
 	fs.StringVar(&gap[0], "gap-min", d.Gap[0].String(), "shortest pause between two ring faults")
 	fs.StringVar(&gap[1], "gap-max", d.Gap[1].String(), "longest pause between two ring faults")
 	fs.StringVar(&hold[0], "hold-min", d.Hold[0].String(), "shortest time a fault stays in place after the ring repaired around it")

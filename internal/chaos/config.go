@@ -86,9 +86,10 @@ type Config struct {
 	Faults []Kind
 	// Hostile runs the hostile-input barrage during the fault phase.
 	Hostile bool
-	// AbruptMoves lets a client move close its connection at once (Close)
-	// half the time; otherwise it half-closes and reads to the end first.
-	AbruptMoves bool
+	// MoveStyle is how a client move drops its connection: "close" (at
+	// once, Close), "half-close" (CloseWrite, read to the end, then Close)
+	// or "mixed" (either, half and half).
+	MoveStyle string
 	// Gap bounds the pause between two ring faults; Hold how long a fault
 	// is left in place (a node down, stopped, the database down) after the
 	// ring repaired around it; ClientEvery the pause between client moves.
@@ -119,7 +120,7 @@ func DefaultConfig() Config {
 		Election:      string(election.Default),
 		Faults:        slices.Clone(AllKinds),
 		Hostile:       true,
-		AbruptMoves:   true,
+		MoveStyle:     "mixed",
 		Gap:           [2]time.Duration{2 * time.Second, 8 * time.Second},
 		Hold:          [2]time.Duration{500 * time.Millisecond, 4 * time.Second},
 		ClientEvery:   [2]time.Duration{2 * time.Second, 6 * time.Second},
@@ -145,6 +146,9 @@ func (c Config) Validate() error {
 	}
 	if c.Rate <= 0 || c.Rate > 20 {
 		errs = append(errs, fmt.Errorf("rate %v: want 0 < rate <= 20 messages a second per client", c.Rate))
+	}
+	if !slices.Contains([]string{"mixed", "close", "half-close"}, c.MoveStyle) {
+		errs = append(errs, fmt.Errorf(`move style %q: want "mixed", "close" or "half-close"`, c.MoveStyle))
 	}
 	if c.Ringnode == "" {
 		errs = append(errs, errors.New("no ringnode binary"))

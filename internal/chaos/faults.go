@@ -279,7 +279,7 @@ func (r *runner) moves(ctx context.Context, rng *rand.Rand, sched *scheduler, un
 			return
 		}
 		u := r.work.users[rng.IntN(len(r.work.users))]
-		k := kickReq{at: time.Now(), gentle: !r.cfg.AbruptMoves || rng.IntN(2) == 0, done: make(chan kickResult, 1)}
+		k := kickReq{at: time.Now(), gentle: r.cfg.MoveStyle == "half-close" || r.cfg.MoveStyle == "mixed" && rng.IntN(2) == 0, done: make(chan kickResult, 1)}
 		how := "closed"
 		if k.gentle {
 			how = "half-closed"

@@ -114,6 +114,7 @@ func TestConfigValidate(t *testing.T) {
 		"bad method":   func(c *Config) { c.Election = "raft" },
 		"bad range":    func(c *Config) { c.Gap = [2]time.Duration{time.Second, 0} },
 		"unknown kind": func(c *Config) { c.Faults = []Kind{"meteor"} },
+		"move style":   func(c *Config) { c.MoveStyle = "teleport" },
 	} {
 		c := DefaultConfig()
 		c.Ringnode = "/bin/true"

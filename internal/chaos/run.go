@@ -125,8 +125,8 @@ func Replay(cfg Config) string {
 	if !cfg.Hostile {
 		extra = append(extra, "--hostile=false")
 	}
-	if !cfg.AbruptMoves {
-		extra = append(extra, "--abrupt-moves=false")
+	if cfg.MoveStyle != "mixed" {
+		extra = append(extra, "--move-style "+cfg.MoveStyle)
 	}
 	d := DefaultConfig()
 	for _, x := range []struct {
