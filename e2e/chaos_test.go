@@ -45,7 +45,7 @@ func TestChaos(t *testing.T) {
 	// A 2-vCPU machine running other packages' tests and race-built
 	// nodes: a fault every few seconds still gives every kind at least
 	// once in 60 s (the schedule deals them from a shuffled deck).
-	cfg.Gap = [2]time.Duration{time.Second, 4 * time.Second}
+	cfg.Gap = [2]time.Duration{500 * time.Millisecond, 3 * time.Second}
 	cfg.Hold = [2]time.Duration{500 * time.Millisecond, 2 * time.Second}
 	cfg.Rate = 1
 	out := &testWriter{t: t}

@@ -164,6 +164,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r := &runner{cfg: cfg, start: time.Now(), injected: map[Kind]int{}}
 	defer r.cleanup()
 	rep, err := r.run(ctx)
+	if rep == nil && cfg.WorkDir == "" && r.dir != "" {
+		if ents, rerr := os.ReadDir(r.dir); rerr == nil && len(ents) == 0 {
+			_ = os.Remove(r.dir) // nothing in it worth keeping
+		}
+	}
 	if rep != nil {
 		rep.Dir = r.dir
 		keep := cfg.Keep || !rep.OK() || err != nil
@@ -372,7 +377,11 @@ func (r *runner) setupDB(ctx context.Context, kinds *[]Kind) error {
 		server = db.ServerDSN()
 		r.dbNote = fmt.Sprintf("private mariadbd on 127.0.0.1:%d, data in %s", db.Port(), filepath.Join(r.dir, "mariadb"))
 	} else {
-		if d, err := store.ParseDSN(server); err == nil && d.Dialect == "mysql" {
+		// The driver's form may name no database; the URL form must.
+		if c, err := mysql.ParseDSN(server); err == nil {
+			c.DBName = ""
+			server = c.FormatDSN()
+		} else if d, err := store.ParseDSN(server); err == nil && d.Dialect == "mysql" {
 			c := d.MySQL.Clone()
 			c.DBName = ""
 			server = c.FormatDSN()
