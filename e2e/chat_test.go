@@ -16,6 +16,7 @@ import (
 
 	"github.com/ringchat/ringchat/internal/client"
 	"github.com/ringchat/ringchat/internal/store"
+	"github.com/ringchat/ringchat/internal/store/storetest"
 	"github.com/ringchat/ringchat/internal/testutil"
 )
 
@@ -284,7 +285,7 @@ func TestChat(t *testing.T) {
 		// A client that remembers them (same Seen) acknowledges and drops the
 		// duplicates.
 		third := c.v2(t, 3, "erin", client.Options{Seen: seen})
-		testutil.Eventually(t, within, "duplicates acknowledged", func() bool { return pending(t, c.st, "erin") == 0 })
+		testutil.Eventually(t, within, "duplicates acknowledged", func() bool { return storetest.PendingFor(t, c.st, "erin") == 0 })
 		if _, err := frank.SendWait(cctx, client.ToUser("erin"), "new"); err != nil {
 			t.Fatal(err)
 		}
@@ -456,22 +457,4 @@ func TestChat(t *testing.T) {
 		}
 		waitChat(t, again, func(m client.ChatMessage) bool { return m.Content == "alive again" })
 	})
-}
-
-// pending counts the rows waiting for user.
-func pending(t *testing.T, st store.Store, user string) int {
-	t.Helper()
-	var n int
-	err := st.Update(context.Background(), func(tx store.Tx) error {
-		u, err := tx.UserByName(user)
-		if err != nil {
-			return err
-		}
-		n, err = tx.PendingCount(u.ID)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }

@@ -120,16 +120,11 @@ func runAll(ctx context.Context, stdout, log io.Writer, o allOpts) error {
 	if o.img == "" {
 		o.img = o.out
 	}
-	if o.bin == "" {
-		self, err := os.Executable()
-		if err != nil {
-			return err
-		}
-		o.bin = filepath.Join(filepath.Dir(self), "ringnode")
+	bin, err := ringnodeBinary(o.bin)
+	if err != nil {
+		return err
 	}
-	if _, err := os.Stat(o.bin); err != nil {
-		return fmt.Errorf("ringnode binary: %w (build it with make build, or pass --bin)", err)
-	}
+	o.bin = bin
 	dir, err := os.MkdirTemp("", "ringbench-all")
 	if err != nil {
 		return err

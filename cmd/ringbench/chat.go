@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,16 +61,11 @@ func runChatBench(cmd *cobra.Command, o chatBenchOpts) error {
 	if o.nodes < 1 || o.clients < 2 || o.duration <= 0 || (o.window <= 0 && o.rate <= 0) {
 		return errors.New("chat: need --nodes ≥ 1, --clients ≥ 2, a positive --duration and --rate or --window")
 	}
-	if o.bin == "" {
-		self, err := os.Executable()
-		if err != nil {
-			return err
-		}
-		o.bin = filepath.Join(filepath.Dir(self), "ringnode")
+	bin, err := ringnodeBinary(o.bin)
+	if err != nil {
+		return err
 	}
-	if _, err := os.Stat(o.bin); err != nil {
-		return fmt.Errorf("ringnode binary: %w (build it with make build, or pass --bin)", err)
-	}
+	o.bin = bin
 	dir, err := os.MkdirTemp("", "ringbench-chat")
 	if err != nil {
 		return err

@@ -80,18 +80,28 @@ dropped) or "sqlite" for the embedded store.`,
 	return cmd
 }
 
-// newBench prepares a benchmark of ringnode processes: the binary (default:
-// beside ringbench), a scratch directory and a store maker.
-func newBench(cmd *cobra.Command, bin, db string, nodes, trials int) (*ringBench, func(), error) {
+// ringnodeBinary returns bin, or the ringnode binary beside ringbench when
+// bin is empty, after checking that it exists.
+func ringnodeBinary(bin string) (string, error) {
 	if bin == "" {
 		self, err := os.Executable()
 		if err != nil {
-			return nil, nil, err
+			return "", err
 		}
 		bin = filepath.Join(filepath.Dir(self), "ringnode")
 	}
 	if _, err := os.Stat(bin); err != nil {
-		return nil, nil, fmt.Errorf("ringnode binary: %w (build it with make build, or pass --bin)", err)
+		return "", fmt.Errorf("ringnode binary: %w (build it with make build, or pass --bin)", err)
+	}
+	return bin, nil
+}
+
+// newBench prepares a benchmark of ringnode processes: the binary (default:
+// beside ringbench), a scratch directory and a store maker.
+func newBench(cmd *cobra.Command, bin, db string, nodes, trials int) (*ringBench, func(), error) {
+	bin, err := ringnodeBinary(bin)
+	if err != nil {
+		return nil, nil, err
 	}
 	dir, err := os.MkdirTemp("", "ringbench")
 	if err != nil {

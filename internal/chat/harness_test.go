@@ -341,21 +341,3 @@ func chatTo(user, text string) string {
 func chatGroup(group, text string) string {
 	return fmt.Sprintf(`{"messageType":"CHAT_MESSAGE","fromName":"x","toGroup":%q,"messageContent":%q}`, group, text)
 }
-
-// pendingFor counts the store rows waiting for user.
-func pendingFor(t *testing.T, st store.Store, user string) int {
-	t.Helper()
-	var n int
-	err := st.Update(context.Background(), func(tx store.Tx) error {
-		u, err := tx.UserByName(user)
-		if err != nil {
-			return err
-		}
-		n, err = tx.PendingCount(u.ID)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ringchat/ringchat/internal/store"
+	"github.com/ringchat/ringchat/internal/store/storetest"
 )
 
 var sentAtRE = regexp.MustCompile(`"sentAt":"[A-Z][a-z]{2} \d{1,2}, \d{4}, \d{1,2}:\d{2}:\d{2} [AP]M"`)
@@ -56,7 +57,7 @@ func TestV1Shapes(t *testing.T) {
 	}
 	// A v1 delivery counts as delivered once written: nothing stays queued.
 	eventually(t, "protocol-1 deliveries removed once written", func() bool {
-		return pendingFor(t, r.st, "bob") == 0 && pendingFor(t, r.st, "alice") == 0
+		return storetest.PendingFor(t, r.st, "bob") == 0 && storetest.PendingFor(t, r.st, "alice") == 0
 	})
 }
 
@@ -150,7 +151,7 @@ func TestOfflineDelivery(t *testing.T) {
 	for i := range 5 {
 		alice.send(chatTo("bob", fmt.Sprint("offline ", i)))
 	}
-	eventually(t, "messages stored for bob", func() bool { return pendingFor(t, r.st, "bob") == 5 })
+	eventually(t, "messages stored for bob", func() bool { return storetest.PendingFor(t, r.st, "bob") == 5 })
 	r.rotations(2)
 	again := dialRaw(t, r.addr(3))
 	again.login("bob")

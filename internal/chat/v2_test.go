@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/store/storetest"
 )
 
 func ctxT(t *testing.T) context.Context {
@@ -96,7 +97,7 @@ func TestV2Shapes(t *testing.T) {
 	a.send(`{"messageType":"ACK"}`)
 	a.expectError(CodeBadRequest, "ACK needs 1 to 1000 message ids")
 	b.send(`{"messageType":"ACK","ids":["` + id + `"]}`)
-	eventually(t, "acknowledged message removed", func() bool { return pendingFor(t, r.st, "bob") == 0 })
+	eventually(t, "acknowledged message removed", func() bool { return storetest.PendingFor(t, r.st, "bob") == 0 })
 	// Password rules.
 	c := dialRaw(t, r.addr(2))
 	c.send(`{"messageType":"LOGIN","username":"alice"}`)
@@ -214,7 +215,7 @@ func TestV2Redelivery(t *testing.T) {
 	if err := rcv.Ack(ctx, ids[:2]...); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "two acknowledged", func() bool { return pendingFor(t, r.st, "rcv") == 4 })
+	eventually(t, "two acknowledged", func() bool { return storetest.PendingFor(t, r.st, "rcv") == 4 })
 	rcv.Close()
 	// Reconnect at the other node with the same Seen: the four come again,
 	// are acknowledged by the client as duplicates and not delivered twice.
@@ -223,7 +224,7 @@ func TestV2Redelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer again.Close()
-	eventually(t, "duplicates acknowledged", func() bool { return pendingFor(t, r.st, "rcv") == 0 })
+	eventually(t, "duplicates acknowledged", func() bool { return storetest.PendingFor(t, r.st, "rcv") == 0 })
 	if _, err := sender.SendWait(ctx, client.ToUser("rcv"), "fresh"); err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +264,7 @@ func TestV2Redelivery(t *testing.T) {
 	// Node 1 stored it too once it could (the old connection's queue):
 	// the id is stored once, so no second delivery.
 	r.rotations(3)
-	eventually(t, "nothing left", func() bool { return pendingFor(t, r.st, "rcv") == 0 })
+	eventually(t, "nothing left", func() bool { return storetest.PendingFor(t, r.st, "rcv") == 0 })
 	select {
 	case ev := <-third.Events():
 		if m, ok := ev.(client.ChatMessage); ok {
@@ -315,7 +316,7 @@ func TestIdleVisitsSkipStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	nextChat(t, b)
-	eventually(t, "ack applied", func() bool { return pendingFor(t, r.st, "b") == 0 })
+	eventually(t, "ack applied", func() bool { return storetest.PendingFor(t, r.st, "b") == 0 })
 	r.rotations(3)
 	before := map[int64]Stats{}
 	for _, s := range r.servers {
@@ -374,7 +375,7 @@ func TestStuckClient(t *testing.T) {
 	}
 	eventually(t, "stuck client dropped", func() bool { return r.servers[0].Stats().Dropped >= 1 })
 	// Its undelivered messages wait in the store for its next login.
-	if n := pendingFor(t, r.st, "stuck"); n == 0 {
+	if n := storetest.PendingFor(t, r.st, "stuck"); n == 0 {
 		t.Error("nothing pending for the dropped client")
 	}
 }

@@ -36,6 +36,24 @@ func Open(t *testing.T, dsn string) store.Store {
 	return st
 }
 
+// PendingFor counts the recipient rows waiting for the named user.
+func PendingFor(t *testing.T, st store.Store, user string) int {
+	t.Helper()
+	var n int
+	err := st.Update(context.Background(), func(tx store.Tx) error {
+		u, err := tx.UserByName(user)
+		if err != nil {
+			return err
+		}
+		n, err = tx.PendingCount(u.ID)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // Run runs every conformance test against stores made by newDSN.
 func Run(t *testing.T, newDSN NewDSN) {
 	tests := []struct {
