@@ -82,12 +82,18 @@ type rawServer struct {
 // rawPair connects a Conn to a rawServer over loopback TCP.
 func rawPair(t *testing.T) (*Conn, *rawServer) {
 	t.Helper()
+	return rawPairWith(t, Options{Timeout: waitLimit})
+}
+
+// rawPairWith is rawPair with the Conn's options given.
+func rawPairWith(t *testing.T, opts Options) (*Conn, *rawServer) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	c, err := Dial(testCtx(t), ln.Addr().String(), Options{Timeout: waitLimit})
+	c, err := Dial(testCtx(t), ln.Addr().String(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -191,3 +191,49 @@ func TestCloseJoinsReader(t *testing.T) {
 		t.Errorf("Join after Close = %v", err)
 	}
 }
+
+// A message that reaches the socket while the application closes the
+// connection, and so never comes out of Events, is not acknowledged: the
+// server sends it again, and the next connection sharing the Seen must take
+// it for new, not for a duplicate to acknowledge and drop.
+func TestCloseRacingDeliveryLeavesNoIDSeenButUndelivered(t *testing.T) {
+	const n = 2 * eventBuffer * 2
+	for round := range 10 {
+		seen := NewSeen(0)
+		c, srv := rawPairWith(t, Options{Timeout: waitLimit, Seen: seen, AutoAck: true})
+		id := func(i int) string { return fmt.Sprintf("m-%d-%d", round, i) }
+		wrote := async(func() error {
+			for i := range n {
+				line := fmt.Sprintf(`{"messageType":"CHAT_MESSAGE","id":%q,"seq":%d,"fromName":"a","toUsername":"b","sentAt":"x","messageContent":"m"}`+"\n", id(i), i+1)
+				if _, err := srv.nc.Write([]byte(line)); err != nil {
+					return err // the client hung up
+				}
+			}
+			return nil
+		})
+		got := map[string]bool{}
+		for len(got) < n/4 { // read some, then stop reading: the reader blocks delivering
+			if m, ok := nextEvent(t, c).(ChatMessage); ok {
+				got[m.ID] = true
+			}
+		}
+		if err := c.Close(); err != nil {
+			t.Fatalf("Close = %v", err)
+		}
+		for ev := range c.Events() { // what was delivered before Close ended
+			if m, ok := ev.(ChatMessage); ok {
+				got[m.ID] = true
+			}
+		}
+		result(t, wrote)
+		srv.nc.Close()
+		for i := range n {
+			if seen.Has(id(i)) && !got[id(i)] {
+				t.Fatalf("round %d: %s is in Seen but never came out of Events (%d delivered)", round, id(i), len(got))
+			}
+		}
+		if len(got) == n {
+			t.Fatalf("round %d: all %d delivered: the close raced nothing", round, n)
+		}
+	}
+}

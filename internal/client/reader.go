@@ -166,7 +166,14 @@ func (c *Conn) dispatch(ev Event) {
 			c.queueAck(ev.ID) // delivered before (a reconnect): acknowledge again, deliver once
 			return
 		}
-		if c.emit(ev) && c.opts.AutoAck {
+		if !c.emit(ev) {
+			// Not delivered (the Conn is closing) and not acknowledged: the
+			// server sends it again, and the next connection sharing this
+			// Seen must take it for new.
+			c.opts.Seen.Remove(ev.ID)
+			return
+		}
+		if c.opts.AutoAck {
 			c.queueAck(ev.ID)
 		}
 		return

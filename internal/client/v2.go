@@ -66,6 +66,19 @@ func (s *Seen) Add(id string) bool {
 	return true
 }
 
+// Remove forgets id, so that it counts as new again.
+func (s *Seen) Remove(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.ids[id]; !ok {
+		return
+	}
+	delete(s.ids, id)
+	if i := slices.Index(s.order, id); i >= 0 {
+		s.order = slices.Delete(s.order, i, i+1)
+	}
+}
+
 // Has reports whether id was added.
 func (s *Seen) Has(id string) bool {
 	s.mu.Lock()
