@@ -78,6 +78,8 @@ type Config struct {
 	ShutdownDrain time.Duration
 	// ReconcileInterval is how often presence in the store is checked
 	// against this node's sessions (stale rows cleared, lost rows restored).
+	// After a failure the check comes sooner: 250 ms (at most this
+	// interval), doubling back up to it.
 	ReconcileInterval time.Duration
 	// HashWorkers bounds concurrent password hashes (each costs CPU and
 	// memory).

@@ -300,7 +300,7 @@ func (s *Server) clearPresence(sess *session) {
 			s.log.Warn().Err(err).Str("user", sess.name).Msg("chat: could not clear presence; retrying later")
 		}
 		s.mu.Lock()
-		s.dirty = true
+		s.markDirtyLocked()
 		s.mu.Unlock()
 	}
 }
@@ -559,14 +559,26 @@ func chatV2Of(m store.Message) ChatV2 {
 // reconcileLoop keeps this node's presence rows and sessions in step: rows
 // without a session (a failed clear) are removed; sessions whose row is
 // gone (the coordinator spliced this node out while it was stalled) get it
-// back, or are closed if the user has logged in elsewhere meanwhile.
+// back, or are closed if the user has logged in elsewhere meanwhile. It runs
+// every ReconcileInterval, and after a failure (a presence row of ours may
+// be stale, and would keep its user from logging in elsewhere) soon, then
+// less and less often until it succeeds.
 func (s *Server) reconcileLoop(ctx context.Context) {
-	t := time.NewTicker(s.cfg.ReconcileInterval)
+	first := min(s.cfg.ReconcileInterval, 250*time.Millisecond)
+	backoff := first
+	due := time.Now().Add(s.cfg.ReconcileInterval)
+	t := time.NewTimer(time.Until(due))
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.retry:
+			if time.Until(due) > backoff { // not later than that
+				due = time.Now().Add(backoff)
+				t.Reset(backoff)
+			}
+			continue
 		case <-t.C:
 		}
 		s.mu.Lock()
@@ -576,6 +588,31 @@ func (s *Server) reconcileLoop(ctx context.Context) {
 		if needed {
 			s.reconcile(ctx)
 		}
+		s.mu.Lock()
+		dirty := s.dirty
+		s.mu.Unlock()
+		select {
+		case <-s.retry: // this round's own failure
+		default:
+		}
+		next := s.cfg.ReconcileInterval
+		if dirty {
+			next, backoff = backoff, min(2*backoff, s.cfg.ReconcileInterval)
+		} else {
+			backoff = first
+		}
+		due = time.Now().Add(next)
+		t.Reset(next)
+	}
+}
+
+// markDirtyLocked notes that a presence row of ours may be stale, and wakes
+// the presence check. Called with s.mu held.
+func (s *Server) markDirtyLocked() {
+	s.dirty = true
+	select {
+	case s.retry <- struct{}{}:
+	default:
 	}
 }
 
@@ -585,7 +622,7 @@ func (s *Server) reconcile(ctx context.Context) {
 	online, err := s.st.Online(rctx)
 	if err != nil {
 		s.mu.Lock()
-		s.dirty = true
+		s.markDirtyLocked()
 		s.mu.Unlock()
 		return
 	}
@@ -624,7 +661,7 @@ func (s *Server) reconcile(ctx context.Context) {
 		ph := s.sessions[id]
 		delete(s.sessions, id)
 		if err != nil {
-			s.dirty = true
+			s.markDirtyLocked()
 		}
 		s.mu.Unlock()
 		close(ph.gone)
@@ -640,7 +677,7 @@ func (s *Server) reconcile(ctx context.Context) {
 			sess.c.closeWith(errorf(CodeUserOnline, "logged in at another node while this node was out of the ring"))
 		case err != nil:
 			s.mu.Lock()
-			s.dirty = true
+			s.markDirtyLocked()
 			s.mu.Unlock()
 		default:
 			s.log.Info().Str("user", sess.name).Msg("chat: restored presence lost while this node was out of the ring")

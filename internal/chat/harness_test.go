@@ -76,7 +76,9 @@ type testRing struct {
 	budget  time.Duration
 
 	mu   sync.Mutex
-	fail map[int64]int // node -> visits to fail before running the section
+	fail map[int64]int    // node -> visits to fail before running the section
+	lost map[int64]int    // node -> visits whose commit is reported failed
+	hook map[int64]func() // node -> run once before its next transaction
 	app  json.RawMessage
 
 	visits atomic.Int64
@@ -93,7 +95,7 @@ func newRing(t *testing.T, n int, tweak func(*Config)) *testRing {
 
 func newRingOn(t *testing.T, st store.Store, n int, tweak func(*Config)) *testRing {
 	t.Helper()
-	r := &testRing{t: t, st: st, wake: make(chan struct{}, 1), fail: map[int64]int{}, budget: 5 * time.Second}
+	r := &testRing{t: t, st: st, wake: make(chan struct{}, 1), fail: map[int64]int{}, lost: map[int64]int{}, hook: map[int64]func(){}, budget: 5 * time.Second}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	for i := 1; i <= n; i++ {
@@ -150,6 +152,22 @@ func (r *testRing) failVisits(id int64, k int) {
 	r.mu.Unlock()
 }
 
+// loseCommits makes the next k visits of node id commit their transaction
+// and then fail, as when the connection to the store breaks during COMMIT.
+func (r *testRing) loseCommits(id int64, k int) {
+	r.mu.Lock()
+	r.lost[id] = k
+	r.mu.Unlock()
+}
+
+// beforeNextTx runs f once, in the token's goroutine, when node id's next
+// visit has taken its work and is about to open its transaction.
+func (r *testRing) beforeNextTx(id int64, f func()) {
+	r.mu.Lock()
+	r.hook[id] = f
+	r.mu.Unlock()
+}
+
 // pass moves the token around until ctx ends, idling 20 ms per rotation
 // unless a server wants it.
 func (r *testRing) pass(ctx context.Context) {
@@ -165,13 +183,32 @@ func (r *testRing) pass(ctx context.Context) {
 			vctx, cancel := context.WithTimeout(ctx, r.budget)
 			fenced := func(fn func(store.Tx) error) error {
 				r.mu.Lock()
-				k := r.fail[id]
+				k, lost, hook := r.fail[id], r.lost[id], r.hook[id]
 				if k > 0 {
 					r.fail[id] = k - 1
 				}
+				delete(r.hook, id)
 				r.mu.Unlock()
+				if hook != nil {
+					hook()
+				}
 				if k > 0 {
 					return fmt.Errorf("injected: %w", store.ErrFenced)
+				}
+				if lost > 0 {
+					worked := false
+					err := r.st.Fenced(vctx, fence, func(tx store.Tx) error {
+						err := fn(tx)
+						worked = err == nil
+						return err
+					})
+					if err == nil && worked {
+						r.mu.Lock()
+						r.lost[id]--
+						r.mu.Unlock()
+						return errors.New("injected: invalid connection (the commit reached the store)")
+					}
+					return err
 				}
 				return r.st.Fenced(vctx, fence, fn)
 			}

@@ -36,11 +36,12 @@ type Server struct {
 	acks     []store.RecipientSeq
 	ackIDs   map[int64][]string // protocol-2 ACKs by user id
 	ackCount int
-	fetchReq uint64 // bumped when a local event needs a fetch (login, room in a queue)
-	more     bool   // the last fetch left deliveries behind
-	draining bool   // shutting down: no new messages
-	closing  bool   // shutting down: no new connections or logins
-	dirty    bool   // a presence row of ours may be stale (a clear failed)
+	fetchReq uint64        // bumped when a local event needs a fetch (login, room in a queue)
+	more     bool          // the last fetch left deliveries behind
+	draining bool          // shutting down: no new messages
+	closing  bool          // shutting down: no new connections or logins
+	dirty    bool          // a presence row of ours may be stale (a clear failed)
+	retry    chan struct{} // wakes the presence check soon after dirty is set
 	visited  chan struct{}
 
 	// Owned by the visit goroutine (visits of one node never overlap).
@@ -53,6 +54,18 @@ type visitState struct {
 	fetchDone uint64
 	lastFetch time.Time
 	lastPrune time.Time
+	// unmark: deliveries marked in the store but never handed to a
+	// connection (the session was gone, or the visit failed, perhaps after
+	// its commit reached the store); the next visit makes them pending
+	// again. Only the visit goroutine touches it.
+	unmark     []marked
+	unmarkRows int
+}
+
+// marked is rows a visit marked delivered, with the mark's stamp.
+type marked struct {
+	stamp int64
+	rows  []store.RecipientSeq
 }
 
 // session is a user logged in (or logging in, or out) on a connection of
@@ -125,6 +138,7 @@ func New(cfg Config) (*Server, error) {
 		sessions: map[int64]*session{},
 		ackIDs:   map[int64][]string{},
 		visited:  make(chan struct{}),
+		retry:    make(chan struct{}, 1),
 		runCtx:   context.Background(),
 	}
 	s.v.batch = cfg.BatchStart

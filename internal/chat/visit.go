@@ -21,6 +21,10 @@ const minBatch = 8
 // maxAckRows bounds the acknowledged rows removed in one visit.
 const maxAckRows = 4000
 
+// maxUnmarkRows bounds the deliveries kept to be made pending again (see
+// visitState.unmark); past it the oldest wait for their user's next login.
+const maxUnmarkRows = 100_000
+
 // Section is the chat service's critical section, run at every token
 // visit (node.Config.Sections).
 func (s *Server) Section() node.Section { return s.visit }
@@ -43,6 +47,7 @@ type visitWork struct {
 	batch   []*outMsg
 	acks    []store.RecipientSeq
 	ackIDs  map[int64][]string
+	unmark  []marked
 	ready   map[int64]*session
 	fetch   bool
 	prune   bool
@@ -51,13 +56,16 @@ type visitWork struct {
 	// results (reset at every attempt of the transaction)
 	stored     []storedMsg
 	deliveries []delivery
+	stamp      int64 // of the fetch's delivery marks
 	nodes      []int64
 	more       bool
 }
 
 // visit is one critical section, in one fenced transaction:
 //
-//  1. apply acknowledgements (protocol-2 ACKs, protocol-1 writes);
+//  1. apply acknowledgements (protocol-2 ACKs, protocol-1 writes), and make
+//     pending again what earlier visits marked delivered but never handed
+//     to a connection;
 //  2. store the messages queued here since the last visit, in order, each
 //     group expanded to its members now (the sender excluded);
 //  3. if there is reason to (the token's hint names this node, a login, a
@@ -66,8 +74,11 @@ type visitWork struct {
 //     what is pending for users logged in here and mark it delivered;
 //  4. now and then prune old delivered messages.
 //
-// If the transaction fails nothing was committed: the queued messages stay
-// for the next visit and no receipt is sent. Once it committed, receipts,
+// If the transaction fails, the queued messages stay for the next visit
+// and no receipt is sent; the commit may still have reached the store
+// (the connection broke during COMMIT), so the next visit stores the
+// messages again (deduplicated by id) and makes this visit's deliveries
+// pending again (unmark, by the marks' stamp). Once it committed, receipts,
 // errors and deliveries go to the connections' queues (never waiting on a
 // socket) and the token moves on while the writers write.
 //
@@ -79,7 +90,7 @@ func (s *Server) visit(ctx context.Context, tok token.Token, fenced node.Fenced)
 	now := time.Now()
 	w := s.collect(now, tok, herr != nil || h.has(self))
 	s.v.lastGen = tok.Gen
-	if len(w.batch) == 0 && len(w.acks) == 0 && len(w.ackIDs) == 0 && !w.fetch && !w.prune {
+	if len(w.batch) == 0 && len(w.acks) == 0 && len(w.ackIDs) == 0 && len(w.unmark) == 0 && !w.fetch && !w.prune {
 		s.visitedNotify()
 		if h.has(self) || herr != nil {
 			return h.update(self, nil).encode(), false, nil
@@ -133,7 +144,8 @@ func (s *Server) visit(ctx context.Context, tok token.Token, fenced node.Fenced)
 func (s *Server) collect(now time.Time, tok token.Token, hinted bool) *visitWork {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	w := &visitWork{fetchRq: s.fetchReq, ready: map[int64]*session{}}
+	w := &visitWork{fetchRq: s.fetchReq, ready: map[int64]*session{}, unmark: s.v.unmark}
+	s.v.unmark, s.v.unmarkRows = nil, 0
 	for id, sess := range s.sessions {
 		if !sess.ready {
 			continue
@@ -151,14 +163,17 @@ func (s *Server) collect(now time.Time, tok token.Token, hinted bool) *visitWork
 		w.ackIDs, s.ackIDs, s.ackCount = s.ackIDs, map[int64][]string{}, 0
 	}
 	w.prune = s.cfg.Retention > 0 && now.Sub(s.v.lastPrune) >= s.cfg.PruneInterval &&
-		(len(w.batch) > 0 || w.fetch || len(w.acks) > 0 || len(w.ackIDs) > 0)
+		(len(w.batch) > 0 || w.fetch || len(w.acks) > 0 || len(w.ackIDs) > 0 || len(w.unmark) > 0)
 	return w
 }
 
 // work is the transaction's body. The store may run it again after a
 // deadlock, so it starts from scratch each time.
 func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
-	w.stored, w.deliveries, w.nodes, w.more = w.stored[:0], w.deliveries[:0], nil, false
+	w.stored, w.deliveries, w.nodes, w.more, w.stamp = w.stored[:0], w.deliveries[:0], nil, false, 0
+	if err := s.unmarkRows(tx, w); err != nil {
+		return err
+	}
 	if len(w.acks) > 0 {
 		if _, err := tx.AckRows(w.acks); err != nil {
 			return err
@@ -169,19 +184,19 @@ func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
 			return err
 		}
 	}
-	first, last, err := s.storeBatch(tx, w)
+	ranges, err := s.storeBatch(tx, w)
 	if err != nil {
 		return err
 	}
-	if first > 0 {
-		nodes, err := tx.NodesWithPending(first, last)
+	for _, r := range ranges {
+		nodes, err := tx.NodesWithPending(r[0], r[1])
 		if err != nil {
 			return err
 		}
-		w.nodes = nodes
-		if slices.Contains(nodes, s.cfg.NodeID) && len(w.ready) > 0 {
-			w.fetch = true // our own users' messages go out in this visit
-		}
+		w.nodes = append(w.nodes, nodes...)
+	}
+	if slices.Contains(w.nodes, s.cfg.NodeID) && len(w.ready) > 0 {
+		w.fetch = true // our own users' messages go out in this visit
 	}
 	if w.fetch {
 		if err := s.fetch(tx, w); err != nil {
@@ -197,12 +212,15 @@ func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
 }
 
 // storeBatch stores the visit's batch in order, each group expanded to
-// its members now (the sender excluded), and returns the range of new
-// sequence numbers (0, 0 if none). An unknown recipient (checked when the
-// message was accepted, so only if it vanished) is a refusal, and nothing
-// of that message is stored. A resent id is stored once: its first
-// sequence comes back.
-func (s *Server) storeBatch(tx store.Tx, w *visitWork) (first, last int64, err error) {
+// its members now (the sender excluded), and returns the ranges of
+// sequence numbers whose recipients may have work: the new messages', and
+// the resent ones' (none, one or two ranges). An unknown recipient
+// (checked when the message was accepted, so only if it vanished) is a
+// refusal, and nothing of that message is stored. A resent id is stored
+// once: its first sequence comes back. Its recipients may not have it yet:
+// the visit that stored it may have failed after its commit reached the
+// store, and its hint never went round.
+func (s *Server) storeBatch(tx store.Tx, w *visitWork) (ranges [][2]int64, err error) {
 	members := map[int64][]int64{}
 	nms := make([]store.NewMessage, 0, len(w.batch))
 	rcpts := make([][]int64, 0, len(w.batch))
@@ -210,7 +228,7 @@ func (s *Server) storeBatch(tx store.Tx, w *visitWork) (first, last int64, err e
 	for _, m := range w.batch {
 		id, refusal, err := s.lookup(tx, m.to)
 		if err != nil {
-			return 0, 0, err
+			return nil, err
 		}
 		w.stored = append(w.stored, storedMsg{m: m, err: refusal})
 		if refusal != nil {
@@ -223,7 +241,7 @@ func (s *Server) storeBatch(tx store.Tx, w *visitWork) (first, last int64, err e
 			ms, ok := members[id]
 			if !ok {
 				if ms, err = tx.GroupMembers(id); err != nil {
-					return 0, 0, err
+					return nil, err
 				}
 				members[id] = ms
 			}
@@ -240,23 +258,30 @@ func (s *Server) storeBatch(tx store.Tx, w *visitWork) (first, last int64, err e
 		nms, rcpts, at = append(nms, nm), append(rcpts, rs), append(at, len(w.stored)-1)
 	}
 	if len(nms) == 0 {
-		return 0, 0, nil
+		return nil, nil
 	}
 	res, err := tx.InsertMessages(nms, rcpts)
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
+	var fresh, dup [2]int64
 	for k, r := range res {
 		w.stored[at[k]].seq = r.Seq
+		rg := &fresh
 		if r.Dup {
-			continue
+			rg = &dup
 		}
-		if first == 0 || r.Seq < first {
-			first = r.Seq
+		if rg[0] == 0 || r.Seq < rg[0] {
+			rg[0] = r.Seq
 		}
-		last = max(last, r.Seq)
+		rg[1] = max(rg[1], r.Seq)
 	}
-	return first, last, nil
+	for _, rg := range [][2]int64{fresh, dup} {
+		if rg[0] > 0 {
+			ranges = append(ranges, rg)
+		}
+	}
+	return ranges, nil
 }
 
 // fetch takes the pending deliveries for local users, as many as their
@@ -290,11 +315,88 @@ func (s *Server) fetch(tx store.Tx, w *visitWork) error {
 		w.more = false // only full queues held them back: their writers ask again
 		return nil
 	}
-	return tx.MarkDeliveredRows(rows)
+	// Only rows whose user is still present here are marked (a session
+	// that ended after the read above is not handed any).
+	done, stamp, err := tx.MarkDeliveredRows(s.cfg.NodeID, rows)
+	if err != nil {
+		return err
+	}
+	w.stamp = stamp
+	if len(done) < len(rows) {
+		ok := make(map[store.RecipientSeq]bool, len(done))
+		for _, r := range done {
+			ok[r] = true
+		}
+		w.deliveries = slices.DeleteFunc(w.deliveries, func(d delivery) bool {
+			return !ok[store.RecipientSeq{RecipientID: d.d.RecipientID, Seq: d.d.Seq}]
+		})
+	}
+	return nil
 }
 
-// restore puts back what a failed visit took: nothing of it was committed.
+// unmarkRows makes pending again what earlier visits marked delivered and
+// never handed to a connection, and adds the nodes where those users are
+// now to the visit's hint.
+func (s *Server) unmarkRows(tx store.Tx, w *visitWork) error {
+	var n int
+	lo, hi := int64(0), int64(0)
+	for _, m := range w.unmark {
+		k, err := tx.UnmarkDelivered(m.stamp, m.rows)
+		if err != nil {
+			return err
+		}
+		n += k
+		for _, r := range m.rows {
+			if lo == 0 || r.Seq < lo {
+				lo = r.Seq
+			}
+			hi = max(hi, r.Seq)
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	nodes, err := tx.NodesWithPending(lo, hi)
+	if err != nil {
+		return err
+	}
+	w.nodes = append(w.nodes, nodes...)
+	return nil
+}
+
+// keepUnmark records rows marked delivered at stamp that no connection got,
+// for the next visit to make pending again.
+func (s *Server) keepUnmark(stamp int64, rows []store.RecipientSeq) {
+	if len(rows) == 0 || stamp == 0 { // stamp 0: nothing was marked
+		return
+	}
+	s.v.unmark = append(s.v.unmark, marked{stamp: stamp, rows: rows})
+	s.v.unmarkRows += len(rows)
+	for s.v.unmarkRows > maxUnmarkRows && len(s.v.unmark) > 1 {
+		s.v.unmarkRows -= len(s.v.unmark[0].rows)
+		s.log.Warn().Int("rows", len(s.v.unmark[0].rows)).Msg("chat: too many deliveries to make pending again; these wait for their users' next login")
+		s.v.unmark = s.v.unmark[1:]
+	}
+	s.want()
+}
+
+// deliveryRows returns the store rows of ds.
+func deliveryRows(ds []delivery) []store.RecipientSeq {
+	rows := make([]store.RecipientSeq, len(ds))
+	for i, d := range ds {
+		rows[i] = store.RecipientSeq{RecipientID: d.d.RecipientID, Seq: d.d.Seq}
+	}
+	return rows
+}
+
+// restore puts back what a failed visit took. Its commit may have reached
+// the store all the same: acknowledgements and stores are safe to do again,
+// and its deliveries' marks are undone by the next visit.
 func (s *Server) restore(w *visitWork) {
+	for _, m := range w.unmark {
+		s.keepUnmark(m.stamp, m.rows)
+	}
+	s.keepUnmark(w.stamp, deliveryRows(w.deliveries))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.acks = append(w.acks, s.acks...)
@@ -357,6 +459,7 @@ func (s *Server) dispatch(w *visitWork) {
 		version int
 	}
 	lines := map[key][]byte{}
+	var lost []store.RecipientSeq
 	for _, d := range w.deliveries {
 		v := d.sess.version
 		k := key{d.d.Seq, v}
@@ -372,8 +475,11 @@ func (s *Server) dispatch(w *visitWork) {
 		if v < V2 {
 			it.ack = store.RecipientSeq{RecipientID: d.d.RecipientID, Seq: d.d.Seq}
 		}
-		d.sess.c.send(it)
+		if !d.sess.c.send(it) {
+			lost = append(lost, store.RecipientSeq{RecipientID: d.d.RecipientID, Seq: d.d.Seq})
+		}
 	}
+	s.keepUnmark(w.stamp, lost) // the session is gone: pending again for its user's next session
 }
 
 func encodeDelivery(d store.Delivery, version int) []byte {

@@ -473,22 +473,12 @@ func (t *sqlTx) PendingForNodeFair(nodeID int64, perRecipient, limit int) ([]Del
 }
 
 func (t *sqlTx) NodesWithPending(fromSeq, toSeq int64) ([]int64, error) {
-	rows, err := t.tx.QueryContext(t.ctx,
-		"SELECT DISTINCT p.node_id FROM recipients r JOIN presence p ON p.user_id = r.user_id"+
-			" WHERE r.msg_seq BETWEEN ? AND ? AND r.delivered_us IS NULL ORDER BY p.node_id", fromSeq, toSeq)
+	ids, err := t.queryIDs("SELECT DISTINCT p.node_id FROM recipients r JOIN presence p ON p.user_id = r.user_id"+
+		" WHERE r.msg_seq BETWEEN ? AND ? AND r.delivered_us IS NULL ORDER BY p.node_id", fromSeq, toSeq)
 	if err != nil {
 		return nil, fmt.Errorf("store: nodes with pending messages: %w", err)
 	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("store: nodes with pending messages: %w", err)
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return ids, nil
 }
 
 // execIn runs q once per chunk of vals, with q's single "(?)" placeholder
@@ -533,19 +523,8 @@ const rowChunk = 200
 func (t *sqlTx) execRows(head string, args []any, rows []RecipientSeq) (int, error) {
 	total := 0
 	for chunk := range slices.Chunk(rows, rowChunk) {
-		var b strings.Builder
-		b.WriteString(head)
-		b.WriteString(" (")
-		a := slices.Clone(args)
-		for i, r := range chunk {
-			if i > 0 {
-				b.WriteString(" OR ")
-			}
-			b.WriteString("(user_id = ? AND msg_seq = ?)")
-			a = append(a, r.RecipientID, r.Seq)
-		}
-		b.WriteString(")")
-		k, err := t.exec(b.String(), a...)
+		q, a := rowsClause(head, args, chunk)
+		k, err := t.exec(q, a...)
 		if err != nil {
 			return total, err
 		}
@@ -554,11 +533,109 @@ func (t *sqlTx) execRows(head string, args []any, rows []RecipientSeq) (int, err
 	return total, nil
 }
 
-func (t *sqlTx) MarkDeliveredRows(rows []RecipientSeq) error {
-	if _, err := t.execRows("UPDATE recipients SET delivered_us = ? WHERE", []any{t.s.nowUS()}, rows); err != nil {
-		return fmt.Errorf("store: mark delivered: %w", err)
+// rowsClause returns head followed by "((user_id = ? AND msg_seq = ?) OR
+// ...)" for rows, and args followed by the rows' values.
+func rowsClause(head string, args []any, rows []RecipientSeq) (string, []any) {
+	var b strings.Builder
+	b.WriteString(head)
+	b.WriteString(" (")
+	a := slices.Clone(args)
+	for i, r := range rows {
+		if i > 0 {
+			b.WriteString(" OR ")
+		}
+		b.WriteString("(user_id = ? AND msg_seq = ?)")
+		a = append(a, r.RecipientID, r.Seq)
 	}
-	return nil
+	b.WriteString(")")
+	return b.String(), a
+}
+
+// queryIDs runs q and returns its one integer column.
+func (t *sqlTx) queryIDs(q string, args ...any) ([]int64, error) {
+	rows, err := t.tx.QueryContext(t.ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+func (t *sqlTx) MarkDeliveredRows(nodeID int64, rows []RecipientSeq) ([]RecipientSeq, int64, error) {
+	stamp := t.s.nowUS()
+	if len(rows) == 0 {
+		return nil, stamp, nil
+	}
+	var users []any
+	seen := map[int64]bool{}
+	for _, r := range rows {
+		if !seen[r.RecipientID] {
+			seen[r.RecipientID] = true
+			users = append(users, r.RecipientID)
+		}
+	}
+	// Who is present here now (read committed: the latest commit), locked
+	// until this transaction ends.
+	present := map[int64]bool{}
+	for chunk := range slices.Chunk(users, inChunk) {
+		ph := strings.TrimSuffix(strings.Repeat("?, ", len(chunk)), ", ")
+		q := "SELECT user_id FROM presence WHERE node_id = ? AND user_id IN (" + ph + ")" + t.s.d.lockShare
+		ids, err := t.queryIDs(q, append([]any{nodeID}, chunk...)...)
+		if err != nil {
+			return nil, 0, fmt.Errorf("store: mark delivered: %w", err)
+		}
+		for _, id := range ids {
+			present[id] = true
+		}
+	}
+	want := slices.DeleteFunc(slices.Clone(rows), func(r RecipientSeq) bool { return !present[r.RecipientID] })
+	if len(want) == 0 {
+		return nil, stamp, nil
+	}
+	k, err := t.execRows("UPDATE recipients SET delivered_us = ? WHERE delivered_us IS NULL AND", []any{stamp}, want)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: mark delivered: %w", err)
+	}
+	if k == len(want) {
+		return want, stamp, nil
+	}
+	// Some were not pending any more: find the ones this call marked.
+	marked := map[RecipientSeq]bool{}
+	for chunk := range slices.Chunk(want, rowChunk) {
+		q, args := rowsClause("SELECT user_id, msg_seq FROM recipients WHERE delivered_us = ? AND", []any{stamp}, chunk)
+		rs, err := t.tx.QueryContext(t.ctx, q, args...)
+		if err != nil {
+			return nil, 0, fmt.Errorf("store: mark delivered: %w", err)
+		}
+		for rs.Next() {
+			var r RecipientSeq
+			if err := rs.Scan(&r.RecipientID, &r.Seq); err != nil {
+				rs.Close()
+				return nil, 0, fmt.Errorf("store: mark delivered: %w", err)
+			}
+			marked[r] = true
+		}
+		if err := rs.Close(); err != nil {
+			return nil, 0, fmt.Errorf("store: mark delivered: %w", err)
+		}
+	}
+	return slices.DeleteFunc(want, func(r RecipientSeq) bool { return !marked[r] }), stamp, nil
+}
+
+func (t *sqlTx) UnmarkDelivered(stamp int64, rows []RecipientSeq) (int, error) {
+	k, err := t.execRows("UPDATE recipients SET delivered_us = NULL WHERE delivered_us = ? AND", []any{stamp}, rows)
+	if err != nil {
+		return k, fmt.Errorf("store: unmark delivered: %w", err)
+	}
+	return k, nil
 }
 
 func (t *sqlTx) AckRows(rows []RecipientSeq) (int, error) {

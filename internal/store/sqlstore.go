@@ -30,6 +30,8 @@ type dialect struct {
 	// forUpdate locks rows read in a transaction (SQLite transactions
 	// already hold the write lock).
 	forUpdate string
+	// lockShare is forUpdate with a shared lock.
+	lockShare string
 	// clockUS is the store's clock in microseconds as an SQL expression
 	// ("?" binds the process clock: SQLite lives on this machine).
 	clockUS   string
@@ -43,6 +45,7 @@ var mysqlDialect = dialect{
 	name:         "mysql",
 	insertIgnore: "INSERT IGNORE INTO",
 	forUpdate:    " FOR UPDATE",
+	lockShare:    " LOCK IN SHARE MODE",
 	clockUS:      "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)",
 	// Read committed: a transaction that waited for the fence row lock sees
 	// what the previous holder committed.

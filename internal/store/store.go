@@ -332,9 +332,20 @@ type Tx interface {
 	// recipient's connection; they are not returned by PendingForNode again
 	// until ResetDelivered.
 	MarkDelivered(recipientID int64, seqs []int64) error
-	// MarkDeliveredRows is MarkDelivered for rows of several recipients in
-	// one statement per chunk (a visit delivers to many users at once).
-	MarkDeliveredRows(rows []RecipientSeq) error
+	// MarkDeliveredRows is MarkDelivered for rows of several recipients (a
+	// visit delivers to many users at once), for a visit of node nodeID:
+	// it marks only the rows still undelivered whose recipient is still
+	// present at nodeID, and returns those (in the given order) with the
+	// mark's stamp (delivered_us). It reads the presence rows with a lock
+	// held to the end of the transaction, so a logout waits for the visit
+	// and a login elsewhere (whose ResetDelivered makes the rows pending
+	// again) comes after it.
+	MarkDeliveredRows(nodeID int64, rows []RecipientSeq) (marked []RecipientSeq, stamp int64, err error)
+	// UnmarkDelivered makes these rows pending again if they still carry
+	// the mark stamped stamp (a row acknowledged or marked again since is
+	// left alone), and returns how many: for deliveries a visit marked but
+	// never handed to a connection.
+	UnmarkDelivered(stamp int64, rows []RecipientSeq) (int, error)
 	// AckRows removes these rows (acknowledged, or written to a protocol-1
 	// client, which has no ACK) and returns how many were removed.
 	AckRows(rows []RecipientSeq) (int, error)

@@ -2,9 +2,12 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/store/storetest"
@@ -60,6 +63,110 @@ func TestMariaDBStalledHolderDoesNotBlock(t *testing.T) {
 	err = next.Update(ctx, func(tx store.Tx) error {
 		if _, err := tx.UserByName("written-by-the-stalled-holder"); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("the stopped holder's write survived: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMariaDBLogoutWaitsForVisitMarks: once a visit has marked a user's rows
+// delivered, the user's logout waits for the visit to commit, so that a
+// login elsewhere (whose reset makes delivered rows pending again) comes
+// after the marks and undoes them. Without the wait, the reset would skip
+// the rows the visit had locked, and they would stay marked for a session
+// that is gone.
+func TestMariaDBLogoutWaitsForVisitMarks(t *testing.T) {
+	ctx := context.Background()
+	dsn := testutil.MySQLDSN(t)
+	st := storetest.Open(t, dsn)
+	raw, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var a, b store.User
+	err = st.Update(ctx, func(tx store.Tx) error {
+		a, _, _ = tx.EnsureUser("a")
+		b, _, _ = tx.EnsureUser("b")
+		if err := tx.SetPresence(b.ID, 1); err != nil {
+			return err
+		}
+		_, _, err := tx.InsertMessage(store.NewMessage{ID: "m1", SenderID: a.ID, ToUserID: b.ID, Content: "hi", SentAt: time.Now()}, []int64{b.ID})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// logoutBlocked reports whether this database's logout has been
+	// executing its one-row DELETE for 50 ms: waiting for a lock.
+	logoutBlocked := func() bool {
+		var n int
+		_ = raw.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = DATABASE()" +
+			" AND INFO LIKE 'DELETE FROM presence %' AND TIME_MS >= 50").Scan(&n)
+		return n > 0
+	}
+	moved := make(chan error, 1)
+	err = st.Update(ctx, func(tx store.Tx) error {
+		ds, err := tx.PendingForNodeFair(1, 10, 10)
+		if err != nil || len(ds) != 1 {
+			return fmt.Errorf("pending = %+v, %v; want one row", ds, err)
+		}
+		rows := []store.RecipientSeq{{RecipientID: b.ID, Seq: ds[0].Seq}}
+		if done, _, err := tx.MarkDeliveredRows(1, rows); err != nil || len(done) != 1 {
+			return fmt.Errorf("MarkDeliveredRows = %+v, %v", done, err)
+		}
+		go func() {
+			err := st.Update(ctx, func(tx store.Tx) error {
+				_, err := tx.ClearPresence(b.ID, 1)
+				return err
+			})
+			if err == nil {
+				err = st.Update(ctx, func(tx store.Tx) error {
+					if err := tx.SetPresence(b.ID, 2); err != nil {
+						return err
+					}
+					_, err := tx.ResetDelivered(b.ID)
+					return err
+				})
+			}
+			moved <- err
+		}()
+		// This transaction is idle now, and the server aborts idle write
+		// transactions after a second: poll briefly.
+		deadline := time.Now().Add(700 * time.Millisecond)
+		for !logoutBlocked() {
+			select {
+			case err := <-moved:
+				moved <- err
+				return fmt.Errorf("the user logged out and in elsewhere (%v) while a visit held its rows marked", err)
+			default:
+			}
+			if time.Now().After(deadline) {
+				return errors.New("the logout is not waiting for the visit")
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-moved:
+		if err != nil {
+			t.Fatalf("logout and login elsewhere: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("logout and login elsewhere did not finish after the visit committed")
+	}
+	if n := storetest.PendingFor(t, st, "b"); n != 1 {
+		t.Fatalf("b has %d rows", n)
+	}
+	err = st.Update(ctx, func(tx store.Tx) error {
+		if ds, err := tx.PendingForNode(2, 10); err != nil || len(ds) != 1 {
+			t.Errorf("pending at node 2 after the login there = %+v, %v; want the row the visit had marked", ds, err)
 		}
 		return nil
 	})

@@ -81,6 +81,9 @@ func Run(t *testing.T, newDSN NewDSN) {
 		{"PendingFair", testPendingFair},
 		{"NodesWithPending", testNodesWithPending},
 		{"RowsOfManyRecipients", testRowsOfManyRecipients},
+		{"MarkOnlyPresent", testMarkOnlyPresent},
+		{"UnmarkDelivered", testUnmarkDelivered},
+		{"MarkRacesLoginElsewhere", testMarkRacesLoginElsewhere},
 		{"InsertMessages", testInsertMessages},
 		{"History", testHistory},
 		{"Prune", testPrune},
@@ -1056,8 +1059,8 @@ func testRowsOfManyRecipients(t *testing.T, newDSN NewDSN) {
 	})
 	update(t, st, func(tx store.Tx) error {
 		// Deliver everything but c's last message.
-		if err := tx.MarkDeliveredRows(all[:len(all)-1]); err != nil {
-			t.Fatal(err)
+		if done, _, err := tx.MarkDeliveredRows(1, all[:len(all)-1]); err != nil || len(done) != len(all)-1 {
+			t.Fatalf("MarkDeliveredRows = %d rows, %v; want %d", len(done), err, len(all)-1)
 		}
 		d, err := tx.PendingForNode(1, 1000)
 		if err != nil || len(d) != 1 || d[0].Recipient != "c" || d[0].ID != "r149" {
@@ -1233,6 +1236,158 @@ func testProbeCounter(t *testing.T, newDSN NewDSN) {
 	update(t, st, func(tx store.Tx) error {
 		if v, err := tx.ProbeCounter(); err != nil || v != 3 {
 			t.Errorf("counter = %d, %v; want 3", v, err)
+		}
+		return nil
+	})
+}
+
+// sendToAll stores one message from a to b and c and returns their rows.
+func sendToAll(t *testing.T, st store.Store, p people, id string) []store.RecipientSeq {
+	t.Helper()
+	var rows []store.RecipientSeq
+	update(t, st, func(tx store.Tx) error {
+		seq, _, err := tx.InsertMessage(store.NewMessage{ID: id, SenderID: p.a.ID, ToUserID: p.b.ID, Content: id, SentAt: time.Now()},
+			[]int64{p.b.ID, p.c.ID})
+		rows = []store.RecipientSeq{{RecipientID: p.b.ID, Seq: seq}, {RecipientID: p.c.ID, Seq: seq}}
+		return err
+	})
+	return rows
+}
+
+// setupPresent is setupPeople on a new store, with b logged in at node
+// bNode and c at cNode.
+func setupPresent(t *testing.T, newDSN NewDSN, bNode, cNode int64) (store.Store, people) {
+	t.Helper()
+	st := Open(t, newDSN(t))
+	p, _ := setupPeople(t, st)
+	update(t, st, func(tx store.Tx) error { return tx.SetPresence(p.b.ID, bNode) })
+	update(t, st, func(tx store.Tx) error { return tx.SetPresence(p.c.ID, cNode) })
+	return st, p
+}
+
+// A visit marks only rows of users present at its node, and only rows
+// still pending; it returns exactly those.
+func testMarkOnlyPresent(t *testing.T, newDSN NewDSN) {
+	st, p := setupPresent(t, newDSN, 1, 2)
+	m1 := sendToAll(t, st, p, "m1")
+	m2 := sendToAll(t, st, p, "m2")
+	update(t, st, func(tx store.Tx) error {
+		done, stamp, err := tx.MarkDeliveredRows(1, m1)
+		if err != nil || stamp == 0 {
+			t.Fatalf("MarkDeliveredRows = %v, stamp %d", err, stamp)
+		}
+		if diff := cmp.Diff(m1[:1], done); diff != "" {
+			t.Errorf("marked at node 1 (-want +got):\n%s", diff)
+		}
+		// c is at node 2: its rows are still pending there.
+		if d, _ := tx.PendingForNode(2, 10); len(d) != 2 || d[0].RecipientID != p.c.ID || d[1].RecipientID != p.c.ID {
+			t.Errorf("pending at node 2 = %+v; want c's two rows", d)
+		}
+		// b's first row is delivered already, its second is pending, c is
+		// not here: only b's second row is marked.
+		all := append(slices.Clone(m1), m2...)
+		if done, _, err := tx.MarkDeliveredRows(1, all); err != nil || !cmp.Equal(done, m2[:1]) {
+			t.Errorf("MarkDeliveredRows(%v) = %+v, %v; want %v", all, done, err, m2[:1])
+		}
+		// At node 2, c's rows.
+		want := []store.RecipientSeq{m1[1], m2[1]}
+		if done, _, err := tx.MarkDeliveredRows(2, all); err != nil || !cmp.Equal(done, want) {
+			t.Errorf("MarkDeliveredRows at node 2 = %+v, %v; want %v", done, err, want)
+		}
+		if done, _, err := tx.MarkDeliveredRows(3, all); err != nil || len(done) != 0 {
+			t.Errorf("MarkDeliveredRows at node 3 (nobody) = %+v, %v", done, err)
+		}
+		return nil
+	})
+}
+
+// Rows marked at one stamp become pending again, unless acknowledged or
+// marked again since.
+func testUnmarkDelivered(t *testing.T, newDSN NewDSN) {
+	st, p := setupPresent(t, newDSN, 1, 1)
+	m1 := sendToAll(t, st, p, "m1")
+	var stamp1 int64
+	update(t, st, func(tx store.Tx) error {
+		var err error
+		_, stamp1, err = tx.MarkDeliveredRows(1, m1)
+		return err
+	})
+	update(t, st, func(tx store.Tx) error {
+		if n, err := tx.UnmarkDelivered(stamp1-1, m1); err != nil || n != 0 {
+			t.Errorf("UnmarkDelivered with another stamp = %d, %v; want 0", n, err)
+		}
+		if _, err := tx.AckRows(m1[:1]); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := tx.UnmarkDelivered(stamp1, m1); err != nil || n != 1 {
+			t.Errorf("UnmarkDelivered = %d, %v; want 1 (b's row was acknowledged)", n, err)
+		}
+		if d, _ := tx.PendingForNode(1, 10); len(d) != 1 || d[0].RecipientID != p.c.ID {
+			t.Errorf("pending = %+v; want c's row again", d)
+		}
+		if n, err := tx.UnmarkDelivered(stamp1, m1); err != nil || n != 0 {
+			t.Errorf("UnmarkDelivered again = %d, %v; want 0", n, err)
+		}
+		return nil
+	})
+}
+
+// The race of a visit with a user moving: the visit reads the user's
+// pending rows, then (before it marks them) the session at the visit's node
+// ends and the user logs in at another node. The visit must not mark them:
+// the login's reset is done already, and nothing would make them pending
+// again. Only MariaDB runs transactions side by side (SQLite's hold the
+// write lock).
+func testMarkRacesLoginElsewhere(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	if st.Dialect() != "mysql" {
+		t.Skip("transactions run one at a time on " + st.Dialect())
+	}
+	p, _ := setupPeople(t, st)
+	update(t, st, func(tx store.Tx) error { return tx.SetPresence(p.b.ID, 1) })
+	m1 := sendToAll(t, st, p, "m1")
+	read, moved := make(chan struct{}), make(chan error, 1)
+	go func() {
+		<-read
+		err := st.Update(ctx, func(tx store.Tx) error {
+			_, err := tx.ClearPresence(p.b.ID, 1)
+			return err
+		})
+		if err == nil {
+			err = st.Update(ctx, func(tx store.Tx) error {
+				if err := tx.SetPresence(p.b.ID, 2); err != nil {
+					return err
+				}
+				_, err := tx.ResetDelivered(p.b.ID)
+				return err
+			})
+		}
+		moved <- err
+	}()
+	var done []store.RecipientSeq
+	update(t, st, func(tx store.Tx) error {
+		d, err := tx.PendingForNodeFair(1, 10, 10)
+		if err != nil || len(d) != 1 {
+			t.Errorf("pending for b at node 1 = %+v, %v", d, err)
+		}
+		close(read)
+		select {
+		case err := <-moved: // nothing of this transaction holds them up
+			if err != nil {
+				t.Errorf("logout and login elsewhere: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			return errors.New("logout and login elsewhere waited for the visit's read")
+		}
+		done, _, err = tx.MarkDeliveredRows(1, m1[:1])
+		return err
+	})
+	if len(done) != 0 {
+		t.Errorf("marked %+v for a user who left", done)
+	}
+	update(t, st, func(tx store.Tx) error {
+		if d, _ := tx.PendingForNode(2, 10); len(d) != 1 || d[0].RecipientID != p.b.ID {
+			t.Errorf("pending at node 2 = %+v; want b's row", d)
 		}
 		return nil
 	})

@@ -1,0 +1,62 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/store"
+)
+
+// downStore fails every unfenced transaction while down is set, as a
+// store that went away for a moment.
+type downStore struct {
+	store.Store
+	down atomic.Bool
+}
+
+func (d *downStore) Update(ctx context.Context, fn func(store.Tx) error) error {
+	if d.down.Load() {
+		return store.ErrUnavailable
+	}
+	return d.Store.Update(ctx, fn)
+}
+
+// A session that ends while the store is away cannot clear its presence;
+// the node clears it once the store is back, soon, not at the next
+// periodic presence check, so that the user can log in elsewhere.
+func TestPresenceClearedSoonAfterStoreReturns(t *testing.T) {
+	st := &downStore{Store: newStore(t, 2)}
+	r := newRingOn(t, st, 2, func(c *Config) { c.ReconcileInterval = time.Hour })
+	ctx := ctxT(t)
+	u := dialV2(t, r.addr(1), "u", "", client.Options{})
+	st.down.Store(true)
+	u.Close()
+	eventually(t, "the session at node 1 ended", func() bool {
+		s := r.servers[0]
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.sessions) == 0
+	})
+	st.down.Store(false)
+	deadline := time.Now().Add(waitLimit)
+	for {
+		c, err := client.Dial(ctx, r.addr(2), client.Options{Timeout: waitLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.LoginV2(ctx, "u", "")
+		c.Close()
+		if err == nil {
+			return
+		}
+		var se *client.ServerError
+		if !errors.As(err, &se) || se.Code != string(CodeUserOnline) || time.Now().After(deadline) {
+			t.Fatalf("login at node 2: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
