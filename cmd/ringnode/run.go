@@ -167,6 +167,7 @@ func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
 		return err
 	}
 	cfg.Sections = append(cfg.Sections, srv.Section())
+	cfg.OnJoin = srv.CheckPresence // after a rejoin: restore presence the coordinator cleared
 	n, err = node.New(cfg)
 	if err != nil {
 		tr.Close()

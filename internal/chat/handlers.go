@@ -606,6 +606,16 @@ func (s *Server) reconcileLoop(ctx context.Context) {
 	}
 }
 
+// CheckPresence asks for a presence check soon: the node has (re)joined
+// the ring, and if it was spliced out meanwhile (stalled), the coordinator
+// removed its presence rows, so that its users get nothing until they are
+// restored. Safe to call from any goroutine; it does not block.
+func (s *Server) CheckPresence() {
+	s.mu.Lock()
+	s.markDirtyLocked()
+	s.mu.Unlock()
+}
+
 // markDirtyLocked notes that a presence row of ours may be stale, and wakes
 // the presence check. Called with s.mu held.
 func (s *Server) markDirtyLocked() {

@@ -60,3 +60,27 @@ func TestPresenceClearedSoonAfterStoreReturns(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A node spliced out of the ring (it stalled) loses its presence rows to
+// the coordinator; when it has joined again, CheckPresence restores them
+// at once, not at the next periodic check, and its users get what came
+// meanwhile.
+func TestCheckPresenceRestoresRows(t *testing.T) {
+	r := newRing(t, 2, func(c *Config) { c.ReconcileInterval = time.Hour })
+	ctx := ctxT(t)
+	a := dialV2(t, r.addr(1), "a", "", client.Options{AutoAck: true})
+	u := dialV2(t, r.addr(2), "u", "", client.Options{AutoAck: true})
+	if err := r.st.Update(ctx, func(tx store.Tx) error { // as the coordinator does when it splices node 2 out
+		_, err := tx.ClearNodePresence(2)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.SendWait(ctx, client.ToUser("u"), "while away"); err != nil {
+		t.Fatal(err)
+	}
+	r.servers[1].CheckPresence()
+	if m := nextChat(t, u); m.Content != "while away" {
+		t.Fatalf("u got %q", m.Content)
+	}
+}

@@ -100,6 +100,7 @@ var defs = []metricDef{
 	{"ringchat_tokens_dropped_total", "Held tokens discarded (superseded or reset).", prometheus.CounterValue, nil},
 	{"ringchat_tokens_fenced_total", "Critical sections the store refused (a newer token exists).", prometheus.CounterValue, nil},
 	{"ringchat_store_failures_total", "Ring store operations that failed and were retried.", prometheus.CounterValue, nil},
+	{"ringchat_critical_sections_failed_total", "Token visits whose critical section failed (store unavailable; fenced ones not counted).", prometheus.CounterValue, nil},
 	{"ringchat_successor_failures_total", "Successors found failed.", prometheus.CounterValue, nil},
 	{"ringchat_frames_rejected_total", "Node-to-node frames dropped unread, by reason.", prometheus.CounterValue, []string{"reason"}},
 	{"ringchat_elections_started_total", "Elections this node started.", prometheus.CounterValue, nil},
@@ -151,6 +152,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			c.emit(ch, "ringchat_tokens_dropped_total", float64(s.TokensDropped))
 			c.emit(ch, "ringchat_tokens_fenced_total", float64(s.TokensFenced))
 			c.emit(ch, "ringchat_store_failures_total", float64(s.StoreFailures))
+			c.emit(ch, "ringchat_critical_sections_failed_total", float64(s.SectionFailures))
 			c.emit(ch, "ringchat_successor_failures_total", float64(s.SuccessorFails))
 			c.emit(ch, "ringchat_frames_rejected_total", float64(s.FramesBad), "unusable")
 			e := st.Elections

@@ -56,6 +56,11 @@ type Config struct {
 	// send-to-acknowledgement time (the hop time).
 	RotationObserver Observer
 	HopObserver      Observer
+	// OnJoin, if set, is called each time the node has joined the ring: at
+	// start and after every rejoin (a stalled node that was spliced out,
+	// whose presence rows the coordinator cleared). It runs on the node's
+	// goroutine and must not block.
+	OnJoin func()
 }
 
 // Observer takes one measurement; a Prometheus histogram is one.

@@ -47,7 +47,15 @@ type Node struct {
 	sentSeq   token.Stamp
 	lastVisit time.Time
 	hopTimes  []time.Duration
+
+	// failed critical sections not logged yet (a store outage fails every
+	// visit: one line a second, not one per visit)
+	sectionFails  int
+	sectionLogged time.Time
 }
+
+// sectionLogEvery bounds the "critical section failed" lines.
+const sectionLogEvery = time.Second
 
 type visitResult struct {
 	tok    token.Token
@@ -58,15 +66,18 @@ type visitResult struct {
 
 // Stats are counters of a node's life, for status and metrics.
 type Stats struct {
-	TokenVisits    uint64
-	TokensSent     uint64 // token hops from this node
-	TokensFenced   uint64 // visits the store refused (a newer token exists)
-	TokensStale    uint64 // stale or duplicate tokens refused on arrival
-	TokensDropped  uint64 // held tokens discarded (superseded, reset)
-	Regenerations  uint64
-	StoreFailures  uint64
-	FramesBad      uint64 // frames that parsed and authenticated but made no sense
-	SuccessorFails uint64
+	TokenVisits   uint64
+	TokensSent    uint64 // token hops from this node
+	TokensFenced  uint64 // visits the store refused (a newer token exists)
+	TokensStale   uint64 // stale or duplicate tokens refused on arrival
+	TokensDropped uint64 // held tokens discarded (superseded, reset)
+	Regenerations uint64
+	StoreFailures uint64
+	// SectionFailures counts critical sections that failed (the store
+	// unavailable, a section's error); fenced ones are TokensFenced.
+	SectionFailures uint64
+	FramesBad       uint64 // frames that parsed and authenticated but made no sense
+	SuccessorFails  uint64
 }
 
 // Status is a snapshot of a node.
@@ -407,6 +418,9 @@ func (n *Node) send(m ring.Msg) {
 }
 
 func (n *Node) logNote(note ring.Note) {
+	if note.Event == "joined" && n.cfg.OnJoin != nil {
+		n.cfg.OnJoin()
+	}
 	if r := note.Election; r != nil {
 		role := "learned"
 		if r.Won {
@@ -442,10 +456,28 @@ func (n *Node) visitDone(v visitResult) {
 		n.stats.TokensFenced++
 		n.rn.VisitFenced(v.tok)
 	default:
-		if v.err != nil {
-			n.log.Warn().Err(v.err).Stringer("token", v.tok.Stamp).Msg("critical section failed")
-		}
+		n.logSection(v)
 		n.rn.VisitDone(v.tok, v.worked)
+	}
+}
+
+// logSection logs a failed critical section, the first of a run of them
+// and then at most once per sectionLogEvery with the count since, and the
+// first success after them.
+func (n *Node) logSection(v visitResult) {
+	now := time.Now()
+	switch {
+	case v.err != nil:
+		n.stats.SectionFailures++
+		n.sectionFails++
+		if now.Sub(n.sectionLogged) < sectionLogEvery {
+			return
+		}
+		n.log.Warn().Err(v.err).Stringer("token", v.tok.Stamp).Int("failed", n.sectionFails).Msg("critical section failed")
+		n.sectionFails, n.sectionLogged = 0, now
+	case !n.sectionLogged.IsZero():
+		n.log.Info().Int("failed_unlogged", n.sectionFails).Msg("critical sections succeed again")
+		n.sectionFails, n.sectionLogged = 0, time.Time{}
 	}
 }
 

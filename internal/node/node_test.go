@@ -1,10 +1,14 @@
 package node
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,6 +74,12 @@ func fastConfig(id int64) ring.Config {
 
 func (c *cluster) start(id int64, sections ...Section) {
 	c.t.Helper()
+	c.startWith(id, func(cfg *Config) { cfg.Sections = sections })
+}
+
+// startWith starts node id with its configuration changed by tweak.
+func (c *cluster) startWith(id int64, tweak func(*Config)) {
+	c.t.Helper()
 	nodes, err := c.st.Nodes(context.Background())
 	if err != nil {
 		c.t.Fatal(err)
@@ -79,9 +89,9 @@ func (c *cluster) start(id int64, sections ...Section) {
 	cfg.Store = c.st
 	cfg.Transport = c.net.Transport(id)
 	cfg.Addresses = NewAddresses(nodes)
-	cfg.Sections = sections
 	cfg.PeerRefresh = 100 * time.Millisecond
 	cfg.Log = zerolog.New(zerolog.NewTestWriter(c.t)).Level(zerolog.InfoLevel)
+	tweak(&cfg)
 	n, err := New(cfg)
 	if err != nil {
 		c.t.Fatal(err)
@@ -179,6 +189,30 @@ func TestRingFormsMovesAndHeals(t *testing.T) {
 	c.waitHealthy("after a clean leave")
 }
 
+// TestOnJoinAfterRejoin: OnJoin runs when the node joins, and again when
+// it was cut off, spliced out, and has joined again.
+func TestOnJoinAfterRejoin(t *testing.T) {
+	c := newCluster(t, 1, 2, 3)
+	var joins atomic.Int64
+	c.start(1)
+	c.start(2)
+	c.startWith(3, func(cfg *Config) { cfg.OnJoin = func() { joins.Add(1) } })
+	c.waitHealthy("formation")
+	if n := joins.Load(); n != 1 {
+		t.Fatalf("OnJoin ran %d times after the first join", n)
+	}
+	c.net.Isolate(3)
+	testutil.Eventually(t, 10*time.Second, "node 3 spliced out", func() bool {
+		nodes, err := c.st.Nodes(context.Background())
+		return err == nil && slices.ContainsFunc(nodes, func(n store.Node) bool { return n.ID == 3 && !n.InRing() })
+	})
+	c.net.Unisolate(3)
+	c.waitHealthy("after node 3 rejoined")
+	if n := joins.Load(); n != 2 {
+		t.Fatalf("OnJoin ran %d times; want 2 (join, rejoin)", n)
+	}
+}
+
 // TestForgedFramesAreDropped: a process without the cluster key sends
 // every kind of ring frame to every node; none is acted on, each is counted,
 // and the ring goes on.
@@ -253,5 +287,26 @@ func TestSleepUntilTick(t *testing.T) {
 	}
 	if d := SleepUntilTick(start, tick, 50); d <= 0 || d > time.Second {
 		t.Errorf("deadline 50 ticks on: %v", d)
+	}
+}
+
+// A store outage fails every visit: the node logs the first failure, then
+// at most one line a second with the count, and one line when sections
+// succeed again; every failure is counted.
+func TestSectionFailuresLoggedOncePerSecond(t *testing.T) {
+	var buf bytes.Buffer
+	n := &Node{log: zerolog.New(&buf)}
+	fail := visitResult{err: errors.New("store: fenced transaction: invalid connection")}
+	for range 100 {
+		n.logSection(fail)
+	}
+	n.logSection(visitResult{})
+	n.logSection(visitResult{})
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "critical section failed") || !strings.Contains(lines[1], `"failed_unlogged":99`) {
+		t.Fatalf("log:\n%s", buf.String())
+	}
+	if n.stats.SectionFailures != 100 {
+		t.Fatalf("SectionFailures = %d", n.stats.SectionFailures)
 	}
 }
