@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
-	"io"
 	"net"
 	"os"
 	"sync"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/ringchat/ringchat/internal/store"
+
+	"github.com/ringchat/ringchat/internal/wire"
 )
 
 // queueReserve is the part of a write queue that deliveries leave free, for
@@ -229,7 +230,7 @@ func (c *conn) readLoop() {
 	br := bufio.NewReaderSize(c.nc, 16<<10)
 	for !c.closed() {
 		_ = c.nc.SetReadDeadline(time.Now().Add(c.idleTimeout()))
-		line, err := readLine(br, MaxLineBytes)
+		line, err := wire.ReadTextLine(br, MaxLineBytes, errLineTooLong)
 		if err != nil {
 			c.readFailed(err)
 			break
@@ -308,29 +309,3 @@ func (c *conn) cleanup() {
 }
 
 var errLineTooLong = errors.New("chat: line too long")
-
-// readLine reads one line of at most max bytes (without "\n" or "\r\n"),
-// holding at most max+2 bytes of it.
-func readLine(br *bufio.Reader, max int) ([]byte, error) {
-	var line []byte
-	for {
-		frag, err := br.ReadSlice('\n')
-		line = append(line, frag...)
-		if len(line) > max+2 {
-			return nil, errLineTooLong
-		}
-		switch {
-		case err == nil:
-			line = bytes.TrimSuffix(line[:len(line)-1], []byte("\r"))
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF) && len(line) > 0:
-		default:
-			return nil, err
-		}
-		if len(line) > max {
-			return nil, errLineTooLong
-		}
-		return line, nil
-	}
-}

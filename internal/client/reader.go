@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"slices"
+
+	"github.com/ringchat/ringchat/internal/wire"
 )
 
 // request is a pending LOGIN, JOIN_GROUP or LEAVE_GROUP. Its fields other
@@ -68,7 +70,7 @@ func (c *Conn) readLoop() {
 	var err error
 	for {
 		var line []byte
-		line, err = readLine(br, MaxLineBytes)
+		line, err = wire.ReadTextLine(br, MaxLineBytes, ErrLineTooLong)
 		if err != nil {
 			break
 		}
@@ -244,32 +246,5 @@ func (c *Conn) emit(ev Event) bool {
 		return true
 	case <-c.stopEmit:
 		return false
-	}
-}
-
-// readLine reads one line of at most max bytes (not counting "\n" or
-// "\r\n"). It stops reading at max+2 bytes, so a long line costs bounded
-// memory. A last line without newline before EOF is returned with nil error.
-func readLine(br *bufio.Reader, max int) ([]byte, error) {
-	var line []byte
-	for {
-		frag, err := br.ReadSlice('\n')
-		line = append(line, frag...)
-		if len(line) > max+2 {
-			return nil, ErrLineTooLong
-		}
-		switch {
-		case err == nil:
-			line = bytes.TrimSuffix(line[:len(line)-1], []byte("\r"))
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF) && len(line) > 0:
-		default:
-			return nil, err
-		}
-		if len(line) > max {
-			return nil, ErrLineTooLong
-		}
-		return line, nil
 	}
 }

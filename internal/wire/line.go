@@ -68,3 +68,32 @@ func WriteLine(w io.Writer, b []byte) error {
 	_, err := w.Write(buf)
 	return err
 }
+
+// ReadTextLine reads one line of client text of at most max bytes (not
+// counting its "\n" or "\r\n") from br, holding at most max+2 bytes of it
+// whatever br's size. A last line without a newline before EOF is returned
+// with a nil error. A longer line returns tooLong; the stream is then out
+// of step, and the caller closes it.
+func ReadTextLine(br *bufio.Reader, max int, tooLong error) ([]byte, error) {
+	var line []byte
+	for {
+		frag, err := br.ReadSlice('\n')
+		line = append(line, frag...)
+		if len(line) > max+2 {
+			return nil, tooLong
+		}
+		switch {
+		case err == nil:
+			line = bytes.TrimSuffix(line[:len(line)-1], []byte("\r"))
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && len(line) > 0:
+		default:
+			return nil, err
+		}
+		if len(line) > max {
+			return nil, tooLong
+		}
+		return line, nil
+	}
+}

@@ -1,6 +1,7 @@
 package wire_test
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -137,3 +138,35 @@ func TestWriteLine(t *testing.T) {
 type iotestErrWriter struct{ err error }
 
 func (w iotestErrWriter) Write([]byte) (int, error) { return 0, w.err }
+
+func TestReadTextLine(t *testing.T) {
+	tooLong := errors.New("too long")
+	const max = 8
+	// A reader buffer smaller than a line: lines come in fragments.
+	br := bufio.NewReaderSize(strings.NewReader("abc\r\n12345678\n\n123456789\nx"), 16)
+	for _, want := range []string{"abc", "12345678", ""} {
+		got, err := wire.ReadTextLine(br, max, tooLong)
+		if err != nil || string(got) != want {
+			t.Fatalf("got %q, %v; want %q", got, err, want)
+		}
+	}
+	if _, err := wire.ReadTextLine(br, max, tooLong); err != tooLong {
+		t.Fatalf("9-byte line: err %v, want tooLong", err)
+	}
+	// A last line without its newline.
+	br = bufio.NewReaderSize(strings.NewReader("last"), 16)
+	if got, err := wire.ReadTextLine(br, max, tooLong); err != nil || string(got) != "last" {
+		t.Fatalf("last line: %q, %v", got, err)
+	}
+	if _, err := wire.ReadTextLine(br, max, tooLong); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the last line: %v, want EOF", err)
+	}
+	// A long line is refused once max+2 bytes are read, not at its end.
+	r := &countingReader{r: strings.NewReader(strings.Repeat("z", 1<<20))}
+	if _, err := wire.ReadTextLine(bufio.NewReaderSize(r, 16), max, tooLong); err != tooLong {
+		t.Fatalf("endless line: %v", err)
+	}
+	if r.n > 64 {
+		t.Fatalf("read %d bytes of an endless line", r.n)
+	}
+}
