@@ -30,6 +30,7 @@ type allOpts struct {
 	idle           time.Duration
 	lightClients   int
 	lightRate      float64
+	lightArrivals  string
 	heavyClients   int
 	heavyWindow    int
 	trials         int // fault trials per size
@@ -53,7 +54,8 @@ func newAllCmd() *cobra.Command {
                 token rotation time (their Prometheus histograms, --metrics-addr),
                 CPU of all nodes over --idle (/proc/PID/task/*/schedstat);
   light load    --light-clients protocol-2 clients sending --light-rate messages a
-                second each for --duration: delivered per second, latency p50/p99/p99.9;
+                second each (at random moments, --light-arrivals) for --duration:
+                delivered per second, latency p50/p99/p99.9;
   heavy load    --heavy-clients clients keeping --heavy-window messages in flight
                 each (closed loop) for --duration: the same figures;
   store         the same messages written and read straight against the store, no
@@ -97,6 +99,7 @@ latency_quantiles.csv and results.md there and SVG plots into --img.
 	f.DurationVar(&o.idle, "idle", 20*time.Second, "how long to measure the idle ring")
 	f.IntVar(&o.lightClients, "light-clients", 20, "clients of the light load")
 	f.Float64Var(&o.lightRate, "light-rate", 2, "messages a second per client of the light load")
+	f.StringVar(&o.lightArrivals, "light-arrivals", arrivalsPoisson, `when the light load's clients send: "poisson" (independently at random) or "lockstep" (all at once)`)
 	f.IntVar(&o.heavyClients, "heavy-clients", 50, "clients of the heavy load (and users of the store baseline)")
 	f.IntVar(&o.heavyWindow, "heavy-window", 20, "messages in flight per client of the heavy load")
 	f.IntVar(&o.trials, "trials", 3, "repetitions of each fault per size")
@@ -329,7 +332,7 @@ func loadPhases(ctx context.Context, b *ringBench, o allOpts, res *results) erro
 		name string
 		opts chatBenchOpts
 	}{
-		{"light", chatBenchOpts{nodes: n, clients: o.lightClients, rate: o.lightRate, duration: o.duration, users: "light"}},
+		{"light", chatBenchOpts{nodes: n, clients: o.lightClients, rate: o.lightRate, arrivals: o.lightArrivals, duration: o.duration, users: "light"}},
 		{"heavy", chatBenchOpts{nodes: n, clients: o.heavyClients, window: o.heavyWindow, duration: o.duration, users: "heavy"}},
 	}
 	for _, l := range loads {

@@ -42,9 +42,16 @@ percentiles, and checks that every message arrived once.`,
 	f.IntVar(&o.clients, "clients", 50, "clients, spread evenly over the nodes")
 	f.Float64Var(&o.rate, "rate", 10, "messages a second each client sends (open loop)")
 	f.IntVar(&o.window, "window", 0, "closed loop: messages each client keeps in flight (replaces --rate)")
+	f.StringVar(&o.arrivals, "arrivals", arrivalsPoisson, `open loop: "poisson" (each client's sends at random, independent moments, as people type) or "lockstep" (every client sends at the same moments: bursts of --clients messages)`)
 	f.DurationVar(&o.duration, "duration", 10*time.Second, "how long clients send")
 	return cmd
 }
+
+// The open loop's arrival processes.
+const (
+	arrivalsPoisson  = "poisson"
+	arrivalsLockstep = "lockstep"
+)
 
 type chatBenchOpts struct {
 	bin, db  string
@@ -52,6 +59,7 @@ type chatBenchOpts struct {
 	clients  int
 	rate     float64
 	window   int
+	arrivals string
 	duration time.Duration
 	// users prefixes the clients' user names (default "bench").
 	users string
@@ -60,6 +68,12 @@ type chatBenchOpts struct {
 func runChatBench(cmd *cobra.Command, o chatBenchOpts) error {
 	if o.nodes < 1 || o.clients < 2 || o.duration <= 0 || (o.window <= 0 && o.rate <= 0) {
 		return errors.New("chat: need --nodes ≥ 1, --clients ≥ 2, a positive --duration and --rate or --window")
+	}
+	if o.arrivals == "" {
+		o.arrivals = arrivalsPoisson
+	}
+	if o.arrivals != arrivalsPoisson && o.arrivals != arrivalsLockstep {
+		return fmt.Errorf("chat: --arrivals %q: want %q or %q", o.arrivals, arrivalsPoisson, arrivalsLockstep)
 	}
 	bin, err := ringnodeBinary(o.bin)
 	if err != nil {
@@ -210,6 +224,7 @@ func (b *chatBench) run(ctx context.Context) error {
 func (b *chatBench) send(ctx context.Context, i int, start, stop time.Time) {
 	c := b.conns[i]
 	rng := rand.New(rand.NewPCG(uint64(i), 7))
+	next := start
 	for k := 0; ; k++ {
 		if b.o.window > 0 {
 			select {
@@ -218,7 +233,11 @@ func (b *chatBench) send(ctx context.Context, i int, start, stop time.Time) {
 				return
 			}
 		} else {
-			next := start.Add(time.Duration(float64(k) / b.o.rate * float64(time.Second)))
+			if b.o.arrivals == arrivalsLockstep {
+				next = start.Add(time.Duration(float64(k) / b.o.rate * float64(time.Second)))
+			} else { // exponential gaps: a Poisson process of the given rate
+				next = next.Add(time.Duration(rng.ExpFloat64() / b.o.rate * float64(time.Second)))
+			}
 			if d := time.Until(next); d > 0 {
 				time.Sleep(d)
 			}
@@ -274,7 +293,7 @@ func (b *chatBench) report(cmd *cobra.Command) error {
 		}
 		return all[min(len(all)-1, int(p*float64(len(all))))]
 	}
-	load := fmt.Sprintf("%.0f msg/s offered (%d clients × %g/s)", float64(b.o.clients)*b.o.rate, b.o.clients, b.o.rate)
+	load := fmt.Sprintf("%.0f msg/s offered (%d clients × %g/s, %s)", float64(b.o.clients)*b.o.rate, b.o.clients, b.o.rate, b.o.arrivals)
 	if b.o.window > 0 {
 		load = fmt.Sprintf("closed loop, %d in flight per client", b.o.window)
 	}

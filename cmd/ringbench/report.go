@@ -212,7 +212,7 @@ func (r *results) rows() []tableRow {
 		{label: "token hop, p99 (highest node-interval p99)", target: "—", key: "idle_hop_p99_us", format: fmtF(0, "µs")},
 		{label: "token rotation, mean (histogram sum ÷ count)", target: "—", key: "idle_rotation_mean_ms", format: fmtMS},
 		{label: fmt.Sprintf("idle ring, CPU of all nodes (%% of one core, over %v)", o.idle), target: "< 1 %", key: "idle_cpu_pct", format: fmtF(2, "%"), verdict: atMost(1, " point")},
-		{label: fmt.Sprintf("**Light load**: %d clients × %g msg/s, %v", o.lightClients, o.lightRate, o.duration), section: true},
+		{label: fmt.Sprintf("**Light load**: %d clients × %g msg/s (%s), %v", o.lightClients, o.lightRate, o.lightArrivals, o.duration), section: true},
 		{label: "messages delivered (each exactly once)", target: "—", key: "light_delivered", format: fmtF(0, "")},
 		{label: "delivered messages / s", target: "—", key: "light_delivered_per_s", format: fmtF(0, "")},
 		{label: "delivery latency p50", target: "≤ 20 ms", key: "light_p50_ms", format: fmtMS, verdict: atMost(20, " ms")},
