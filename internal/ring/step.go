@@ -73,9 +73,12 @@ func requestOp(typ MsgType, from, failed int64) Op {
 	}
 }
 
-// stepCommand handles a coordinator's command; stale epochs are ignored.
+// stepCommand handles a coordinator's command; stale epochs are ignored,
+// and so are commands at the current epoch from a node that is not its
+// coordinator (one epoch has one coordinator: such a command comes from a
+// node deposed since, stamped with the epoch it learned).
 func (n *Node) stepCommand(m Msg) {
-	if m.Epoch < n.epoch {
+	if m.Epoch < n.epoch || (m.Epoch == n.epoch && n.coord != 0 && m.From != n.coord && m.Type != MsgHandoff) {
 		n.note("stale-command", m.From)
 		return
 	}
@@ -184,10 +187,17 @@ func (n *Node) StoreDone(r Result) {
 			}
 			n.drainToken()
 		default:
-			if r.Outcome == Lost {
+			switch {
+			case r.Outcome == Lost:
 				n.adopt(r.Coord, r.Epoch)
 				n.stepDown()
-			} else {
+			case !n.isCoord || r.Op.Epoch != n.epoch:
+				// Deposed while it ran: the change is in the store, and
+				// the coordinator of the newer epoch tells the nodes (its
+				// sync reads the store after its claim). Commands sent now
+				// would carry the newer epoch under this node's name.
+				n.note("stale-result", 0)
+			default:
 				n.changesDone(r)
 			}
 		}

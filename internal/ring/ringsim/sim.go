@@ -73,6 +73,10 @@ type Sim struct {
 	MaxDelay  int64
 	// HoldTicks is how long a critical section takes.
 	HoldTicks int64
+	// OpDelay, if positive, delays a store operation's result by up to
+	// that many ticks after the store carried it out (a slow reply), so
+	// that the node may learn other news in between.
+	OpDelay int64
 	// Trace, if set, receives a line per event.
 	Trace func(string)
 	// Lazy drives nodes as the runtime does: instead of a Tick every tick,
@@ -83,12 +87,14 @@ type Sim struct {
 	queue   []envelope
 	seq     int64
 	linkGen int64
+	cut     map[int64]bool // nodes cut off from the others (not from the store)
 }
 
 // New returns a simulation of the given node ids (none started).
 func New(seed uint64, ids ...int64) *Sim {
 	s := &Sim{
 		Procs:     map[int64]*Proc{},
+		cut:       map[int64]bool{},
 		Store:     NewStore(),
 		Cfg:       ring.TestConfig,
 		rng:       rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
@@ -193,6 +199,26 @@ func (s *Sim) Wake(id int64) {
 		f()
 	}
 }
+
+// Isolate cuts node id off from every other node (a network partition):
+// its links break, datagrams to and from it are lost, and dials fail, but
+// it goes on running and reaches the store.
+func (s *Sim) Isolate(id int64) {
+	s.tracef("isolate %d", id)
+	s.cut[id] = true
+	if p := s.Procs[id]; p != nil && p.State != Down {
+		s.breakLinksOf(p)
+	}
+}
+
+// Heal undoes Isolate(id).
+func (s *Sim) Heal(id int64) {
+	s.tracef("heal %d", id)
+	delete(s.cut, id)
+}
+
+// apart reports whether a partition separates a and b.
+func (s *Sim) apart(a, b int64) bool { return a != b && (s.cut[a] || s.cut[b]) }
 
 // Leave asks node id to leave cleanly (SIGTERM).
 func (s *Sim) Leave(id int64) {
@@ -336,7 +362,14 @@ func (s *Sim) flush(p *Proc) {
 	}
 	for _, op := range r.Ops {
 		op := op
-		s.deliverIn(p, 1, "store "+op.String(), func(p *Proc) { p.Node.StoreDone(s.Store.Do(p.ID, op)) })
+		s.deliverIn(p, 1, "store "+op.String(), func(p *Proc) {
+			res := s.Store.Do(p.ID, op)
+			if s.OpDelay <= 0 {
+				p.Node.StoreDone(res)
+				return
+			}
+			s.deliverIn(p, s.rng.Int64N(s.OpDelay+1), "result "+op.String(), func(p *Proc) { p.Node.StoreDone(res) })
+		})
 	}
 	for _, t := range r.Visits {
 		p.visits = append(p.visits, visit{tok: t, done: s.Now + s.HoldTicks})
@@ -372,7 +405,7 @@ func (s *Sim) connect(p *Proc, target int64) {
 	q := s.Procs[target]
 	s.linkGen++
 	gen := s.linkGen
-	if q == nil || q.State == Down {
+	if q == nil || q.State == Down || s.apart(p.ID, target) {
 		s.deliverIn(p, 1, fmt.Sprintf("dial %d refused", target), func(p *Proc) { p.Node.SuccessorDown(target) })
 		return
 	}
@@ -425,7 +458,7 @@ func (s *Sim) sendMsg(p *Proc, m ring.Msg) {
 	switch m.Via {
 	case ring.ViaUDP:
 		q := s.Procs[m.To]
-		if q == nil || s.rng.Float64() < s.Loss {
+		if q == nil || s.apart(p.ID, m.To) || s.rng.Float64() < s.Loss {
 			s.tracef("lost %s", desc)
 			return
 		}

@@ -2,6 +2,7 @@ package ringsim
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -360,4 +361,103 @@ func TestNewCoordinatorDiesAtOnce(t *testing.T) {
 		t.Errorf("node 4 took over after %d ticks, want < %d", took, 7*cfg.RetryTicks)
 	}
 	settle(t, s, "after the new coordinator died")
+}
+
+// TestCommandFromNonCoordinatorIgnored: one epoch has one coordinator, so a
+// command stamped with the current epoch by another node (a coordinator
+// deposed since, which learned the epoch) is ignored: it must neither make
+// the coordinator step down nor move any node.
+func TestCommandFromNonCoordinatorIgnored(t *testing.T) {
+	s := newSim(t, 9, 1, 2, 3)
+	startAll(t, s)
+	coord, epoch := s.Procs[1].Node.Coordinator()
+	other := int64(1)
+	if coord == 1 {
+		other = 2
+	}
+	for _, id := range []int64{coord, 6 - coord - other} { // the coordinator, and a third node
+		n := s.Procs[id].Node
+		succ, _ := n.Successor()
+		n.Step(ring.Msg{Type: ring.MsgSuccessor, From: other, Epoch: epoch, Succ: other, Ver: 1 << 40})
+		n.Step(ring.Msg{Type: ring.MsgRejoin, From: other, Epoch: epoch})
+		s.flush(s.Procs[id])
+		if got, _ := n.Successor(); got != succ || n.Phase() != ring.PhaseInRing {
+			t.Errorf("node %d obeyed node %d at coordinator %d's epoch: successor %d, phase %s", id, other, coord, got, n.Phase())
+		}
+		if c, e := n.Coordinator(); c != coord || e != epoch || (id == coord) != n.IsCoordinator() {
+			t.Errorf("node %d: coordinator %d epoch %d (acting %v), want %d epoch %d", id, c, e, n.IsCoordinator(), coord, epoch)
+		}
+	}
+	settle(t, s, "after commands from a non-coordinator")
+}
+
+// TestDeposedWhileChangeRuns: a coordinator whose topology change is in the
+// store when it learns of a newer coordinator sends no command about it
+// (the newer coordinator's sync reads the store after its claim and tells
+// the nodes); commands now would carry the newer epoch under its name.
+func TestDeposedWhileChangeRuns(t *testing.T) {
+	s := newSim(t, 10, 1, 2, 3)
+	startAll(t, s)
+	coord, epoch := s.Procs[1].Node.Coordinator()
+	n := s.Procs[coord].Node
+	other := int64(1)
+	if coord == 1 {
+		other = 2
+	}
+	n.Step(ring.Msg{Type: ring.MsgSuccessorRequest, From: other, Epoch: epoch, Failed: 6 - coord - other})
+	r := n.Ready()
+	var op *ring.Op
+	for i := range r.Ops {
+		if r.Ops[i].Kind == ring.OpRepair {
+			op = &r.Ops[i]
+		}
+	}
+	if op == nil {
+		t.Fatalf("no repair operation for the request: %+v", r.Ops)
+	}
+	n.Step(ring.Msg{Type: ring.MsgCoordinator, From: other, Epoch: epoch + 1})
+	n.Ready()
+	if n.IsCoordinator() {
+		t.Fatal("not deposed by a newer epoch")
+	}
+	n.StoreDone(ring.Result{Op: *op, Outcome: ring.OK,
+		Changes: []ring.Change{{Node: other, Succ: coord}, {Node: 6 - coord - other, Succ: 0}}, Members: []int64{coord, other}})
+	for _, m := range n.Ready().Msgs {
+		if m.Type == ring.MsgSuccessor || m.Type == ring.MsgRejoin || m.Type == ring.MsgLeaveOK {
+			t.Errorf("deposed coordinator sent %s to %d at epoch %d", m.Type, m.To, m.Epoch)
+		}
+	}
+}
+
+// TestPartitionedNodeComesBack: a node is cut off from the others but not
+// from the store for a while (store replies slow at random), then the
+// partition heals. Cut off, it finds its successor dead and may act as
+// coordinator in the store while the others do the same on their side (the
+// store serialises the epochs). Once healed, the ring is whole again with
+// one coordinator and a moving token, whichever node was cut off, early or
+// late, for however long.
+func TestPartitionedNodeComesBack(t *testing.T) {
+	for seed := uint64(1); seed <= 300; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			ids := []int64{1, 2, 3}
+			if seed%3 == 0 {
+				ids = []int64{1, 2, 3, 4, 5}
+			}
+			s := newSim(t, seed, ids...)
+			s.Lazy = seed%5 == 0
+			r := rand.New(rand.NewPCG(seed, 42))
+			s.HoldTicks = int64(1 + r.IntN(3))
+			s.OpDelay = int64(r.IntN(4))
+			startAll(t, s)
+			s.Run(r.IntN(40))
+			who := ids[r.IntN(len(ids))]
+			if seed%2 == 0 {
+				who = s.Store.Coord
+			}
+			s.Isolate(who)
+			s.Run(10 + r.IntN(300))
+			s.Heal(who)
+			settle(t, s, fmt.Sprintf("after node %d was cut off and came back", who))
+		})
+	}
 }
