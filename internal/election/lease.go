@@ -6,7 +6,9 @@ package election
 // after it *issued* the successful operation (never from the answer: the
 // store's clock started later, so the local view expires first). A renewal
 // the store refuses, or no successful renewal before the local validity
-// ends, loses the lease (Ready.LeaseLost: stop acting as coordinator). A
+// ends, loses the lease (Ready.LeaseLost: stop acting as coordinator); in
+// the second case the node then asks for it again, as no other node knows
+// that it stopped. A
 // refused Acquire is retried when the store says the lease runs out, unless
 // the holder is newer than what this node knew when it started (then the
 // election is over). No messages are sent; one store operation is in flight
@@ -128,7 +130,15 @@ func (m *Machine) loseLease() {
 func (m *Machine) tickLease() {
 	l := &m.lease
 	if l.holding && m.now >= l.validUntil {
+		// No renewal answered in time. The store may still hold the lease
+		// for this node (a late answer, a slow store): the others see a
+		// live coordinator and never try, so this node asks for it again
+		// (granted if it is still its own or has expired).
 		m.loseLease()
+		if !m.resigned && !m.Electing() {
+			m.counters.Started++
+			m.startLease()
+		}
 	}
 	if l.inflight != nil && m.now >= l.issuedAt+m.leaseOpTimeout() {
 		l.nextAt, l.nextKind = m.now, l.inflight.Kind
@@ -140,7 +150,7 @@ func (m *Machine) tickLease() {
 	switch {
 	case l.nextKind == LeaseRenew && l.holding:
 		m.leaseOp(LeaseOp{Kind: LeaseRenew, Epoch: l.epoch})
-	case l.nextKind == LeaseAcquire && l.acquiring:
+	case l.acquiring: // (a renewal that timed out after the lease was lost included)
 		m.leaseOp(LeaseOp{Kind: LeaseAcquire})
 	default:
 		l.nextAt = 0

@@ -154,3 +154,45 @@ func TestLeaseNoChallenge(t *testing.T) {
 		t.Fatalf("lease node started an election: %+v", rd)
 	}
 }
+
+// A holder whose renewal is answered too late (a slow store) loses the
+// lease locally, but the store may well have renewed it: the others see a
+// live coordinator and never try. So the node asks for the lease again as
+// soon as its renewal is done with, and holds it again if granted.
+func TestLeaseLostLocallyAsksAgain(t *testing.T) {
+	m := leaseNode(t)
+	m.Start()
+	m.LeaseDone(LeaseResult{Op: onlyOp(t, m.Ready(), LeaseAcquire), OK: true, Holder: 2, Epoch: 4, RemainingTicks: 30})
+	m.Ready()
+	m.AdvanceTo(10)
+	renew := onlyOp(t, m.Ready(), LeaseRenew) // not answered before the validity ends at 30
+	m.AdvanceTo(30)
+	rd := m.Ready()
+	if m.Holding() || !rd.LeaseLost || len(rd.LeaseOps) != 0 {
+		t.Fatalf("at 30: holding %v, %+v; want LeaseLost and nothing issued while the renewal is in flight", m.Holding(), rd)
+	}
+	m.LeaseDone(LeaseResult{Op: renew, OK: true, Holder: 2, Epoch: 4, RemainingTicks: 30}) // the late answer
+	m.Tick()
+	acquire := onlyOp(t, m.Ready(), LeaseAcquire)
+	m.LeaseDone(LeaseResult{Op: acquire, OK: true, Holder: 2, Epoch: 4, RemainingTicks: 30})
+	if rd := m.Ready(); !rd.LeaseWon || rd.LeaseEpoch != 4 || !m.Holding() {
+		t.Fatalf("after asking again: %+v, holding %v", rd, m.Holding())
+	}
+}
+
+// The same with the renewal never answered: once it times out the node asks
+// for the lease, not for a renewal of the one it lost.
+func TestLeaseLostLocallyRenewalTimesOut(t *testing.T) {
+	m := leaseNode(t)
+	m.Start()
+	m.LeaseDone(LeaseResult{Op: onlyOp(t, m.Ready(), LeaseAcquire), OK: true, Holder: 2, Epoch: 4, RemainingTicks: 30})
+	m.Ready()
+	m.AdvanceTo(10)
+	onlyOp(t, m.Ready(), LeaseRenew) // lost for good
+	m.AdvanceTo(30)
+	if rd := m.Ready(); !rd.LeaseLost {
+		t.Fatalf("at 30: %+v; want LeaseLost", rd)
+	}
+	m.AdvanceTo(40) // the renewal's timeout (LeaseTicks after its issue)
+	onlyOp(t, m.Ready(), LeaseAcquire)
+}

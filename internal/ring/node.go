@@ -112,6 +112,7 @@ type Node struct {
 	ver         int64
 	pendingSucc map[int64]*pending
 	handoff     *pending
+	handedOver  int64 // epoch of a HANDOFF that came while joining: take over once in the ring
 	members     []int64
 	leaveOK     bool
 	nextSync    int64
@@ -531,7 +532,9 @@ func (n *Node) stepDown() {
 	n.electAfter = false
 	q := n.queue[:0]
 	for _, op := range n.queue {
-		if op.Kind == OpReadCoordinator || op.Kind == OpClaim {
+		// Lease operations are the election machine's, which waits for
+		// their answers whatever the role.
+		if op.Kind == OpReadCoordinator || op.Kind == OpClaim || op.Kind == OpLease {
 			q = append(q, op)
 		}
 	}
@@ -609,6 +612,15 @@ func (n *Node) applySuccessor(s, epoch, ver int64) {
 	if n.phase == PhaseStarting || n.phase == PhaseJoining {
 		n.phase = PhaseInRing
 		n.note("joined", s)
+		if e := n.handedOver; e != 0 {
+			n.handedOver = 0
+			if !n.isCoord && e >= n.epoch {
+				// The coordinator left and handed the role here while this
+				// node was joining (it exits once it has sent HANDOFF).
+				n.adopt(n.coord, e)
+				n.takeOver(false)
+			}
+		}
 	}
 	n.deferred = 0
 	if s != n.succ && n.succUp && n.tok.AwaitingAck() {

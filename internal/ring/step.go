@@ -108,9 +108,13 @@ func (n *Node) stepCommand(m Msg) {
 	case MsgCoordinator:
 		// adopt did the work.
 	case MsgHandoff:
-		if n.phase == PhaseInRing && !n.isCoord {
+		switch {
+		case n.isCoord:
+		case n.phase == PhaseInRing:
 			n.adopt(n.coord, m.Epoch)
 			n.takeOver(false)
+		case n.phase == PhaseStarting || n.phase == PhaseJoining:
+			n.handedOver = max(n.handedOver, m.Epoch)
 		}
 	}
 }

@@ -14,7 +14,8 @@ import (
 )
 
 // TestRandomFaultSchedules: under random crashes, stalls, restarts, clean
-// leaves and a lossy, duplicating, reordering network, there is never more
+// leaves, slow store replies and a lossy, duplicating, reordering network,
+// there is never more
 // than one coordinator per epoch nor more than one critical section with the
 // newest token, critical sections commit in token order, and once the faults
 // stop the ring heals: one cycle of the running nodes, one coordinator that
@@ -33,6 +34,7 @@ func TestRandomFaultSchedules(t *testing.T) {
 		s.Dup = rapid.Float64Range(0, 0.3).Draw(rt, "dup")
 		s.MaxDelay = rapid.Int64Range(0, 5).Draw(rt, "delay")
 		s.HoldTicks = rapid.Int64Range(1, 3).Draw(rt, "hold")
+		s.OpDelay = rapid.Int64Range(0, 3).Draw(rt, "store reply delay")
 		s.Lazy = rapid.Bool().Draw(rt, "lazy")
 		method := rapid.SampledFrom(election.Methods).Draw(rt, "method")
 		mixed := method != election.Lease && rapid.Bool().Draw(rt, "mixed methods")

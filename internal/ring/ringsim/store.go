@@ -131,11 +131,17 @@ func (s *Store) lease(from int64, op ring.Op) ring.Result {
 	return res(true)
 }
 
+// Accepts reports whether a critical section of node with stamp would
+// commit now.
+func (s *Store) Accepts(node int64, stamp token.Stamp) bool {
+	return !s.Down && !s.Fence.Newer(stamp) && (s.Fence != stamp || s.Holder == node || s.Holder == 0)
+}
+
 // Commit runs a fenced critical section for node with stamp at tick: it
 // commits only if no newer stamp, and no other node with the same stamp,
 // has committed (the store's Fenced rule).
 func (s *Store) Commit(node int64, stamp token.Stamp, tick int64) bool {
-	if s.Down || s.Fence.Newer(stamp) || (s.Fence == stamp && s.Holder != node && s.Holder != 0) {
+	if !s.Accepts(node, stamp) {
 		s.Refused++
 		return false
 	}
