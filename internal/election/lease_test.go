@@ -19,6 +19,18 @@ func onlyOp(t *testing.T, rd Ready, kind LeaseOpKind) LeaseOp {
 	return rd.LeaseOps[0]
 }
 
+// renewing is a lease node that acquired the lease of epoch at tick 0 and
+// has just issued its first renewal (tick 10).
+func renewing(t *testing.T, epoch int64) (*Machine, LeaseOp) {
+	t.Helper()
+	m := leaseNode(t)
+	m.Start()
+	m.LeaseDone(LeaseResult{Op: onlyOp(t, m.Ready(), LeaseAcquire), OK: true, Holder: 2, Epoch: epoch, RemainingTicks: 30})
+	m.Ready()
+	m.AdvanceTo(10)
+	return m, onlyOp(t, m.Ready(), LeaseRenew)
+}
+
 func TestLeaseAcquireRenewValidity(t *testing.T) {
 	m := leaseNode(t)
 	m.Start()
@@ -66,12 +78,7 @@ func TestLeaseAcquireRenewValidity(t *testing.T) {
 }
 
 func TestLeaseRenewTaken(t *testing.T) {
-	m := leaseNode(t)
-	m.Start()
-	m.LeaseDone(LeaseResult{Op: onlyOp(t, m.Ready(), LeaseAcquire), OK: true, Holder: 2, Epoch: 1, RemainingTicks: 30})
-	m.Ready()
-	m.AdvanceTo(10)
-	renew := onlyOp(t, m.Ready(), LeaseRenew)
+	m, renew := renewing(t, 1)
 	m.LeaseDone(LeaseResult{Op: renew, Holder: 3, Epoch: 2, RemainingTicks: 30})
 	if rd := m.Ready(); !rd.LeaseLost || m.Holding() {
 		t.Fatalf("renew refused: %+v, holding %v", rd, m.Holding())
@@ -160,12 +167,7 @@ func TestLeaseNoChallenge(t *testing.T) {
 // live coordinator and never try. So the node asks for the lease again as
 // soon as its renewal is done with, and holds it again if granted.
 func TestLeaseLostLocallyAsksAgain(t *testing.T) {
-	m := leaseNode(t)
-	m.Start()
-	m.LeaseDone(LeaseResult{Op: onlyOp(t, m.Ready(), LeaseAcquire), OK: true, Holder: 2, Epoch: 4, RemainingTicks: 30})
-	m.Ready()
-	m.AdvanceTo(10)
-	renew := onlyOp(t, m.Ready(), LeaseRenew) // not answered before the validity ends at 30
+	m, renew := renewing(t, 4) // not answered before the validity ends at 30
 	m.AdvanceTo(30)
 	rd := m.Ready()
 	if m.Holding() || !rd.LeaseLost || len(rd.LeaseOps) != 0 {
@@ -183,12 +185,7 @@ func TestLeaseLostLocallyAsksAgain(t *testing.T) {
 // The same with the renewal never answered: once it times out the node asks
 // for the lease, not for a renewal of the one it lost.
 func TestLeaseLostLocallyRenewalTimesOut(t *testing.T) {
-	m := leaseNode(t)
-	m.Start()
-	m.LeaseDone(LeaseResult{Op: onlyOp(t, m.Ready(), LeaseAcquire), OK: true, Holder: 2, Epoch: 4, RemainingTicks: 30})
-	m.Ready()
-	m.AdvanceTo(10)
-	onlyOp(t, m.Ready(), LeaseRenew) // lost for good
+	m, _ := renewing(t, 4) // the renewal is lost for good
 	m.AdvanceTo(30)
 	if rd := m.Ready(); !rd.LeaseLost {
 		t.Fatalf("at 30: %+v; want LeaseLost", rd)
