@@ -140,6 +140,16 @@ func (r *procRing) stopAll() {
 	}
 }
 
+// pid returns node id's process id (0 if it is not running).
+func (r *procRing) pid(id int64) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p := r.procs[id]; p != nil {
+		return p.cmd.Process.Pid
+	}
+	return 0
+}
+
 func (r *procRing) pids() []int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
