@@ -75,43 +75,13 @@ func runChatBench(cmd *cobra.Command, o chatBenchOpts) error {
 	if o.arrivals != arrivalsPoisson && o.arrivals != arrivalsLockstep {
 		return fmt.Errorf("chat: --arrivals %q: want %q or %q", o.arrivals, arrivalsPoisson, arrivalsLockstep)
 	}
-	bin, err := ringnodeBinary(o.bin)
-	if err != nil {
-		return err
-	}
-	o.bin = bin
-	dir, err := os.MkdirTemp("", "ringbench-chat")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	newStore, err := storeMaker(o.db, dir)
-	if err != nil {
-		return err
-	}
 	ctx := cmd.Context()
 	out := cmd.ErrOrStderr()
-	st, dsn, cleanup, err := newStore(ctx, "chat")
+	_, list, stop, err := startClientRing(ctx, o.bin, o.db, "chat", o.nodes)
 	if err != nil {
 		return err
 	}
-	defer cleanup()
-	st.Close()
-	// The benchmark's clients send faster than a person: no rate limit.
-	r, err := newProcRing(o.bin, dir, dsn, o.nodes, []string{"--client-rate", "0"})
-	if err != nil {
-		return err
-	}
-	defer r.stopAll()
-	for id := int64(1); id <= int64(o.nodes); id++ {
-		if err := r.start(id); err != nil {
-			return err
-		}
-	}
-	list, err := nodelist.Load(r.nodes)
-	if err != nil {
-		return err
-	}
+	defer stop()
 	addr := func(i int) string {
 		n := list[i%len(list)]
 		return fmt.Sprintf("127.0.0.1:%d", n.ClientPort)
@@ -307,4 +277,53 @@ func (b *chatBench) report(cmd *cobra.Command) error {
 		return fmt.Errorf("chat: %d sent, %d delivered", b.sent.Load(), len(all))
 	}
 	return nil
+}
+
+// startClientRing starts a ring of n ringnode processes for client
+// benchmarks on a fresh database named after name (no client rate limit:
+// benchmark clients send faster than people) and returns it with its node
+// list; stop stops the nodes and removes the database and the files.
+func startClientRing(ctx context.Context, bin, db, name string, n int) (r *procRing, list []nodelist.Node, stop func(), err error) {
+	var undo []func()
+	stop = func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
+	if bin, err = ringnodeBinary(bin); err != nil {
+		return nil, nil, nil, err
+	}
+	dir, err := os.MkdirTemp("", "ringbench-"+name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	undo = append(undo, func() { os.RemoveAll(dir) })
+	newStore, err := storeMaker(db, dir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	st, dsn, cleanup, err := newStore(ctx, name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	undo = append(undo, cleanup)
+	st.Close()
+	if r, err = newProcRing(bin, dir, dsn, n, []string{"--client-rate", "0"}); err != nil {
+		return nil, nil, nil, err
+	}
+	undo = append(undo, r.stopAll)
+	for id := int64(1); id <= int64(n); id++ {
+		if err = r.start(id); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if list, err = nodelist.Load(r.nodes); err != nil {
+		return nil, nil, nil, err
+	}
+	return r, list, stop, nil
 }

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
-	"github.com/ringchat/ringchat/internal/nodelist"
 )
 
 func newMemoryCmd() *cobra.Command {
@@ -47,40 +45,12 @@ func runMemory(cmd *cobra.Command, o memoryOpts) error {
 	if o.nodes < 1 || o.clients < 2 || o.idle < 0 {
 		return errors.New("memory: need --nodes ≥ 1, --clients ≥ 2 and a --idle ≥ 0")
 	}
-	bin, err := ringnodeBinary(o.bin)
-	if err != nil {
-		return err
-	}
-	dir, err := os.MkdirTemp("", "ringbench-memory")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	newStore, err := storeMaker(o.db, dir)
-	if err != nil {
-		return err
-	}
 	ctx := cmd.Context()
-	st, dsn, cleanup, err := newStore(ctx, "memory")
+	r, list, stop, err := startClientRing(ctx, o.bin, o.db, "memory", o.nodes)
 	if err != nil {
 		return err
 	}
-	defer cleanup()
-	st.Close()
-	r, err := newProcRing(bin, dir, dsn, o.nodes, []string{"--client-rate", "0"})
-	if err != nil {
-		return err
-	}
-	defer r.stopAll()
-	for id := int64(1); id <= int64(o.nodes); id++ {
-		if err := r.start(id); err != nil {
-			return err
-		}
-	}
-	list, err := nodelist.Load(r.nodes)
-	if err != nil {
-		return err
-	}
+	defer stop()
 	pid := r.pid(1)
 	addr := fmt.Sprintf("127.0.0.1:%d", list[0].ClientPort)
 	b := &chatBench{o: chatBenchOpts{nodes: 1, clients: o.clients, users: "idle"}}
