@@ -36,6 +36,15 @@ func execOpErr(ctx context.Context, st store.Store, id int64, op ring.Op) (ring.
 		c, err := st.Coordinator(ctx)
 		res.Coord, res.Epoch = c.NodeID, c.Epoch
 		return res, err
+	case ring.OpCheckMember:
+		nodes, err := st.Nodes(ctx)
+		if err != nil {
+			return res, err
+		}
+		res.Members = ring.Topology(store.Successors(nodes)).Members()
+		c, err := st.Coordinator(ctx)
+		res.Coord, res.Epoch = c.NodeID, c.Epoch
+		return res, err
 	case ring.OpClaim:
 		epoch, err := st.ClaimCoordinator(ctx, id, op.PrevEpoch)
 		if err != nil {

@@ -437,7 +437,7 @@ func (n *Node) logNote(note ring.Note) {
 	ev := n.log.Debug()
 	switch note.Event {
 	case "coordinator", "coordinator-deposed", "coordinator-failed", "coordinator-unresponsive",
-		"joined", "left", "spliced-out", "handoff", "rejoin", "token-regenerated", "higher-than-coordinator",
+		"joined", "left", "spliced-out", "handoff", "rejoin", "not-in-store-ring", "coordinator-orphaned", "token-regenerated", "higher-than-coordinator",
 		"leave-deadline", "leave-unanswered", "election-won", "lease-lost":
 		ev = n.log.Info()
 	case "successor-failed", "predecessor-silent", "token-fenced", "successor-watchdog":

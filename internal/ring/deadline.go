@@ -24,6 +24,9 @@ func (n *Node) NextDeadline() int64 {
 	if n.req != nil {
 		at(n.req.nextAt)
 	}
+	if !n.isCoord && n.phase == PhaseInRing && n.nextCheck != 0 {
+		at(n.nextCheck)
+	}
 	if n.isCoord {
 		at(n.nextSync)
 		for _, p := range n.pendingSucc {

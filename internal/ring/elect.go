@@ -65,6 +65,11 @@ func (n *Node) drainElection() {
 		for _, rep := range r.Reports {
 			rp := rep
 			n.ready.Notes = append(n.ready.Notes, Note{Event: "election", Peer: rep.Leader, Epoch: n.epoch, Election: &rp})
+			if !rep.Won && rep.Method == election.Lease && n.phase == PhaseStarting && !n.isCoord {
+				// Another node got the lease while this one started: read
+				// who, and join it (a voting method's lost claim does so).
+				n.enqueue(Op{Kind: OpReadCoordinator})
+			}
 		}
 		if r.LeaseLost && n.isCoord {
 			n.note("lease-lost", 0)

@@ -116,6 +116,12 @@ type Node struct {
 	members     []int64
 	leaveOK     bool
 	nextSync    int64
+	// A member's own check against the store (non-coordinators): the next
+	// one, and the joins counted when it was asked for (a join since makes
+	// its answer stale).
+	nextCheck  int64
+	joins      uint64
+	checkJoins uint64
 
 	ready Ready
 }
@@ -332,6 +338,7 @@ func (n *Node) Tick() {
 	n.tickLinks()
 	n.tickRequest()
 	n.tickCoordinator()
+	n.tickMember()
 	if n.retryOpAt != 0 && n.now >= n.retryOpAt {
 		n.retryOpAt = 0
 		n.pump()
@@ -411,6 +418,46 @@ func (n *Node) tickRequest() {
 	n.sendRequest()
 	r.backoff = min(2*r.backoff, n.cfg.MaxRetryTicks)
 	r.nextAt = n.now + int64(r.backoff)
+}
+
+// tickMember: every SyncTicks a member that is not the coordinator checks
+// that the store still has it in the ring. A node spliced out while it was
+// cut off or stalled, whose coordinator is gone or did not reach it, would
+// otherwise go on passing a token among nodes the store no longer counts.
+func (n *Node) tickMember() {
+	if n.isCoord || n.phase != PhaseInRing {
+		return
+	}
+	if n.nextCheck == 0 {
+		n.nextCheck = n.now + int64(n.cfg.SyncTicks)
+	}
+	if n.now >= n.nextCheck {
+		n.nextCheck = n.now + int64(n.cfg.SyncTicks)
+		n.checkJoins = n.joins
+		n.enqueue(Op{Kind: OpCheckMember})
+	}
+}
+
+// checkDone acts on a member's check: a newer coordinator is adopted, and a
+// node the store's ring does not hold joins again.
+func (n *Node) checkDone(r Result) {
+	if r.Epoch > n.epoch {
+		n.adopt(r.Coord, r.Epoch)
+	}
+	if n.isCoord || n.phase != PhaseInRing || n.joins != n.checkJoins {
+		return
+	}
+	if !slices.Contains(r.Members, n.id) {
+		n.note("not-in-store-ring", 0)
+		n.rejoin()
+		return
+	}
+	if r.Coord == n.id && r.Epoch == n.epoch {
+		// The store names this node, which does not act: an earlier run
+		// of it claimed the role and crashed. Nobody else will notice.
+		n.note("coordinator-orphaned", 0)
+		n.takeOver(true)
+	}
 }
 
 func (n *Node) tickCoordinator() {
@@ -611,6 +658,8 @@ func (n *Node) applySuccessor(s, epoch, ver int64) {
 	}
 	if n.phase == PhaseStarting || n.phase == PhaseJoining {
 		n.phase = PhaseInRing
+		n.joins++
+		n.nextCheck = n.now + int64(n.cfg.SyncTicks)
 		n.note("joined", s)
 		if e := n.handedOver; e != 0 {
 			n.handedOver = 0

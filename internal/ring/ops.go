@@ -23,6 +23,7 @@ const (
 	OpRegenerate                        // create a new token generation
 	OpSync                              // read the ring; every member is told its successor again
 	OpLease                             // acquire or renew the coordinator lease (lease election)
+	OpCheckMember                       // read the ring's members and the coordinator (a member's own check)
 )
 
 func (k OpKind) String() string {
@@ -43,6 +44,8 @@ func (k OpKind) String() string {
 		return "sync"
 	case OpLease:
 		return "lease"
+	case OpCheckMember:
+		return "check-member"
 	}
 	return "?"
 }

@@ -178,6 +178,8 @@ func (n *Node) StoreDone(r Result) {
 		switch r.Op.Kind {
 		case OpReadCoordinator:
 			n.readDone(r)
+		case OpCheckMember:
+			n.checkDone(r)
 		case OpClaim:
 			n.claimDone(r)
 		case OpRegenerate:

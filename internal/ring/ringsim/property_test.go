@@ -14,8 +14,9 @@ import (
 )
 
 // TestRandomFaultSchedules: under random crashes, stalls, restarts, clean
-// leaves, slow store replies and a lossy, duplicating, reordering network,
-// there is never more
+// leaves, a node cut off from the others (not from the store) for a while,
+// slow store replies and a lossy, duplicating, reordering network, there is
+// never more
 // than one coordinator per epoch nor more than one critical section with the
 // newest token, critical sections commit in token order, and once the faults
 // stop the ring heals: one cycle of the running nodes, one coordinator that
@@ -91,7 +92,7 @@ func TestRandomFaultSchedules(t *testing.T) {
 		faults := rapid.IntRange(0, 6).Draw(rt, "faults")
 		for i := range faults {
 			live := s.Live()
-			kind := rapid.IntRange(0, 5).Draw(rt, fmt.Sprint("fault ", i))
+			kind := rapid.IntRange(0, 6).Draw(rt, fmt.Sprint("fault ", i))
 			switch {
 			case kind == 0 && len(live) > 0:
 				s.Crash(rapid.SampledFrom(live).Draw(rt, "crash"))
@@ -113,6 +114,14 @@ func TestRandomFaultSchedules(t *testing.T) {
 				if h := s.Holders(); len(h) > 0 {
 					s.Crash(h[0])
 				}
+			case kind == 6 && len(live) > 0:
+				victim := rapid.SampledFrom(live).Draw(rt, "cut off")
+				s.Isolate(victim)
+				for range rapid.IntRange(0, 200).Draw(rt, "cut off for") {
+					s.Step()
+					check()
+				}
+				s.Heal(victim)
 			}
 			for range rapid.IntRange(0, 60).Draw(rt, "after fault") {
 				s.Step()

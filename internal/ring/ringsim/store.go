@@ -61,6 +61,8 @@ func (s *Store) Do(from int64, op ring.Op) ring.Result {
 	switch op.Kind {
 	case ring.OpReadCoordinator:
 		return ring.Result{Op: op, Coord: s.Coord, Epoch: s.Epoch}
+	case ring.OpCheckMember:
+		return ring.Result{Op: op, Coord: s.Coord, Epoch: s.Epoch, Members: s.Topo.Members()}
 	case ring.OpClaim:
 		if s.Epoch != op.PrevEpoch {
 			return ring.Result{Op: op, Outcome: ring.Lost, Coord: s.Coord, Epoch: s.Epoch}
