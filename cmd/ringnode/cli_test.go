@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -328,5 +329,23 @@ func TestFlagsAndEnvironment(t *testing.T) {
 	v := run(t, dir, nil, "version")
 	if !strings.HasPrefix(v.stdout, "ringnode ") || !strings.Contains(v.stdout, fmt.Sprintf("schema %d", len(allVersions(t)))) {
 		t.Errorf("version = %q", v.stdout)
+	}
+}
+
+func TestClusterNodeArgs(t *testing.T) {
+	o := &runOpts{metrics: "127.0.0.1:9100", cpuProfile: "/tmp/cpu.out"}
+	got, err := nodeArgs(o, 2, 7)
+	want := []string{"--id", "7", "--metrics-addr", "127.0.0.1:9102", "--cpu-profile", "/tmp/cpu.out.node7"}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("nodeArgs = %q, %v; want %q", got, err, want)
+	}
+	if got, _ := nodeArgs(&runOpts{metrics: "localhost:0"}, 3, 4); !slices.Equal(got, []string{"--id", "4", "--metrics-addr", "localhost:0"}) {
+		t.Fatalf("port 0: %q", got)
+	}
+	if got, _ := nodeArgs(&runOpts{}, 0, 1); !slices.Equal(got, []string{"--id", "1"}) {
+		t.Fatalf("no options: %q", got)
+	}
+	if _, err := nodeArgs(&runOpts{metrics: "127.0.0.1:65535"}, 1, 2); err == nil {
+		t.Fatal("port 65536 accepted")
 	}
 }

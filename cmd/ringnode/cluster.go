@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -14,6 +16,8 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
+
+	"github.com/ringchat/ringchat/internal/metrics"
 )
 
 // clusterStopGrace is how long children get to leave the ring after SIGTERM
@@ -27,9 +31,11 @@ func newClusterCmd(g *globals) *cobra.Command {
 		Use:   "cluster",
 		Short: "Run the node list's nodes as child processes on this machine",
 		Long: `cluster starts one "ringnode run" child per node of the node list (or the first
---count), with this command's store, election and probe settings, prefixes their
-output with the node id, and on Ctrl-C (or SIGTERM) stops them all: each leaves the
-ring cleanly. With --drop the ring state is reset once before the nodes start.`,
+--count), with this command's store, election, chat, probe and statistics settings,
+prefixes their output with the node id, and on Ctrl-C (or SIGTERM) stops them all:
+each leaves the ring cleanly. With --drop the ring state is reset once before the
+nodes start. With --metrics-addr HOST:PORT the i-th node (from 0) serves on
+PORT+i; --cpu-profile FILE writes FILE.node<ID> per node.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runCluster(cmd, g, o, count) },
 	}
@@ -39,6 +45,32 @@ ring cleanly. With --drop the ring state is reset once before the nodes start.`,
 	_ = cmd.Flags().MarkHidden("client-listen")
 	cmd.Flags().IntVar(&count, "count", 0, "start only the first N nodes of the node list (0: all)")
 	return cmd
+}
+
+// nodeArgs are the flags of the i-th node of the cluster, id: its id, and
+// what cannot be shared: node i serves metrics on the --metrics-addr port
+// plus i (port 0: one chosen for each), and writes its CPU profile to the
+// --cpu-profile file with ".node<id>" appended.
+func nodeArgs(o *runOpts, i int, id int64) ([]string, error) {
+	args := []string{"--id", strconv.FormatInt(id, 10)}
+	if o.metrics != "" {
+		host, port, err := net.SplitHostPort(o.metrics)
+		if err != nil {
+			return nil, fmt.Errorf("--metrics-addr %q: %w", o.metrics, err)
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil || p < 0 || p+i > 65535 {
+			return nil, fmt.Errorf("--metrics-addr %q: no port %s+%d for node %d", o.metrics, port, i, id)
+		}
+		if p != 0 {
+			p += i
+		}
+		args = append(args, "--metrics-addr", net.JoinHostPort(host, strconv.Itoa(p)))
+	}
+	if o.cpuProfile != "" {
+		args = append(args, "--cpu-profile", fmt.Sprintf("%s.node%d", o.cpuProfile, id))
+	}
+	return args, nil
 }
 
 func runCluster(cmd *cobra.Command, g *globals, o *runOpts, count int) error {
@@ -88,12 +120,25 @@ func runCluster(cmd *cobra.Command, g *globals, o *runOpts, count int) error {
 		args = append(args, "--mutex-probe")
 	}
 	args = append(args, chatArgs(cmd.Flags())...)
+	if o.stats > 0 {
+		args = append(args, "--stats-interval", o.stats.String())
+	}
+	if o.metrics != "" {
+		if err := metrics.CheckAddr(o.metrics); err != nil {
+			return usageError{fmt.Errorf("--metrics-addr: %w", err)}
+		}
+	}
 	out := &lockedWriter{w: cmd.ErrOrStderr()}
 	var wg sync.WaitGroup
 	var procs []*exec.Cmd
 	failed := make(chan string, len(table))
-	for _, n := range table {
-		c := exec.Command(self, append(args, "--id", strconv.FormatInt(n.ID, 10))...)
+	for i, n := range table {
+		nargs, err := nodeArgs(o, i, n.ID)
+		if err != nil {
+			stopAll(procs)
+			return usageError{err}
+		}
+		c := exec.Command(self, append(slices.Clone(args), nargs...)...)
 		c.Env = os.Environ()
 		prefix := fmt.Sprintf("[node %d] ", n.ID)
 		stdout, _ := c.StdoutPipe()
