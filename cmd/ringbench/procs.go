@@ -40,7 +40,7 @@ type proc struct {
 func newProcRing(bin, dir, dsn string, n int, flags []string) (*procRing, error) {
 	var b strings.Builder
 	b.WriteString("id,host,coordination_port,client_port\n")
-	ports, err := distinctPorts(2 * n)
+	ports, err := procutil.FreePorts(2 * n)
 	if err != nil {
 		return nil, err
 	}
@@ -53,27 +53,6 @@ func newProcRing(bin, dir, dsn string, n int, flags []string) (*procRing, error)
 	}
 	return &procRing{bin: bin, dir: dir, dsn: dsn, nodes: path, flags: flags,
 		procs: map[int64]*proc{}, logs: map[int64]*bytes.Buffer{}}, nil
-}
-
-// distinctPorts returns k free ports, no two alike: a port found free and
-// released can be handed out again by the next search.
-func distinctPorts(k int) ([]int, error) {
-	seen := map[int]bool{}
-	var out []int
-	for tries := 0; len(out) < k; tries++ {
-		if tries > 50*k {
-			return nil, fmt.Errorf("no %d distinct free ports", k)
-		}
-		p, err := procutil.FreePort()
-		if err != nil {
-			return nil, err
-		}
-		if !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
-	}
-	return out, nil
 }
 
 func (r *procRing) start(id int64) error {

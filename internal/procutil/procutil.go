@@ -29,6 +29,27 @@ func FreePort() (int, error) {
 	return 0, fmt.Errorf("procutil: no free TCP+UDP port found")
 }
 
+// FreePorts returns k free ports, no two alike: a port found free and
+// released can be handed out again by the next search.
+func FreePorts(k int) ([]int, error) {
+	seen := map[int]bool{}
+	var out []int
+	for tries := 0; len(out) < k; tries++ {
+		if tries > 50*k {
+			return nil, fmt.Errorf("procutil: no %d distinct free ports", k)
+		}
+		p, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
 // Buffer collects a process's output; it is safe for concurrent use.
 type Buffer struct {
 	mu sync.Mutex

@@ -55,8 +55,13 @@ func NewRing(t testing.TB, bin, dsn string, ids ...int64) *Ring {
 		procs: map[int64]*Proc{}, allLog: map[int64]*bytes.Buffer{}}
 	var b bytes.Buffer
 	b.WriteString("id,host,coordination_port,client_port\n")
-	for _, id := range ids {
-		p := [2]int{FreePort(t), FreePort(t)}
+	// Distinct: two searches can find the same free port.
+	ports, err := procutil.FreePorts(2 * len(ids))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		p := [2]int{ports[2*i], ports[2*i+1]}
 		r.Ports[id] = p
 		fmt.Fprintf(&b, "%d,127.0.0.1,%d,%d\n", id, p[0], p[1])
 	}
