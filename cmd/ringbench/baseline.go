@@ -125,7 +125,7 @@ func runBaseline(ctx context.Context, st store.Store, o baselineOpts) (baselineR
 			}
 			rows := make([]store.RecipientSeq, len(ds))
 			for i, d := range ds {
-				rows[i] = store.RecipientSeq{RecipientID: d.RecipientID, Seq: d.Seq}
+				rows[i] = d.Row()
 			}
 			got, err = tx.AckRows(rows)
 			return err

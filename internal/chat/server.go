@@ -58,8 +58,7 @@ type visitState struct {
 	// connection (the session was gone, or the visit failed, perhaps after
 	// its commit reached the store); the next visit makes them pending
 	// again. Only the visit goroutine touches it.
-	unmark     []marked
-	unmarkRows int
+	unmark []marked
 }
 
 // marked is rows a visit marked delivered, with the mark's stamp.

@@ -145,7 +145,7 @@ func (s *Server) collect(now time.Time, tok token.Token, hinted bool) *visitWork
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w := &visitWork{fetchRq: s.fetchReq, ready: map[int64]*session{}, unmark: s.v.unmark}
-	s.v.unmark, s.v.unmarkRows = nil, 0
+	s.v.unmark = nil
 	for id, sess := range s.sessions {
 		if !sess.ready {
 			continue
@@ -220,7 +220,7 @@ func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
 // once: its first sequence comes back. Its recipients may not have it yet:
 // the visit that stored it may have failed after its commit reached the
 // store, and its hint never went round.
-func (s *Server) storeBatch(tx store.Tx, w *visitWork) (ranges [][2]int64, err error) {
+func (s *Server) storeBatch(tx store.Tx, w *visitWork) (ranges []seqRange, err error) {
 	members := map[int64][]int64{}
 	nms := make([]store.NewMessage, 0, len(w.batch))
 	rcpts := make([][]int64, 0, len(w.batch))
@@ -264,24 +264,32 @@ func (s *Server) storeBatch(tx store.Tx, w *visitWork) (ranges [][2]int64, err e
 	if err != nil {
 		return nil, err
 	}
-	var fresh, dup [2]int64
+	var fresh, dup seqRange
 	for k, r := range res {
 		w.stored[at[k]].seq = r.Seq
-		rg := &fresh
 		if r.Dup {
-			rg = &dup
+			dup.add(r.Seq)
+		} else {
+			fresh.add(r.Seq)
 		}
-		if rg[0] == 0 || r.Seq < rg[0] {
-			rg[0] = r.Seq
-		}
-		rg[1] = max(rg[1], r.Seq)
 	}
-	for _, rg := range [][2]int64{fresh, dup} {
+	for _, rg := range []seqRange{fresh, dup} {
 		if rg[0] > 0 {
 			ranges = append(ranges, rg)
 		}
 	}
 	return ranges, nil
+}
+
+// seqRange is the lowest and highest of some sequence numbers ({0, 0}:
+// none yet).
+type seqRange [2]int64
+
+func (r *seqRange) add(seq int64) {
+	if r[0] == 0 || seq < r[0] {
+		r[0] = seq
+	}
+	r[1] = max(r[1], seq)
 }
 
 // fetch takes the pending deliveries for local users, as many as their
@@ -293,7 +301,6 @@ func (s *Server) fetch(tx store.Tx, w *visitWork) error {
 	}
 	w.more = len(ds) >= s.cfg.FetchLimit
 	taken := map[int64]int{}
-	rows := make([]store.RecipientSeq, 0, len(ds))
 	for _, d := range ds {
 		sess := w.ready[d.RecipientID]
 		if sess == nil {
@@ -308,28 +315,25 @@ func (s *Server) fetch(tx store.Tx, w *visitWork) error {
 		if n+1 >= s.cfg.FetchPerClient {
 			w.more = true
 		}
-		rows = append(rows, store.RecipientSeq{RecipientID: d.RecipientID, Seq: d.Seq})
 		w.deliveries = append(w.deliveries, delivery{sess: sess, d: d})
 	}
-	if len(rows) == 0 {
+	if len(w.deliveries) == 0 {
 		w.more = false // only full queues held them back: their writers ask again
 		return nil
 	}
 	// Only rows whose user is still present here are marked (a session
 	// that ended after the read above is not handed any).
-	done, stamp, err := tx.MarkDeliveredRows(s.cfg.NodeID, rows)
+	done, stamp, err := tx.MarkDeliveredRows(s.cfg.NodeID, deliveryRows(w.deliveries))
 	if err != nil {
 		return err
 	}
 	w.stamp = stamp
-	if len(done) < len(rows) {
+	if len(done) < len(w.deliveries) {
 		ok := make(map[store.RecipientSeq]bool, len(done))
 		for _, r := range done {
 			ok[r] = true
 		}
-		w.deliveries = slices.DeleteFunc(w.deliveries, func(d delivery) bool {
-			return !ok[store.RecipientSeq{RecipientID: d.d.RecipientID, Seq: d.d.Seq}]
-		})
+		w.deliveries = slices.DeleteFunc(w.deliveries, func(d delivery) bool { return !ok[d.d.Row()] })
 	}
 	return nil
 }
@@ -339,7 +343,7 @@ func (s *Server) fetch(tx store.Tx, w *visitWork) error {
 // now to the visit's hint.
 func (s *Server) unmarkRows(tx store.Tx, w *visitWork) error {
 	var n int
-	lo, hi := int64(0), int64(0)
+	var seqs seqRange
 	for _, m := range w.unmark {
 		k, err := tx.UnmarkDelivered(m.stamp, m.rows)
 		if err != nil {
@@ -347,16 +351,13 @@ func (s *Server) unmarkRows(tx store.Tx, w *visitWork) error {
 		}
 		n += k
 		for _, r := range m.rows {
-			if lo == 0 || r.Seq < lo {
-				lo = r.Seq
-			}
-			hi = max(hi, r.Seq)
+			seqs.add(r.Seq)
 		}
 	}
 	if n == 0 {
 		return nil
 	}
-	nodes, err := tx.NodesWithPending(lo, hi)
+	nodes, err := tx.NodesWithPending(seqs[0], seqs[1])
 	if err != nil {
 		return err
 	}
@@ -371,11 +372,13 @@ func (s *Server) keepUnmark(stamp int64, rows []store.RecipientSeq) {
 		return
 	}
 	s.v.unmark = append(s.v.unmark, marked{stamp: stamp, rows: rows})
-	s.v.unmarkRows += len(rows)
-	for s.v.unmarkRows > maxUnmarkRows && len(s.v.unmark) > 1 {
-		s.v.unmarkRows -= len(s.v.unmark[0].rows)
+	total := 0
+	for _, m := range s.v.unmark {
+		total += len(m.rows)
+	}
+	for ; total > maxUnmarkRows && len(s.v.unmark) > 1; s.v.unmark = s.v.unmark[1:] {
+		total -= len(s.v.unmark[0].rows)
 		s.log.Warn().Int("rows", len(s.v.unmark[0].rows)).Msg("chat: too many deliveries to make pending again; these wait for their users' next login")
-		s.v.unmark = s.v.unmark[1:]
 	}
 	s.want()
 }
@@ -384,7 +387,7 @@ func (s *Server) keepUnmark(stamp int64, rows []store.RecipientSeq) {
 func deliveryRows(ds []delivery) []store.RecipientSeq {
 	rows := make([]store.RecipientSeq, len(ds))
 	for i, d := range ds {
-		rows[i] = store.RecipientSeq{RecipientID: d.d.RecipientID, Seq: d.d.Seq}
+		rows[i] = d.d.Row()
 	}
 	return rows
 }
@@ -473,10 +476,10 @@ func (s *Server) dispatch(w *visitWork) {
 			o.Observe(time.Since(d.d.SentAt).Seconds())
 		}
 		if v < V2 {
-			it.ack = store.RecipientSeq{RecipientID: d.d.RecipientID, Seq: d.d.Seq}
+			it.ack = d.d.Row()
 		}
 		if !d.sess.c.send(it) {
-			lost = append(lost, store.RecipientSeq{RecipientID: d.d.RecipientID, Seq: d.d.Seq})
+			lost = append(lost, d.d.Row())
 		}
 	}
 	s.keepUnmark(w.stamp, lost) // the session is gone: pending again for its user's next session

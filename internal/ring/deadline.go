@@ -24,7 +24,7 @@ func (n *Node) NextDeadline() int64 {
 	if n.req != nil {
 		at(n.req.nextAt)
 	}
-	if !n.isCoord && n.phase == PhaseInRing && n.nextCheck != 0 {
+	if !n.isCoord && n.phase == PhaseInRing {
 		at(n.nextCheck)
 	}
 	if n.isCoord {

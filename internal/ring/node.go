@@ -428,10 +428,7 @@ func (n *Node) tickMember() {
 	if n.isCoord || n.phase != PhaseInRing {
 		return
 	}
-	if n.nextCheck == 0 {
-		n.nextCheck = n.now + int64(n.cfg.SyncTicks)
-	}
-	if n.now >= n.nextCheck {
+	if n.now >= n.nextCheck { // set when it joined
 		n.nextCheck = n.now + int64(n.cfg.SyncTicks)
 		n.checkJoins = n.joins
 		n.enqueue(Op{Kind: OpCheckMember})

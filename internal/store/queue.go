@@ -374,7 +374,7 @@ func (t *sqlTx) InsertMessages(ms []NewMessage, recipients [][]int64) ([]Inserte
 func (t *sqlTx) seqsOf(ids []string) (map[string]int64, error) {
 	out := map[string]int64{}
 	for chunk := range slices.Chunk(ids, inChunk) {
-		ph := strings.TrimSuffix(strings.Repeat("?, ", len(chunk)), ", ")
+		ph := placeholders(len(chunk))
 		rows, err := t.tx.QueryContext(t.ctx, "SELECT msg_id, msg_seq FROM messages WHERE msg_id IN ("+ph+")", anySlice(chunk)...)
 		if err != nil {
 			return nil, fmt.Errorf("store: message sequences: %w", err)
@@ -486,7 +486,7 @@ func (t *sqlTx) NodesWithPending(fromSeq, toSeq int64) ([]int64, error) {
 func (t *sqlTx) execIn(q string, head []any, vals []any) (int, error) {
 	total := 0
 	for chunk := range slices.Chunk(vals, inChunk) {
-		ph := strings.TrimSuffix(strings.Repeat("?, ", len(chunk)), ", ")
+		ph := placeholders(len(chunk))
 		args := append(slices.Clone(head), chunk...)
 		k, err := t.exec(strings.Replace(q, "(?)", "("+ph+")", 1), args...)
 		if err != nil {
@@ -532,6 +532,9 @@ func (t *sqlTx) execRows(head string, args []any, rows []RecipientSeq) (int, err
 	}
 	return total, nil
 }
+
+// placeholders returns "?, ?, ..." with n question marks, for an IN list.
+func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
 
 // rowsClause returns head followed by "((user_id = ? AND msg_seq = ?) OR
 // ...)" for rows, and args followed by the rows' values.
@@ -586,7 +589,7 @@ func (t *sqlTx) MarkDeliveredRows(nodeID int64, rows []RecipientSeq) ([]Recipien
 	// until this transaction ends.
 	present := map[int64]bool{}
 	for chunk := range slices.Chunk(users, inChunk) {
-		ph := strings.TrimSuffix(strings.Repeat("?, ", len(chunk)), ", ")
+		ph := placeholders(len(chunk))
 		q := "SELECT user_id FROM presence WHERE node_id = ? AND user_id IN (" + ph + ")" + t.s.d.lockShare
 		ids, err := t.queryIDs(q, append([]any{nodeID}, chunk...)...)
 		if err != nil {

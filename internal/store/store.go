@@ -177,6 +177,9 @@ type Delivery struct {
 	Message
 }
 
+// Row is the recipient row the delivery is.
+func (d Delivery) Row() RecipientSeq { return RecipientSeq{RecipientID: d.RecipientID, Seq: d.Seq} }
+
 // Inserted is the outcome of one message of InsertMessages.
 type Inserted struct {
 	Seq int64

@@ -89,6 +89,15 @@ func TestRandomFaultSchedules(t *testing.T) {
 				check()
 			}
 		}
+		// lasting puts a fault on victim, runs ticks steps and lifts it.
+		lasting := func(victim int64, ticks int, start, end func(int64)) {
+			start(victim)
+			for range ticks {
+				s.Step()
+				check()
+			}
+			end(victim)
+		}
 		faults := rapid.IntRange(0, 6).Draw(rt, "faults")
 		for i := range faults {
 			live := s.Live()
@@ -99,13 +108,7 @@ func TestRandomFaultSchedules(t *testing.T) {
 			case kind == 1 && s.Procs[s.Store.Coord] != nil:
 				s.Crash(s.Store.Coord)
 			case kind == 2 && len(live) > 0:
-				victim := rapid.SampledFrom(live).Draw(rt, "stall")
-				s.Stall(victim)
-				for range rapid.IntRange(0, 80).Draw(rt, "stalled for") {
-					s.Step()
-					check()
-				}
-				s.Wake(victim)
+				lasting(rapid.SampledFrom(live).Draw(rt, "stall"), rapid.IntRange(0, 80).Draw(rt, "stalled for"), s.Stall, s.Wake)
 			case kind == 3 && len(live) > 0:
 				s.Leave(rapid.SampledFrom(live).Draw(rt, "leave"))
 			case kind == 4:
@@ -115,13 +118,7 @@ func TestRandomFaultSchedules(t *testing.T) {
 					s.Crash(h[0])
 				}
 			case kind == 6 && len(live) > 0:
-				victim := rapid.SampledFrom(live).Draw(rt, "cut off")
-				s.Isolate(victim)
-				for range rapid.IntRange(0, 200).Draw(rt, "cut off for") {
-					s.Step()
-					check()
-				}
-				s.Heal(victim)
+				lasting(rapid.SampledFrom(live).Draw(rt, "cut off"), rapid.IntRange(0, 200).Draw(rt, "cut off for"), s.Isolate, s.Heal)
 			}
 			for range rapid.IntRange(0, 60).Draw(rt, "after fault") {
 				s.Step()
