@@ -170,7 +170,9 @@ func (m *Machine) seen() {
 
 // VisitDone ends the critical section of t. worked says whether it did
 // anything (then the token goes round at full speed for one rotation). The
-// returned token may carry updated App data.
+// returned token may carry updated App data. A quiet token rests here if
+// this node is the coordinator, or if it has gone two laps (as this node
+// counts the ring) without resting; otherwise it moves straight on.
 func (m *Machine) VisitDone(t Token, worked bool) {
 	if m.phase != phaseVisiting || m.held == nil || t.Stamp != m.held.Stamp {
 		return // a superseded visit
@@ -179,7 +181,8 @@ func (m *Machine) VisitDone(t Token, worked bool) {
 		t.Busy = m.ringSize
 	}
 	m.held = &t
-	if t.Busy > 0 || m.cfg.IdleHoldTicks == 0 || m.leave || m.now < m.urgentUntil {
+	rests := m.coordinator || t.Quiet >= 2*m.ringSize
+	if !rests || t.Busy > 0 || m.cfg.IdleHoldTicks == 0 || m.leave || m.now < m.urgentUntil {
 		m.forward()
 		return
 	}
@@ -215,10 +218,21 @@ func (m *Machine) SetMinGen(g int64) {
 func (m *Machine) forward() {
 	next := *m.held
 	next.Seq++
-	if next.Busy > 0 {
+	switch {
+	case next.Busy > 0:
 		next.Busy--
+		next.Quiet = 0
+	case m.phase == phaseIdling:
+		next.Quiet = 0
+	default:
+		next.Quiet++
 	}
 	m.held = &next
+	if m.coordinator {
+		// Nobody else rests a token that passed here: it is back within a
+		// lap of hops and critical sections, or lost.
+		m.lossDeadline = m.now + int64(m.cfg.LapBound(m.ringSize))
+	}
 	if !m.linkUp {
 		m.setPhase(phaseBlocked)
 		return

@@ -94,7 +94,8 @@ func TestAckTimeoutAndResendOnNewLink(t *testing.T) {
 func TestIdleHoldThenForward(t *testing.T) {
 	m := NewMachine(cfg())
 	m.LinkUp()
-	tok := Token{Stamp: Stamp{Gen: 1, Seq: 1}}
+	m.SetCoordinator(true, 3, false)
+	tok := Token{Stamp: Stamp{Gen: 1, Seq: 1}, Quiet: 2}
 	m.Receive(tok)
 	m.Drain()
 	m.VisitDone(tok, false)
@@ -103,14 +104,59 @@ func TestIdleHoldThenForward(t *testing.T) {
 		t.Fatalf("an idle token moved before its hold: %+v", got)
 	}
 	m.Tick()
-	if diff := cmp.Diff([]ActionKind{SendToken}, kinds(m.Drain())); diff != "" {
+	got := m.Drain()
+	if diff := cmp.Diff([]ActionKind{SendToken}, kinds(got)); diff != "" {
 		t.Fatalf("after the hold (-want +got):\n%s", diff)
+	}
+	if got[0].Token.Quiet != 0 {
+		t.Errorf("a rested token leaves with Quiet %d, want 0", got[0].Token.Quiet)
+	}
+}
+
+// A quiet token rests once a lap, at the coordinator: every other node
+// passes it straight on and counts the hop, unless it has been quiet for a
+// two laps as that node counts the ring (there is no coordinator on the
+// way), and work makes it busy rather than quiet.
+func TestQuietTokenRestsOnceALap(t *testing.T) {
+	visit := func(m *Machine, tok Token, worked bool) []Action {
+		m.Receive(tok)
+		m.Drain()
+		m.VisitDone(tok, worked)
+		return m.Drain()
+	}
+	m := NewMachine(cfg())
+	m.LinkUp()
+	m.SetRingSize(3)
+	got := visit(m, Token{Stamp: Stamp{Gen: 1, Seq: 1}, Quiet: 1}, false)
+	if len(got) != 1 || got[0].Kind != SendToken || got[0].Token.Quiet != 2 {
+		t.Fatalf("a non-coordinator did not pass a quiet token straight on: %+v", got)
+	}
+	m.Ack(got[0].Token.Stamp, false)
+	got = visit(m, Token{Stamp: Stamp{Gen: 1, Seq: 5}, Quiet: 5}, false)
+	if len(got) != 1 || got[0].Kind != SendToken || got[0].Token.Quiet != 6 {
+		t.Fatalf("a token quiet for less than two laps was rested: %+v", got)
+	}
+	m.Ack(got[0].Token.Stamp, false)
+	if got := visit(m, Token{Stamp: Stamp{Gen: 1, Seq: 10}, Quiet: 6}, false); len(got) != 0 {
+		t.Fatalf("a token quiet for two laps was not rested: %+v", got)
+	}
+	m.Tick()
+	m.Tick()
+	got = m.Drain()
+	if len(got) != 1 || got[0].Token.Quiet != 0 {
+		t.Fatalf("after the rest: %+v", got)
+	}
+	m.Ack(got[0].Token.Stamp, false)
+	got = visit(m, Token{Stamp: Stamp{Gen: 1, Seq: 20}, Quiet: 6}, true)
+	if len(got) != 1 || got[0].Token.Quiet != 0 || got[0].Token.Busy != 2 {
+		t.Fatalf("a token that did work: %+v", got)
 	}
 }
 
 func TestHurryMovesIdleToken(t *testing.T) {
 	m := NewMachine(cfg())
 	m.LinkUp()
+	m.SetCoordinator(true, 3, false)
 	tok := Token{Stamp: Stamp{Gen: 1, Seq: 1}}
 	m.Receive(tok)
 	m.VisitDone(tok, false)
@@ -148,6 +194,41 @@ func TestCoordinatorRegeneratesOnceAfterLoss(t *testing.T) {
 	m.Receive(Token{Stamp: Stamp{Gen: 6, Seq: 99}})
 	if a := m.Drain(); len(a) != 1 || !a[0].Stale {
 		t.Fatalf("old generation accepted: %+v", a)
+	}
+}
+
+// A token the coordinator passed on is back within a lap of hops and
+// critical sections, since nobody else rests it: the coordinator makes a
+// new one after LapBound, not after the longer LossBound.
+func TestCoordinatorExpectsItsTokenBackWithinALap(t *testing.T) {
+	c := cfg()
+	c.IdleHoldTicks = 50
+	m := NewMachine(c)
+	m.LinkUp()
+	m.SetCoordinator(true, 3, false)
+	tok := Token{Stamp: Stamp{Gen: 1, Seq: 1}}
+	m.Receive(tok)
+	m.VisitDone(tok, true)
+	acts := m.Drain()
+	sent := acts[len(acts)-1]
+	if sent.Kind != SendToken {
+		t.Fatalf("the coordinator did not pass on a token that did work: %+v", acts)
+	}
+	m.Ack(sent.Token.Stamp, false)
+	m.Drain()
+	lap := c.LapBound(3)
+	if lap >= c.LossBound(3) {
+		t.Fatalf("LapBound %d is not below LossBound %d", lap, c.LossBound(3))
+	}
+	for i := 1; i <= lap; i++ {
+		m.Tick()
+		got := kinds(m.Drain())
+		if i < lap && len(got) != 0 {
+			t.Fatalf("tick %d of %d: %v before the lap bound", i, lap, got)
+		}
+		if i == lap && !cmp.Equal(got, []ActionKind{Regenerate}) {
+			t.Fatalf("at the lap bound: %v, want a regeneration", got)
+		}
 	}
 }
 

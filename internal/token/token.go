@@ -35,6 +35,11 @@ type Token struct {
 	// that did work sets it to the ring size, so that the work's effects
 	// (messages to deliver elsewhere) go round at full speed.
 	Busy int `json:"busy,omitempty"`
+	// Quiet counts the hops since the token last rested or did work. A
+	// quiet token rests once a lap, at the coordinator; a node that sees
+	// it quiet for two laps (no coordinator on the way) rests it instead,
+	// so an idle token never spins.
+	Quiet int `json:"quiet,omitempty"`
 	// Coord and Epoch gossip the newest coordinator any node on the way
 	// knew of, so a node that missed an announcement learns it within a
 	// rotation. Epochs are claimed by compare-and-set in the store, so an
@@ -51,8 +56,9 @@ type Config struct {
 	// AckTicks is how long a sender waits for TOKEN_ACK before it declares
 	// its successor failed (a stalled successor counts as failed).
 	AckTicks int
-	// IdleHoldTicks is how long a node keeps a token it had no work for
-	// before passing it on, so an idle ring costs almost nothing.
+	// IdleHoldTicks is how long a quiet token rests once a lap (at the
+	// coordinator) before it moves on, so an idle ring costs almost
+	// nothing: every other node passes a quiet token straight on.
 	IdleHoldTicks int
 	// MaxHoldTicks bounds a critical section; the runtime cancels work
 	// that runs longer.
@@ -65,7 +71,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		AckTicks:      15, // 300 ms: far above a LAN round trip, well under the 1.5 s stall target
-		IdleHoldTicks: 15, // 300 ms: an idle ring makes 3.3 hops a second, whatever its size; a WAKE skips it
+		IdleHoldTicks: 40, // 800 ms a lap: an idle ring wakes each node a little more than once a second, whatever its size; a WAKE skips it
 		MaxHoldTicks:  5,  // 100 ms: a batch of deliveries takes a few ms; this is a safety bound
 		HopTicks:      1,  // 20 ms per hop in the loss bound: a loopback hop takes well under 1 ms
 	}
@@ -87,12 +93,12 @@ func (c Config) Validate() error {
 }
 
 // RotationBound is the number of ticks within which an idle token passes
-// every node of a ring of n nodes when nothing fails.
+// every node of a ring of n nodes when nothing fails: one rest and n hops.
 func (c Config) RotationBound(n int) int {
 	if n < 1 {
 		n = 1
 	}
-	return n * (c.IdleHoldTicks + c.HopTicks)
+	return c.IdleHoldTicks + n*c.HopTicks
 }
 
 // HurriedRotation is the number of ticks a rotation takes when no node
@@ -104,14 +110,27 @@ func (c Config) HurriedRotation(n int) int {
 	return n * c.HopTicks
 }
 
+// LapBound is the number of ticks within which a token the coordinator
+// passed on comes back to it when no node rests it on the way: a hop and
+// the longest critical section per node, plus a failed hop.
+func (c Config) LapBound(n int) int {
+	if n < 1 {
+		n = 1
+	}
+	return n*(c.HopTicks+c.MaxHoldTicks) + c.AckTicks
+}
+
 // LossBound is how long the coordinator waits without seeing the token
-// before it creates a new generation: a full rotation in which every node
-// may hold the token for the longest critical section, plus a failed hop.
-// Regenerating too early is safe (the old generation is fenced off in the
-// store and discarded by every node that saw the new one) but wasteful.
+// since it last saw it before it creates a new generation: a full rotation
+// in which every node may hold the token for the longest critical section,
+// one more rest (a node that rested a token that had been quiet for two
+// laps as it counts the ring), plus a failed hop. Once the coordinator has
+// passed the token on itself, the shorter LapBound applies. Regenerating too early is safe (the old generation is
+// fenced off in the store and discarded by every node that saw the new
+// one) but wasteful.
 func (c Config) LossBound(n int) int {
 	if n < 1 {
 		n = 1
 	}
-	return n*(c.IdleHoldTicks+c.HopTicks+c.MaxHoldTicks) + c.AckTicks
+	return c.RotationBound(n) + c.IdleHoldTicks + n*c.MaxHoldTicks + c.AckTicks
 }

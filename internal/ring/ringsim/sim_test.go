@@ -537,3 +537,48 @@ func TestCoordinatorRestartsAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// A quiet ring rests its token once a lap, at the coordinator: every other
+// node passes it straight on, so a lap takes one rest plus a hop per node
+// rather than a rest per node.
+func TestQuietTokenRestsAtCoordinator(t *testing.T) {
+	const rest = 30
+	s := newSim(t, 11, 1, 2, 3, 4, 5)
+	s.Cfg = func(id int64) ring.Config {
+		c := ring.TestConfig(id)
+		c.Token.IdleHoldTicks = rest
+		c.HeartbeatTicks = 3 * rest // the token, not PINGs, keeps the links alive
+		c.PredSilenceTicks = 4 * rest
+		return c
+	}
+	startAll(t, s)
+	since := s.Now
+	runChecked(t, s, 20*rest)
+	var coord int64
+	for _, id := range s.Live() {
+		if s.Procs[id].Node.IsCoordinator() {
+			coord = id
+		}
+	}
+	var commits []Commit
+	for _, c := range s.Store.Commits {
+		if c.Tick >= since {
+			commits = append(commits, c)
+		}
+	}
+	// A resting token cannot make more than a lap per rest; one that rests
+	// at every node would make a fifth of that.
+	laps := 0
+	for i := 1; i < len(commits); i++ {
+		gap := commits[i].Tick - commits[i-1].Tick
+		if gap >= rest {
+			laps++
+			if commits[i-1].Node != coord {
+				t.Fatalf("the token rested at node %d, not at the coordinator %d: %+v then %+v", commits[i-1].Node, coord, commits[i-1], commits[i])
+			}
+		}
+	}
+	if laps < 15 || len(commits) < 5*15 {
+		t.Fatalf("%d rests and %d visits in %d ticks, want at least 15 laps of 5 visits", laps, len(commits), 20*rest)
+	}
+}
