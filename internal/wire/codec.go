@@ -170,27 +170,12 @@ func (c *Codec) decode(b []byte) (Frame, Meta, error) {
 	if bytes.IndexByte(b, '\n') >= 0 {
 		return Frame{}, Meta{}, fmt.Errorf("%w: contains a newline", ErrMalformed)
 	}
-	var outer map[string]json.RawMessage
-	if err := json.Unmarshal(b, &outer); err != nil || outer == nil {
-		return Frame{}, Meta{}, fmt.Errorf("%w: not a JSON object", ErrMalformed)
-	}
-	h := outer["h"]
-	if len(h) == 0 || h[0] != '{' {
-		return Frame{}, Meta{}, fmt.Errorf("%w: \"h\" missing or not an object", ErrMalformed)
-	}
-	var got [sha256.Size]byte
-	if !decodeMAC(got[:], outer["mac"]) {
-		return Frame{}, Meta{}, fmt.Errorf("%w: \"mac\" missing or not a string of %d lowercase hex digits", ErrMalformed, macHexLen)
-	}
-	var sum [sha256.Size]byte
-	if !hmac.Equal(got[:], c.sum(sum[:0], h)) {
-		return Frame{}, Meta{}, fmt.Errorf("%w: does not match the header", ErrBadMAC)
-	}
-
-	// Authenticated: only now look inside the header.
-	hd, err := parseHeader(h)
-	if err != nil {
-		return Frame{}, Meta{}, err
+	hd, ok := c.fastHeader(b)
+	if !ok {
+		var err error
+		if hd, err = c.generalHeader(b); err != nil {
+			return Frame{}, Meta{}, err
+		}
 	}
 	now := max(c.now().UnixMilli(), 0)
 	win := c.window.Milliseconds()
@@ -203,6 +188,61 @@ func (c *Codec) decode(b []byte) (Frame, Meta, error) {
 	return hd.frame, Meta{Time: time.UnixMilli(hd.ts), Nonce: hd.nonce}, nil
 }
 
+// fastHeader authenticates and reads a frame spelled exactly as Encode
+// spells it (see fast.go); false sends the frame to generalHeader.
+func (c *Codec) fastHeader(b []byte) (header, bool) {
+	h, mac, ok := splitCanonical(b)
+	if !ok || !validMACHex(mac) {
+		return header{}, false
+	}
+	var got, sum [sha256.Size]byte
+	if _, err := hex.Decode(got[:], mac); err != nil || !hmac.Equal(got[:], c.sum(sum[:0], h)) {
+		return header{}, false
+	}
+	var r rawHeader
+	if !parseCanonicalHeader(h, &r) {
+		return header{}, false
+	}
+	hd, err := checkHeader(r)
+	return hd, err == nil
+}
+
+// generalHeader authenticates and reads a frame of any spelling: a JSON
+// object whose "h" is the header object and whose "mac" its MAC.
+func (c *Codec) generalHeader(b []byte) (header, error) {
+	var outer map[string]json.RawMessage
+	if err := json.Unmarshal(b, &outer); err != nil || outer == nil {
+		return header{}, fmt.Errorf("%w: not a JSON object", ErrMalformed)
+	}
+	h := outer["h"]
+	if len(h) == 0 || h[0] != '{' {
+		return header{}, fmt.Errorf("%w: \"h\" missing or not an object", ErrMalformed)
+	}
+	var got [sha256.Size]byte
+	if !decodeMAC(got[:], outer["mac"]) {
+		return header{}, fmt.Errorf("%w: \"mac\" missing or not a string of %d lowercase hex digits", ErrMalformed, macHexLen)
+	}
+	var sum [sha256.Size]byte
+	if !hmac.Equal(got[:], c.sum(sum[:0], h)) {
+		return header{}, fmt.Errorf("%w: does not match the header", ErrBadMAC)
+	}
+	// Authenticated: only now look inside the header.
+	return parseHeader(h)
+}
+
+// validMACHex reports whether s is exactly macHexLen lowercase hex digits.
+func validMACHex(s []byte) bool {
+	if len(s) != macHexLen {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // decodeMAC decodes the JSON string raw, which must be exactly macHexLen
 // lowercase hex digits between quotes (no escapes: one spelling only), into
 // dst.
@@ -211,10 +251,8 @@ func decodeMAC(dst []byte, raw json.RawMessage) bool {
 		return false
 	}
 	s := raw[1 : len(raw)-1]
-	for _, c := range s {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
+	if !validMACHex(s) {
+		return false
 	}
 	_, err := hex.Decode(dst, s)
 	return err == nil

@@ -44,4 +44,11 @@
 // The replay cache holds at most a fixed number of nonces (default 100,000);
 // when it is full the oldest is dropped early (counted in
 // Stats.ReplayEvictions). Only holders of the cluster key can fill it.
+//
+// Frames spelled exactly as Encode spells them (fields in its order, no
+// white space, no escapes in the type) are read by a fast path without
+// encoding/json's reflection; every other frame, and every frame the fast
+// path cannot accept, goes through the general path, which alone decides
+// refusals. The fast path accepts only what the general path would accept
+// with the same content (FuzzFastPathMatchesGeneral).
 package wire

@@ -137,6 +137,11 @@ func parseHeader(h json.RawMessage) (header, error) {
 		}
 		return header{}, fmt.Errorf("%w: header is not a JSON object", ErrMalformed)
 	}
+	return checkHeader(r)
+}
+
+// checkHeader validates a header as read, for either path of Decode.
+func checkHeader(r rawHeader) (header, error) {
 	for _, f := range []struct {
 		name    string
 		missing bool
