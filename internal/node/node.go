@@ -455,6 +455,9 @@ func (n *Node) visitDone(v visitResult) {
 	case v.fenced:
 		n.stats.TokensFenced++
 		n.rn.VisitFenced(v.tok)
+	case v.err != nil:
+		n.logSection(v)
+		n.rn.VisitFailed(v.tok)
 	default:
 		n.logSection(v)
 		n.rn.VisitDone(v.tok, v.worked)

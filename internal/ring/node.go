@@ -87,6 +87,7 @@ type Node struct {
 	suspect    [2]int64 // (coordinator, epoch) that left requests unanswered
 	leaveBy    int64    // a leave ends by this tick whatever happens
 	nextWake   int64    // Want sends WAKE again only from this tick
+	calmUntil  int64    // a critical section failed: Want does not hurry the token until then
 	lastSent   int64
 	pingOut    bool
 	pingAt     int64
@@ -220,14 +221,34 @@ func (n *Node) Leave() {
 
 // VisitDone ends a critical section started by a Ready.Visits entry.
 func (n *Node) VisitDone(t token.Token, worked bool) {
+	if worked {
+		n.calmUntil = 0
+	}
 	n.tok.VisitDone(t, worked)
 	n.drainToken()
+}
+
+// VisitFailed ends a critical section that failed (the store unavailable
+// or too slow): the token moves on as after a visit with nothing done, any
+// urgency here ends, and for the length of a rest Want does not hurry the
+// token, so that a store outage does not keep the token spinning through
+// failing visits. The work waits here for the token's next visit, at the
+// quiet ring's pace.
+func (n *Node) VisitFailed(t token.Token) {
+	n.calmUntil = n.now + int64(n.cfg.Token.IdleHoldTicks)
+	n.tok.Calm()
+	n.VisitDone(t, false)
 }
 
 // Want says this node has new work for the token: an idle token held here
 // moves on, and every node is asked (at most once per hurried rotation) to
 // pass the token on without idling, so it arrives within a hurried rotation.
+// After a failed critical section (VisitFailed) it waits for the token's
+// next visit instead.
 func (n *Node) Want() {
+	if n.now < n.calmUntil {
+		return
+	}
 	n.tok.Hurry()
 	n.drainToken()
 	if n.now >= n.nextWake {

@@ -285,6 +285,11 @@ func (m *Machine) Urgent() {
 	m.Hurry()
 }
 
+// Calm ends any urgency here: a quiet token rests again at this node
+// (critical sections are failing, and hurrying the token would only make
+// more of them fail).
+func (m *Machine) Calm() { m.urgentUntil = 0 }
+
 // LinkUp reports a (new) successor link; a blocked token is sent on it.
 func (m *Machine) LinkUp() {
 	m.linkUp = true

@@ -37,6 +37,7 @@ type Proc struct {
 	pred, predGen int64 // inbound link source and its generation
 	visits        []visit
 	Visits        int // critical sections committed
+	Failed        int // critical sections failed (the store down)
 	Exited        bool
 	inc           int   // incarnation: bumped at every start
 	base          int64 // sim time at which the node's clock read 0 (lazy mode)
@@ -312,15 +313,27 @@ func (s *Sim) finishVisits(p *Proc) {
 			keep = append(keep, v)
 			continue
 		}
-		if s.Store.Commit(p.ID, v.tok.Stamp, s.Now) {
+		switch {
+		case s.Store.Down:
+			p.Failed++
+			p.Node.VisitFailed(v.tok)
+		case s.Store.Commit(p.ID, v.tok.Stamp, s.Now):
 			p.Visits++
 			p.Node.VisitDone(v.tok, false)
-		} else {
+		default:
 			p.Node.VisitFenced(v.tok)
 		}
 	}
 	p.visits = keep
 	s.flush(p)
+}
+
+// Want tells node id it has work for the token (a client's message).
+func (s *Sim) Want(id int64) {
+	if p := s.Procs[id]; p != nil && p.State == Running {
+		p.Node.Want()
+		s.flush(p)
+	}
 }
 
 // Run steps n ticks.

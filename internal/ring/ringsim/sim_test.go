@@ -582,3 +582,42 @@ func TestQuietTokenRestsAtCoordinator(t *testing.T) {
 		t.Fatalf("%d rests and %d visits in %d ticks, want at least 15 laps of 5 visits", laps, len(commits), 20*rest)
 	}
 }
+
+// While the store is down every critical section fails. A node with work
+// keeps wanting the token (its clients keep sending), but after a failed
+// visit it waits for the token's next visit instead of hurrying it, so the
+// token goes round at the quiet pace instead of spinning through failing
+// visits; once the store is back the work gets done at once.
+func TestStoreOutageTokenDoesNotSpin(t *testing.T) {
+	const rest = 30
+	s := newSim(t, 12, 1, 2, 3, 4, 5)
+	s.Cfg = func(id int64) ring.Config {
+		c := ring.TestConfig(id)
+		c.Token.IdleHoldTicks = rest
+		c.HeartbeatTicks = 3 * rest
+		c.PredSilenceTicks = 4 * rest
+		return c
+	}
+	startAll(t, s)
+	s.Store.Down = true
+	const window = 20 * rest
+	for range window {
+		s.Want(2)
+		s.Step()
+	}
+	// Quiet pace: a lap (one rest and five hops) per rest at most, so at
+	// most about window/rest failed visits a node; spinning would be one
+	// visit every few ticks.
+	if f := s.Procs[2].Failed; f == 0 || f > window/rest+2 {
+		t.Fatalf("node 2 failed %d critical sections in %d ticks of outage, want 1 to %d", f, window, window/rest+2)
+	}
+	s.Store.Down = false
+	since := s.Now
+	ok := s.RunUntil(3*rest, func() bool {
+		s.Want(2)
+		return s.CommitsSince(since)[2] > 0
+	})
+	if !ok {
+		t.Fatalf("no critical section at node 2 within %d ticks of the store's return", 3*rest)
+	}
+}
