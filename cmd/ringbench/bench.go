@@ -38,6 +38,7 @@ type allOpts struct {
 	failoverTrials int
 	leaseTTL       time.Duration
 	baselineBatch  int
+	floorRounds    int
 	short          bool
 	out, img       string
 }
@@ -52,7 +53,9 @@ func newAllCmd() *cobra.Command {
 
   idle ring     formation time, token hop time (the nodes' --stats-interval lines),
                 token rotation time (their Prometheus histograms, --metrics-addr),
-                CPU of all nodes over --idle (/proc/PID/task/*/schedstat);
+                CPU of all nodes over --idle (/proc/PID/task/*/schedstat), and
+                beside it the floor under any hop: a bare TCP echo between two
+                processes at the idle ring's pace (--floor-rounds, as tcp-floor);
   light load    --light-clients protocol-2 clients sending --light-rate messages a
                 second each (at random moments, --light-arrivals) for --duration:
                 delivered per second, latency p50/p99/p99.9;
@@ -81,6 +84,7 @@ latency_quantiles.csv and results.md there and SVG plots into --img.
 					"trials":          func() { o.trials = 1 },
 					"election-trials": func() { o.electionTrials = 1 },
 					"failover-trials": func() { o.failoverTrials = 1 },
+					"floor-rounds":    func() { o.floorRounds = 6 },
 				}
 				for name, set := range short {
 					if !f.Changed(name) {
@@ -107,11 +111,16 @@ latency_quantiles.csv and results.md there and SVG plots into --img.
 	f.IntVar(&o.failoverTrials, "failover-trials", 3, "coordinator kills per method and size (0 skips)")
 	f.DurationVar(&o.leaseTTL, "lease-ttl", time.Second, "the lease method's lease (failover)")
 	f.IntVar(&o.baselineBatch, "baseline-batch", 100, "messages inserted per transaction by the store baseline")
+	f.IntVar(&o.floorRounds, "floor-rounds", 25, "round trips of the bare TCP echo measured beside each size's idle ring, 800 ms apart (0 skips)")
 	f.BoolVar(&o.short, "short", false, "the quick version: sizes 3,5, 3 s phases, 1 trial of each fault and election (flags given explicitly win)")
 	f.StringVar(&o.out, "out", "", "directory for results.csv, latency_quantiles.csv and results.md (none if empty)")
 	f.StringVar(&o.img, "img", "", "directory for the SVG plots (default: --out)")
 	return cmd
 }
+
+// idleFloorGap is the pause between the TCP floor's round trips: a node of
+// an idle ring gets the token once a lap (the coordinator's rest).
+const idleFloorGap = 800 * time.Millisecond
 
 func runAll(ctx context.Context, stdout, log io.Writer, o allOpts) error {
 	if len(o.sizes) == 0 || slices.Min(o.sizes) < 2 {
@@ -144,6 +153,15 @@ func runAll(ctx context.Context, stdout, log io.Writer, o allOpts) error {
 		fmt.Fprintf(log, "== %d nodes (%v so far; load average %s)\n", n, time.Since(t0).Round(time.Second), loadAvg())
 		if l, err := strconv.ParseFloat(strings.Split(loadAvg(), ",")[0], 64); err == nil {
 			res.set(n, "loadavg_1m_at_start", l, "runnable tasks")
+		}
+		if o.floorRounds > 0 {
+			// The floor under the hop at the idle ring's pace, measured now:
+			// how fast this machine wakes two idle processes varies.
+			rtts, err := echoFloor(idleFloorGap, o.floorRounds)
+			if err != nil {
+				return fmt.Errorf("tcp floor: %w", err)
+			}
+			res.set(n, "tcp_floor_p50_us", float64(rtts[len(rtts)/2].Microseconds()), "µs")
 		}
 		b := &ringBench{bin: o.bin, dir: dir, nodes: n, trials: o.trials, idle: o.idle, out: log}
 		b.newStore = func(ctx context.Context, phase string) (store.Store, string, func(), error) {
