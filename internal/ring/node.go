@@ -580,6 +580,14 @@ func (n *Node) adopt(coord, epoch int64) {
 	if coord != 0 {
 		n.el.Observe(coord, epoch)
 	}
+	if changed && coord != n.id && coord == n.failedSucc && n.phase == PhaseInRing && !n.isCoord {
+		// The new coordinator is the successor this node just saw fail
+		// (elected, or announced, as it died): take over at once rather
+		// than ask a dead node.
+		n.note("coordinator-failed", coord)
+		n.takeOver(true)
+		return
+	}
 	if changed && n.req != nil && coord != 0 && coord != n.id {
 		n.req.nextAt = n.now // ask the new coordinator at once
 	}

@@ -621,3 +621,57 @@ func TestStoreOutageTokenDoesNotSpin(t *testing.T) {
 		t.Fatalf("no critical section at node 2 within %d ticks of the store's return", 3*rest)
 	}
 }
+
+// A coordinator sees its successor fail, and then learns that this very
+// successor had just been elected (its COORDINATOR was on the way when it
+// died). It must take over at once, not ask the dead node for a new
+// successor until its retries send it to the store (about 1.4 s with the
+// default timeouts, seen after a coordinator kill right after an election).
+func TestDeposedByTheSuccessorThatFailed(t *testing.T) {
+	s := newSim(t, 13, 1, 2, 3)
+	startAll(t, s)
+	coord, epoch := s.Procs[1].Node.Coordinator()
+	n := s.Procs[coord].Node
+	succ, _ := n.Successor()
+	n.SuccessorDown(succ)
+	var repair *ring.Op
+	for _, op := range n.Ready().Ops {
+		if op.Kind == ring.OpRepair {
+			repair = &op
+		}
+	}
+	if repair == nil {
+		t.Fatal("the coordinator did not repair around its failed successor")
+	}
+	n.Step(ring.Msg{Type: ring.MsgCoordinator, From: succ, Epoch: epoch + 1})
+	r := n.Ready()
+	// The repair in flight comes back (and is dropped: the node was deposed).
+	n.StoreDone(ring.Result{Op: *repair, Outcome: ring.OK})
+	// Store operations run one at a time: answer them (the store names the
+	// dead node coordinator) until the claim comes or the queue is empty.
+	rs := []ring.Ready{r}
+	claimed := false
+	for range 5 {
+		next := n.Ready()
+		rs = append(rs, next)
+		var op *ring.Op
+		for _, o := range next.Ops {
+			claimed = claimed || o.Kind == ring.OpClaim
+			op = &o
+		}
+		if claimed || op == nil {
+			break
+		}
+		n.StoreDone(ring.Result{Op: *op, Outcome: ring.OK, Coord: succ, Epoch: epoch + 1})
+	}
+	for _, r := range rs {
+		for _, m := range r.Msgs {
+			if m.To == succ && m.Type != ring.MsgElection {
+				t.Errorf("sent %s to the failed node %d", m.Type, succ)
+			}
+		}
+	}
+	if !claimed {
+		t.Fatalf("node %d, deposed by its failed successor %d, did not claim the role at once: %+v", coord, succ, rs)
+	}
+}
