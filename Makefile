@@ -41,7 +41,7 @@ bench:
 	@bash scripts/mariadb.sh start >/dev/null || { echo "make: bench needs MariaDB at 127.0.0.1:3306 (make db)" >&2; exit 1; }
 	$(BIN)/ringbench all --short --out $(BIN)/bench
 
-## bench-full: the full benchmark (3, 5, 8 and 16 nodes, 15 s phases; about 15 min): docs/bench/ and docs/img/
+## bench-full: the full benchmark (3, 5, 8 and 16 nodes, 15 s phases; about 10 min): docs/bench/ and docs/img/
 bench-full:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ringnode ./cmd/ringnode
 	$(GO) build -o $(BIN)/ringbench ./cmd/ringbench
