@@ -52,7 +52,7 @@ func DefaultConfig(id int64) Config {
 		Token:             token.DefaultConfig(),
 		Election:          election.DefaultConfig(id, election.Default),
 		HeartbeatTicks:    45,  // 900 ms idle before a PING: a quiet token comes round every 800 ms (one rest a lap), so an idle ring needs no PINGs
-		FailTicks:         20,  // 400 ms without a PONG: a stalled successor is found within 1.3 s even with no token going round
+		FailTicks:         15,  // 300 ms without a PONG (as for a TOKEN_ACK): a stalled successor is found within 1.2 s even with no token going round
 		PredSilenceTicks:  75,  // 1.5 s: far above the heartbeat, so only a dead link trips it
 		RetryTicks:        5,   // 100 ms: a lost datagram costs little
 		MaxRetryTicks:     40,  // 800 ms: keeps retrying without flooding a busy coordinator

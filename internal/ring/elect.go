@@ -43,7 +43,10 @@ func (n *Node) takeOver(elect bool) {
 		return
 	}
 	if elect {
+		// Taking over from a failed coordinator (elect): the quiet token
+		// rested there, and is probably gone with it.
 		n.electAfter = true
+		n.coordLost = true
 	}
 	n.claim()
 }

@@ -88,6 +88,7 @@ type Node struct {
 	leaveBy    int64    // a leave ends by this tick whatever happens
 	nextWake   int64    // Want sends WAKE again only from this tick
 	calmUntil  int64    // a critical section failed: Want does not hurry the token until then
+	coordLost  bool     // taking over from a failed coordinator: expect the token lost
 	lastSent   int64
 	pingOut    bool
 	pingAt     int64
@@ -644,9 +645,15 @@ func (n *Node) becomeCoordinator(epoch int64, noToken bool) {
 	n.tok.SetCoordinator(true, size, noToken)
 	n.broadcastCoordinator()
 	// The previous coordinator may have died holding the token: hurry the
-	// token round, and make a new one if it does not come within that.
+	// token round, and make a new one if it does not come within that (soon
+	// if the previous coordinator failed: a quiet token rests there).
 	n.wakeAll()
-	n.tok.Suspect()
+	if n.coordLost {
+		n.tok.SuspectLost()
+	} else {
+		n.tok.Suspect()
+	}
+	n.coordLost = false
 	n.enqueue(Op{Kind: OpSync})
 	n.nextSync = n.now + int64(n.cfg.SyncTicks)
 	switch n.phase {

@@ -247,6 +247,7 @@ func (n *Node) readDone(r Result) {
 func (n *Node) claimDone(r Result) {
 	n.claimQueue = false
 	if r.Outcome == Lost {
+		n.coordLost = false
 		n.adopt(r.Coord, r.Epoch)
 		if n.winClaims > 0 {
 			// This node won an election; a lower node's claim got in

@@ -332,14 +332,28 @@ func (m *Machine) SetRingSize(n int) {
 }
 
 // Suspect tells the coordinator that a node failed and may have taken the
-// token with it: if the token does not show up within one idle rotation, a
-// new one is made.
+// token with it: if the token does not show up within two hurried
+// rotations and an ack timeout (a token sent to the failed node is sent on
+// after its ack timed out), a new one is made.
 func (m *Machine) Suspect() {
+	m.suspectWithin(2*m.cfg.HurriedRotation(m.ringSize) + m.cfg.AckTicks)
+}
+
+// SuspectLost tells a node that took over from a failed coordinator that
+// the token is most likely gone with it (a quiet token rests there): a new
+// one is made unless the token shows up within a hurried rotation and a
+// hop. (The node that took over is the one whose link to the failed
+// coordinator broke, so a token that waited for that node's ack is held
+// here.)
+func (m *Machine) SuspectLost() {
+	m.suspectWithin(m.cfg.HurriedRotation(m.ringSize) + m.cfg.HopTicks)
+}
+
+func (m *Machine) suspectWithin(ticks int) {
 	if !m.coordinator {
 		return
 	}
-	soon := m.now + int64(2*m.cfg.HurriedRotation(m.ringSize)+m.cfg.AckTicks)
-	if soon < m.lossDeadline {
+	if soon := m.now + int64(ticks); soon < m.lossDeadline {
 		m.lossDeadline = soon
 	}
 }

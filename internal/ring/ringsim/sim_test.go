@@ -675,3 +675,52 @@ func TestDeposedByTheSuccessorThatFailed(t *testing.T) {
 		t.Fatalf("node %d, deposed by its failed successor %d, did not claim the role at once: %+v", coord, succ, rs)
 	}
 }
+
+// With the default timeouts, a coordinator that stalls while the quiet
+// token rests there (most of the time) is bypassed within the 1.5 s stall
+// goal: its predecessor finds it by the missing PONG (900 ms + 300 ms) and
+// takes over, and as a quiet token rests at a coordinator it makes a new
+// one after a hurried rotation instead of the usual suspicion (two hurried
+// rotations and an ack timeout).
+func TestStalledCoordinatorWithRestingToken(t *testing.T) {
+	for seed := uint64(20); seed < 26; seed++ {
+		s := newSim(t, seed, 1, 2, 3, 4, 5)
+		s.Cfg = ring.DefaultConfig
+		startAll(t, s)
+		var coord int64
+		resting := func() bool {
+			for _, id := range s.Live() {
+				if n := s.Procs[id].Node; n.IsCoordinator() && n.HoldsToken() && !n.Visiting() {
+					coord = id
+					return true
+				}
+			}
+			return false
+		}
+		if !s.RunUntil(bound, resting) {
+			t.Fatal("the token never rested at the coordinator")
+		}
+		s.Stall(coord)
+		start := s.Now
+		var since int64 = -1
+		ok := s.RunUntil(bound, func() bool {
+			if since < 0 {
+				if s.Healthy() == nil {
+					since = s.Now
+				}
+				return false
+			}
+			for id, c := range s.CommitsSince(since) {
+				if id != coord && c > 0 {
+					return true
+				}
+			}
+			return false
+		})
+		// 75 ticks of 20 ms: the 1.5 s goal.
+		if !ok || s.Now-start > 75 {
+			t.Fatalf("seed %d: stalled coordinator %d bypassed after %d ticks (ok %v), want at most 75", seed, coord, s.Now-start, ok)
+		}
+		t.Logf("seed %d: stalled coordinator %d bypassed in %d ticks", seed, coord, s.Now-start)
+	}
+}
