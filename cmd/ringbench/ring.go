@@ -83,10 +83,7 @@ func (b *ringBench) idleCluster(ctx context.Context) ([]row, error) {
 	cpu := float64(after-before) / float64(end.Sub(start)) * 100
 	// Only the idle period's intervals: the start-up's hurried rotations
 	// would mix warm hops in.
-	hop := "no hops logged"
-	if p50, p99, k := hopStats(r, start, end); k > 0 {
-		hop = fmt.Sprintf("median %.0f µs (p99 up to %.0f µs; %d node intervals)", p50, p99, k)
-	}
+	hop := hopSummary(r, start, end)
 	return []row{
 		{fmt.Sprintf("%d-node ring formed after the last start", b.nodes), "≤ 2 s", formed.Round(time.Millisecond).String()},
 		{"token hop, send to TOKEN_ACK, loopback, idle ring", "median ≤ 200 µs", hop},
@@ -94,21 +91,14 @@ func (b *ringBench) idleCluster(ctx context.Context) ([]row, error) {
 	}, nil
 }
 
-// hopSummary condenses the nodes' "token stats" log lines.
-func hopSummary(r *procRing) string {
-	var p50s, p99s []float64
-	for _, l := range r.logLines("token stats") {
-		if n, _ := l["hops"].(float64); n > 0 {
-			p50s = append(p50s, l["hop_p50_us"].(float64))
-			p99s = append(p99s, l["hop_p99_us"].(float64))
-		}
-	}
-	slices.Sort(p50s)
-	slices.Sort(p99s)
-	if len(p50s) == 0 {
+// hopSummary condenses the nodes' "token stats" log lines logged in
+// [from, to+1 s] for a table row (see hopStats).
+func hopSummary(r *procRing, from, to time.Time) string {
+	p50, p99, k := hopStats(r, from, to)
+	if k == 0 {
 		return "no hops logged"
 	}
-	return fmt.Sprintf("median %.0f µs (p99 up to %.0f µs; %d node intervals)", p50s[len(p50s)/2], p99s[len(p99s)-1], len(p50s))
+	return fmt.Sprintf("median %.0f µs (p99 up to %.0f µs; %d node intervals)", p50, p99, k)
 }
 
 // startCluster makes a fresh store for phase and starts every node with
@@ -260,7 +250,7 @@ func (b *ringBench) faultTrials(ctx context.Context) (faultTimes, error) {
 			crash[trial].Round(time.Millisecond), stall[trial].Round(time.Millisecond),
 			rejoin[trial].Round(time.Millisecond), coord[trial].Round(time.Millisecond))
 	}
-	return faultTimes{crash: crash, stall: stall, coord: coord, rejoin: rejoin, hop: hopSummary(r)}, nil
+	return faultTimes{crash: crash, stall: stall, coord: coord, rejoin: rejoin, hop: hopSummary(r, time.Time{}, time.Now())}, nil
 }
 
 func spread(ds []time.Duration) string {

@@ -125,9 +125,9 @@ func (c Config) LapBound(n int) int {
 // in which every node may hold the token for the longest critical section,
 // one more rest (a node that rested a token that had been quiet for two
 // laps as it counts the ring), plus a failed hop. Once the coordinator has
-// passed the token on itself, the shorter LapBound applies. Regenerating too early is safe (the old generation is
-// fenced off in the store and discarded by every node that saw the new
-// one) but wasteful.
+// passed the token on itself, the shorter LapBound applies. Regenerating
+// too early is safe (the old generation is fenced off in the store and
+// discarded by every node that saw the new one) but wasteful.
 func (c Config) LossBound(n int) int {
 	if n < 1 {
 		n = 1

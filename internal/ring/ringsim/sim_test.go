@@ -538,19 +538,26 @@ func TestCoordinatorRestartsAtOnce(t *testing.T) {
 	}
 }
 
+// restingConfig is the test configuration with a quiet token resting rest
+// ticks a lap: long enough to tell a rest from hops, with the heartbeat
+// above the lap so that the token, not PINGs, keeps the links alive.
+func restingConfig(rest int) func(int64) ring.Config {
+	return func(id int64) ring.Config {
+		c := ring.TestConfig(id)
+		c.Token.IdleHoldTicks = rest
+		c.HeartbeatTicks = 3 * rest
+		c.PredSilenceTicks = 4 * rest
+		return c
+	}
+}
+
 // A quiet ring rests its token once a lap, at the coordinator: every other
 // node passes it straight on, so a lap takes one rest plus a hop per node
 // rather than a rest per node.
 func TestQuietTokenRestsAtCoordinator(t *testing.T) {
 	const rest = 30
 	s := newSim(t, 11, 1, 2, 3, 4, 5)
-	s.Cfg = func(id int64) ring.Config {
-		c := ring.TestConfig(id)
-		c.Token.IdleHoldTicks = rest
-		c.HeartbeatTicks = 3 * rest // the token, not PINGs, keeps the links alive
-		c.PredSilenceTicks = 4 * rest
-		return c
-	}
+	s.Cfg = restingConfig(rest)
 	startAll(t, s)
 	since := s.Now
 	runChecked(t, s, 20*rest)
@@ -591,13 +598,7 @@ func TestQuietTokenRestsAtCoordinator(t *testing.T) {
 func TestStoreOutageTokenDoesNotSpin(t *testing.T) {
 	const rest = 30
 	s := newSim(t, 12, 1, 2, 3, 4, 5)
-	s.Cfg = func(id int64) ring.Config {
-		c := ring.TestConfig(id)
-		c.Token.IdleHoldTicks = rest
-		c.HeartbeatTicks = 3 * rest
-		c.PredSilenceTicks = 4 * rest
-		return c
-	}
+	s.Cfg = restingConfig(rest)
 	startAll(t, s)
 	s.Store.Down = true
 	const window = 20 * rest
