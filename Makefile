@@ -48,6 +48,15 @@ bench-full:
 	@bash scripts/mariadb.sh start >/dev/null || { echo "make: bench needs MariaDB at 127.0.0.1:3306 (make db)" >&2; exit 1; }
 	$(BIN)/ringbench all --out docs/bench --img docs/img
 
+## bench-scale: 10,000 users, a group of 10,000 (1,000 online), 1,000,000 messages of history, a backlog of 100,000 on 5 nodes (SCALE_ARGS=--users ... to size it down); docs/BENCHMARKS.md "Scale"
+SCALE_ARGS ?=
+.PHONY: bench-scale
+bench-scale:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ringnode ./cmd/ringnode
+	$(GO) build -o $(BIN)/ringbench ./cmd/ringbench
+	@bash scripts/mariadb.sh start >/dev/null || { echo "make: bench needs MariaDB at 127.0.0.1:3306 (make db)" >&2; exit 1; }
+	$(BIN)/ringbench scale $(SCALE_ARGS)
+
 ## chaos: fault injection on a real ring (DURATION=10m NODES=5 CLIENTS=20 SEED=0 DB=private; ARGS=more ringchaos flags); docs/RELIABILITY.md
 DURATION ?= 10m
 NODES    ?= 5

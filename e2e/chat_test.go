@@ -33,6 +33,7 @@ func startChatRing(t *testing.T) *chatRing {
 	dsn := testutil.MySQLDSN(t)
 	ids := []int64{1, 2, 3, 4, 5}
 	r := testutil.NewRing(t, ringnodeBin, dsn, ids...)
+	r.Extra = []string{"--max-clients-per-ip", "1000"} // 500 clients on one node, all from 127.0.0.1
 	ctx := context.Background()
 	r.Start(1)
 	st := openWhenMigrated(t, dsn)

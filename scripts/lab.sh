@@ -15,11 +15,14 @@ Starts (up), stops (down) or inspects (status) one ringnode per row of the
 node list, over ssh to the row's host.
 
 Commands:
-  up       copy the node list into WORKDIR on every host (scp), then start
-           "BIN run --id ID --nodes FILE --election METHOD ..." in the
+  up       copy the cluster key (WORKDIR/cluster.key, mode 0600) and, if a
+           DSN is given, the DSN (WORKDIR/db.dsn, mode 0600) over ssh's
+           standard input, and the node list (scp) into WORKDIR on every
+           host, then start "BIN run --id ID --nodes FILE --election METHOD
+           --cluster-key-file cluster.key [--db-file db.dsn]" in the
            background with nohup; output goes to WORKDIR/node-ID.log and the
            pid to WORKDIR/node-ID.pid (a node that is already running is left
-           alone)
+           alone). No secret is ever on a command line.
   down     send SIGTERM to the pid in WORKDIR/node-ID.pid if it is alive,
            then remove the pid file
   status   print "ID HOST running PID" or "ID HOST stopped" per node
@@ -29,8 +32,11 @@ Options (environment variable used when the option is not given):
   --bin PATH                 ringnode binary on the remote host (LAB_BIN,
                              default ringnode; relative paths are relative to
                              WORKDIR, a leading ~/ means the remote home)
-  --db DSN                   passed as --db (RINGCHAT_DB, default: none, the
-                             node's default)
+  --db DSN                   the store DSN, copied to WORKDIR/db.dsn and
+                             passed as --db-file (RINGCHAT_DB, default: none,
+                             the node's default)
+  --db-file PATH             read the DSN from this local file instead
+                             (RINGNODE_DB_FILE)
   --election METHOD          passed as --election (RINGNODE_ELECTION, default
                              chang-roberts)
   --user USER                ssh as USER@HOST (LAB_SSH_USER)
@@ -39,11 +45,13 @@ Options (environment variable used when the option is not given):
                              "-o BatchMode=yes -o ConnectTimeout=5"); use
                              "-o Port=N" rather than -p, which scp does not
                              understand
-  --workdir DIR              remote directory for the node list, logs and pid
-                             files, relative to the remote home (LAB_WORKDIR,
-                             default ringchat)
-  --cluster-key-file PATH    passed as --cluster-key-file (path on the remote
-                             host; RINGNODE_CLUSTER_KEY_FILE)
+  --workdir DIR              remote directory for the node list, key, logs and
+                             pid files, relative to the remote home (a leading
+                             ~/ is allowed; LAB_WORKDIR, default ringchat)
+  --cluster-key-file PATH    local file holding the cluster key, copied to
+                             every host (RINGNODE_CLUSTER_KEY_FILE, default
+                             .ringchat/lab-cluster.key, which up creates with
+                             mode 0600 if it does not exist)
   --only ID[,ID...]          act only on these node ids
   --dry-run                  print the ssh/scp commands, one per line, and run
                              nothing
@@ -54,6 +62,9 @@ The node list has a header line naming the columns, either
 "nodeId, hostaddress, coordinationPort, clientport" (any order, case and
 surrounding spaces ignored); blank lines and lines starting with # are
 skipped. Quoted CSV fields are not supported.
+
+A leading ~/ in a local path (--nodes, --cluster-key-file, --db-file) is
+the local home, in --bin and --workdir the remote home.
 
 Exit status: 0 on success, 2 on a usage error (bad option or command,
 unreadable or invalid node list), 1 if ssh or scp failed for some node (the
@@ -76,6 +87,7 @@ user=${LAB_SSH_USER:-}
 ssh_opts_str=${LAB_SSH_OPTS--o BatchMode=yes -o ConnectTimeout=5}
 workdir=${LAB_WORKDIR:-ringchat}
 cluster_key_file=${RINGNODE_CLUSTER_KEY_FILE:-}
+db_file=${RINGNODE_DB_FILE:-}
 only=
 dry_run=0
 command=
@@ -99,7 +111,7 @@ while [[ $# -gt 0 ]]; do
 		;;
 	esac
 	case $opt in
-	--nodes | --bin | --db | --election | --user | --ssh-opts | --workdir | --cluster-key-file | --only)
+	--nodes | --bin | --db | --db-file | --election | --user | --ssh-opts | --workdir | --cluster-key-file | --only)
 		if [[ $has_inline -eq 0 ]]; then
 			need_arg "$opt" $#
 			val=$2
@@ -109,6 +121,7 @@ while [[ $# -gt 0 ]]; do
 		--nodes) nodes_file=$val ;;
 		--bin) bin=$val ;;
 		--db) db=$val ;;
+		--db-file) db_file=$val ;;
 		--election) election=$val ;;
 		--user) user=$val ;;
 		--ssh-opts) ssh_opts_str=$val ;;
@@ -161,6 +174,36 @@ esac
 # ----------------------------------------------------------- validation
 
 safe_path_re='^[A-Za-z0-9._+/-]+$'
+
+# local_path PATH: PATH with a leading ~/ turned into the local home.
+local_path() {
+	# shellcheck disable=SC2088
+	if [[ $1 == '~/'* ]]; then
+		printf '%s/%s' "$HOME" "${1#\~/}"
+	else
+		printf '%s' "$1"
+	fi
+}
+nodes_file=$(local_path "$nodes_file")
+db_file=$(local_path "$db_file")
+default_key=.ringchat/lab-cluster.key
+cluster_key_file=$(local_path "${cluster_key_file:-$default_key}")
+# The remote side starts in the home directory: ~/DIR is DIR.
+# shellcheck disable=SC2088
+if [[ $workdir == '~/'* ]]; then
+	workdir=${workdir#\~/}
+fi
+if [[ -n $db && -n $db_file ]]; then
+	die_usage "give the DSN as --db or --db-file, not both"
+fi
+if [[ $command == up && $dry_run -eq 0 ]]; then
+	if [[ -n $db_file && ( -d $db_file || ! -r $db_file ) ]]; then
+		die_usage "cannot read --db-file $db_file"
+	fi
+	if [[ -e $cluster_key_file && ( -d $cluster_key_file || ! -r $cluster_key_file ) ]]; then
+		die_usage "cannot read cluster key file $cluster_key_file"
+	fi
+fi
 [[ -n $bin ]] || die_usage "empty --bin"
 [[ -n $election ]] || die_usage "empty --election"
 if [[ ! $workdir =~ $safe_path_re || $workdir == -* ]]; then
@@ -400,6 +443,32 @@ run_ssh() {
 	out=$("${cmd[@]}" </dev/null)
 }
 
+# run_ssh_in HOST REMOTE_COMMAND SHOWN: run_ssh with the caller's standard
+# input (a secret: the key or the DSN); --dry-run prints SHOWN as where it
+# comes from.
+run_ssh_in() {
+	local cmd=(ssh)
+	if [[ $ssh_opts_n -gt 0 ]]; then
+		cmd+=("${ssh_opts[@]}")
+	fi
+	cmd+=("$(ssh_target "$1")" "$2")
+	out=
+	if [[ $dry_run -eq 1 ]]; then
+		printf '%s <%s\n' "$(show "${cmd[@]}")" "$(show "$3")"
+		return 0
+	fi
+	out=$("${cmd[@]}")
+}
+
+# secret_cmd NAME: the remote command that stores its standard input as
+# WORKDIR/NAME, readable by its owner only (an old copy is removed first,
+# whatever its mode).
+secret_cmd() {
+	local f
+	f=$(q "$workdir/$1")
+	printf '%s' "umask 077 && mkdir -p $(q "$workdir") && rm -f $f && cat >$f"
+}
+
 # run_scp HOST: copy the node list into WORKDIR on HOST.
 run_scp() {
 	local cmd=(scp)
@@ -431,11 +500,9 @@ up_cmd() {
 	pidf=$(q "node-$id.pid")
 	log=$(q "node-$id.log")
 	args="$(remote_bin) run --id $(q "$id") --nodes $(q "$nodes_name") --election $(q "$election")"
-	if [[ -n $db ]]; then
-		args+=" --db $(q "$db")"
-	fi
-	if [[ -n $cluster_key_file ]]; then
-		args+=" --cluster-key-file $(q "$cluster_key_file")"
+	args+=" --cluster-key-file cluster.key"
+	if [[ -n $db || -n $db_file ]]; then
+		args+=" --db-file db.dsn"
 	fi
 	printf '%s' "mkdir -p $(q "$workdir") && cd $(q "$workdir") && if [ -f $pidf ] && kill -0 \"\$(cat $pidf)\" 2>/dev/null; then echo \"already running \$(cat $pidf)\"; else nohup $args >$log 2>&1 </dev/null & echo \$! >$pidf && echo \"started \$!\"; fi"
 }
@@ -461,16 +528,42 @@ report() {
 	fi
 }
 
+# copy_secrets HOST: copy the cluster key and the DSN (if any) to HOST,
+# creating WORKDIR.
+copy_secrets() {
+	run_ssh_in "$1" "$(secret_cmd cluster.key)" "$cluster_key_file" <"$key_input" || return 1
+	if [[ -n $db_file ]]; then
+		run_ssh_in "$1" "$(secret_cmd db.dsn)" "$db_file" <"$db_file" || return 1
+	elif [[ -n $db ]]; then
+		run_ssh_in "$1" "$(secret_cmd db.dsn)" "(--db)" <<<"$db" || return 1
+	fi
+}
+
 if [[ $command == up ]]; then
-	# Copy the node list once per distinct host (creating WORKDIR first).
+	key_input=$cluster_key_file
+	if [[ ! -e $cluster_key_file ]]; then
+		if [[ $dry_run -eq 1 ]]; then
+			key_input=/dev/null
+		else
+			# A new random 256-bit key, as hex, readable by its owner only.
+			(
+				umask 077
+				mkdir -p "$(dirname "$cluster_key_file")"
+				od -An -N32 -tx1 /dev/urandom | tr -d ' \n' >"$cluster_key_file"
+				echo >>"$cluster_key_file"
+			) || die_usage "cannot create cluster key file $cluster_key_file"
+			printf '%s: created cluster key %s (mode 0600); every node gets a copy\n' "$prog" "$cluster_key_file" >&2
+		fi
+	fi
+	# Copy the secrets and the node list once per distinct host.
 	done_hosts=' '
 	copy_failed=' '
 	for i in "${sel[@]}"; do
 		host=${hosts[i]}
 		[[ $done_hosts != *" $host "* ]] || continue
 		done_hosts+="$host "
-		if ! run_ssh "$host" "mkdir -p $(q "$workdir")" || ! run_scp "$host"; then
-			printf '%s: copying %s to %s failed\n' "$prog" "$nodes_file" "$host" >&2
+		if ! copy_secrets "$host" || ! run_scp "$host"; then
+			printf '%s: copying the key, DSN and %s to %s failed\n' "$prog" "$nodes_file" "$host" >&2
 			copy_failed+="$host "
 		fi
 	done

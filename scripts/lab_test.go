@@ -17,7 +17,7 @@ import (
 // environment without them.
 var labEnv = []string{
 	"RINGNODE_NODES", "LAB_BIN", "RINGCHAT_DB", "RINGNODE_ELECTION", "LAB_SSH_USER",
-	"LAB_SSH_OPTS", "LAB_WORKDIR", "RINGNODE_CLUSTER_KEY_FILE",
+	"LAB_SSH_OPTS", "LAB_WORKDIR", "RINGNODE_CLUSTER_KEY_FILE", "RINGNODE_DB_FILE",
 }
 
 func cleanEnv(extra ...string) []string {
@@ -134,6 +134,16 @@ func upLine(opts, target, workdir, bin string, id int, run string) string {
 		bin + " run " + run + " >node-" + n + ".log 2>&1 </dev/null & echo $! >node-" + n + ".pid && echo \"started $!\"; fi'"
 }
 
+// secretLine is the ssh line that stores its standard input, from src, as
+// workdir/name.
+func secretLine(opts, target, workdir, name, src string) string {
+	f := workdir + "/" + name
+	return "ssh " + opts + " " + target + " 'umask 077 && mkdir -p " + workdir + " && rm -f " + f + " && cat >" + f + "' <" + src
+}
+
+// defKey is the key file lab.sh uses (and up creates) by default.
+const defKey = ".ringchat/lab-cluster.key"
+
 func downLine(opts, target, workdir string, id int) string {
 	f := workdir + "/node-" + strconv.Itoa(id) + ".pid"
 	return "ssh " + opts + " " + target + " 'if [ -f " + f + " ]; then pid=$(cat " + f + "); if kill -0 \"$pid\" 2>/dev/null; then kill -TERM \"$pid\" && echo \"stopped $pid\"; else echo \"not running\"; fi; rm -f " + f + "; else echo \"not running\"; fi'"
@@ -158,13 +168,13 @@ func TestDryRunDefaults(t *testing.T) {
 	t.Run("up", func(t *testing.T) {
 		r := lab(t, nil, "--dry-run", "--nodes", nodes, "up")
 		checkLines(t, r, []string{
-			"ssh -o BatchMode=yes -o ConnectTimeout=5 10.0.0.1 'mkdir -p ringchat'",
+			"ssh -o BatchMode=yes -o ConnectTimeout=5 10.0.0.1 'umask 077 && mkdir -p ringchat && rm -f ringchat/cluster.key && cat >ringchat/cluster.key' <.ringchat/lab-cluster.key",
 			"scp -o BatchMode=yes -o ConnectTimeout=5 -- " + nodes + " 10.0.0.1:ringchat/ring.csv",
-			"ssh -o BatchMode=yes -o ConnectTimeout=5 lab-02.example 'mkdir -p ringchat'",
+			secretLine(defOpts, "lab-02.example", "ringchat", "cluster.key", defKey),
 			"scp -o BatchMode=yes -o ConnectTimeout=5 -- " + nodes + " lab-02.example:ringchat/ring.csv",
-			`ssh -o BatchMode=yes -o ConnectTimeout=5 10.0.0.1 'mkdir -p ringchat && cd ringchat && if [ -f node-1.pid ] && kill -0 "$(cat node-1.pid)" 2>/dev/null; then echo "already running $(cat node-1.pid)"; else nohup ringnode run --id 1 --nodes ring.csv --election chang-roberts >node-1.log 2>&1 </dev/null & echo $! >node-1.pid && echo "started $!"; fi'`,
-			upLine(defOpts, "lab-02.example", "ringchat", "ringnode", 2, "--id 2 --nodes ring.csv --election chang-roberts"),
-			upLine(defOpts, "10.0.0.1", "ringchat", "ringnode", 3, "--id 3 --nodes ring.csv --election chang-roberts"),
+			`ssh -o BatchMode=yes -o ConnectTimeout=5 10.0.0.1 'mkdir -p ringchat && cd ringchat && if [ -f node-1.pid ] && kill -0 "$(cat node-1.pid)" 2>/dev/null; then echo "already running $(cat node-1.pid)"; else nohup ringnode run --id 1 --nodes ring.csv --election chang-roberts --cluster-key-file cluster.key >node-1.log 2>&1 </dev/null & echo $! >node-1.pid && echo "started $!"; fi'`,
+			upLine(defOpts, "lab-02.example", "ringchat", "ringnode", 2, "--id 2 --nodes ring.csv --election chang-roberts --cluster-key-file cluster.key"),
+			upLine(defOpts, "10.0.0.1", "ringchat", "ringnode", 3, "--id 3 --nodes ring.csv --election chang-roberts --cluster-key-file cluster.key"),
 		})
 	})
 	t.Run("down", func(t *testing.T) {
@@ -186,11 +196,8 @@ func TestDryRunDefaults(t *testing.T) {
 }
 
 // dsn contains spaces, both quote characters, '$', a backquote and a
-// semicolon; printf %q escapes each of them.
-const (
-	dsn       = `user=ring pass='a b"c' host=$HOST;x` + "`id`"
-	dsnQuoted = `user=ring\ pass=\'\''a\ b\"c\'\''\ host=\$HOST\;x\` + "`id\\`"
-)
+// semicolon: it must arrive intact, and never on a command line.
+const dsn = `user=ring pass='a b"c' host=$HOST;x` + "`id`"
 
 func TestDryRunOptions(t *testing.T) {
 	nodes := writeFile(t, t.TempDir(), "nodes.csv", ourList)
@@ -201,18 +208,20 @@ func TestDryRunOptions(t *testing.T) {
 	}
 	const opts = "-o Port=2222 -i /k/id"
 	run := func(id int) string {
-		return "--id " + strconv.Itoa(id) + " --nodes nodes.csv --election bully --db " + dsnQuoted + ` --cluster-key-file /etc/ring\ key`
+		return "--id " + strconv.Itoa(id) + " --nodes nodes.csv --election bully --cluster-key-file cluster.key --db-file db.dsn"
 	}
 	const bin = `/opt/ring\ node/ringnode`
 
 	t.Run("up", func(t *testing.T) {
 		r := lab(t, nil, append(args, "up")...)
 		checkLines(t, r, []string{
-			"ssh -o Port=2222 -i /k/id alice@10.0.0.1 'mkdir -p lab/ring'",
+			"ssh -o Port=2222 -i /k/id alice@10.0.0.1 'umask 077 && mkdir -p lab/ring && rm -f lab/ring/cluster.key && cat >lab/ring/cluster.key' <'/etc/ring key'",
+			"ssh -o Port=2222 -i /k/id alice@10.0.0.1 'umask 077 && mkdir -p lab/ring && rm -f lab/ring/db.dsn && cat >lab/ring/db.dsn' <'(--db)'",
 			"scp -o Port=2222 -i /k/id -- " + nodes + " alice@10.0.0.1:lab/ring/nodes.csv",
-			"ssh -o Port=2222 -i /k/id alice@lab-02.example 'mkdir -p lab/ring'",
+			secretLine(opts, "alice@lab-02.example", "lab/ring", "cluster.key", "'/etc/ring key'"),
+			secretLine(opts, "alice@lab-02.example", "lab/ring", "db.dsn", "'(--db)'"),
 			"scp -o Port=2222 -i /k/id -- " + nodes + " alice@lab-02.example:lab/ring/nodes.csv",
-			`ssh -o Port=2222 -i /k/id alice@10.0.0.1 'mkdir -p lab/ring && cd lab/ring && if [ -f node-1.pid ] && kill -0 "$(cat node-1.pid)" 2>/dev/null; then echo "already running $(cat node-1.pid)"; else nohup /opt/ring\ node/ringnode run --id 1 --nodes nodes.csv --election bully --db user=ring\ pass=\'\''a\ b\"c\'\''\ host=\$HOST\;x\` + "`id\\`" + ` --cluster-key-file /etc/ring\ key >node-1.log 2>&1 </dev/null & echo $! >node-1.pid && echo "started $!"; fi'`,
+			`ssh -o Port=2222 -i /k/id alice@10.0.0.1 'mkdir -p lab/ring && cd lab/ring && if [ -f node-1.pid ] && kill -0 "$(cat node-1.pid)" 2>/dev/null; then echo "already running $(cat node-1.pid)"; else nohup /opt/ring\ node/ringnode run --id 1 --nodes nodes.csv --election bully --cluster-key-file cluster.key --db-file db.dsn >node-1.log 2>&1 </dev/null & echo $! >node-1.pid && echo "started $!"; fi'`,
 			upLine(opts, "alice@lab-02.example", "lab/ring", bin, 2, run(2)),
 			upLine(opts, "alice@10.0.0.1", "lab/ring", bin, 3, run(3)),
 		})
@@ -241,7 +250,8 @@ func TestDryRunOptions(t *testing.T) {
 		)
 		r := lab(t, env, "--dry-run", "--only", "3", "up")
 		checkLines(t, r, []string{
-			"ssh -o Port=2222 -i /k/id alice@10.0.0.1 'mkdir -p lab/ring'",
+			secretLine(opts, "alice@10.0.0.1", "lab/ring", "cluster.key", "'/etc/ring key'"),
+			secretLine(opts, "alice@10.0.0.1", "lab/ring", "db.dsn", "'(--db)'"),
 			"scp -o Port=2222 -i /k/id -- " + nodes + " alice@10.0.0.1:lab/ring/nodes.csv",
 			upLine(opts, "alice@10.0.0.1", "lab/ring", bin, 3, run(3)),
 		})
@@ -254,15 +264,11 @@ func TestDryRunOptions(t *testing.T) {
 	t.Run("home relative bin", func(t *testing.T) {
 		r := lab(t, nil, "--dry-run", "--nodes", nodes, "--only", "1", "--bin", "~/go/bin/ringnode", "up")
 		checkLines(t, r, []string{
-			defSSH("10.0.0.1", "mkdir -p ringchat"),
+			secretLine(defOpts, "10.0.0.1", "ringchat", "cluster.key", defKey),
 			"scp " + defOpts + " -- " + nodes + " 10.0.0.1:ringchat/nodes.csv",
-			upLine(defOpts, "10.0.0.1", "ringchat", `"$HOME"/go/bin/ringnode`, 1, "--id 1 --nodes nodes.csv --election chang-roberts"),
+			upLine(defOpts, "10.0.0.1", "ringchat", `"$HOME"/go/bin/ringnode`, 1, "--id 1 --nodes nodes.csv --election chang-roberts --cluster-key-file cluster.key"),
 		})
 	})
-}
-
-func defSSH(target, cmd string) string {
-	return "ssh " + defOpts + " " + target + " '" + cmd + "'"
 }
 
 func TestDryRunOnly(t *testing.T) {
@@ -275,9 +281,9 @@ func TestDryRunOnly(t *testing.T) {
 
 	r = lab(t, nil, "--dry-run", "--nodes", nodes, "--only", "2", "up")
 	checkLines(t, r, []string{
-		defSSH("lab-02.example", "mkdir -p ringchat"),
+		secretLine(defOpts, "lab-02.example", "ringchat", "cluster.key", defKey),
 		"scp " + defOpts + " -- " + nodes + " lab-02.example:ringchat/nodes.csv",
-		upLine(defOpts, "lab-02.example", "ringchat", "ringnode", 2, "--id 2 --nodes nodes.csv --election chang-roberts"),
+		upLine(defOpts, "lab-02.example", "ringchat", "ringnode", 2, "--id 2 --nodes nodes.csv --election chang-roberts --cluster-key-file cluster.key"),
 	})
 
 	// Several ids, in file order, each once.
@@ -301,12 +307,12 @@ func TestDryRunReferenceHeader(t *testing.T) {
 	reordered := writeFile(t, dir, "reordered.csv", "client_port,Host,coord_port,node_id\n8007,::1,5007,7\n8009,[fe80::1],5009,9\n")
 	r = lab(t, nil, "--dry-run", "--nodes", reordered, "--user", "u", "up")
 	checkLines(t, r, []string{
-		"ssh " + defOpts + " u@::1 'mkdir -p ringchat'",
+		secretLine(defOpts, "u@::1", "ringchat", "cluster.key", defKey),
 		"scp " + defOpts + " -- " + reordered + " 'u@[::1]:ringchat/reordered.csv'",
-		"ssh " + defOpts + " u@fe80::1 'mkdir -p ringchat'",
+		secretLine(defOpts, "u@fe80::1", "ringchat", "cluster.key", defKey),
 		"scp " + defOpts + " -- " + reordered + " 'u@[fe80::1]:ringchat/reordered.csv'",
-		upLine(defOpts, "u@::1", "ringchat", "ringnode", 7, "--id 7 --nodes reordered.csv --election chang-roberts"),
-		upLine(defOpts, "u@fe80::1", "ringchat", "ringnode", 9, "--id 9 --nodes reordered.csv --election chang-roberts"),
+		upLine(defOpts, "u@::1", "ringchat", "ringnode", 7, "--id 7 --nodes reordered.csv --election chang-roberts --cluster-key-file cluster.key"),
+		upLine(defOpts, "u@fe80::1", "ringchat", "ringnode", 9, "--id 9 --nodes reordered.csv --election chang-roberts --cluster-key-file cluster.key"),
 	})
 
 	// The repository's own node list.
@@ -356,6 +362,8 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown column", []string{"--nodes", bad("col.csv", "id,host,port,client_port\n"), "up"}, `col.csv:1: unknown column "port" in header`},
 		{"missing column", []string{"--nodes", bad("miss.csv", "id,host,client_port\n1,h,2\n"), "up"}, "miss.csv:1: header is missing column coordination_port"},
 		{"no nodes", []string{"--nodes", bad("none.csv", "# x\n"+hdr), "up"}, "header but no nodes"},
+		{"db and db-file", []string{"--nodes", abs, "--db", "x", "--db-file", abs, "up"}, "--db or --db-file, not both"},
+		{"unreadable db-file", []string{"--nodes", abs, "--db-file", filepath.Join(dir, "nope.dsn"), "up"}, "cannot read --db-file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -379,7 +387,7 @@ func TestHelp(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "Usage: scripts/lab.sh [options] up|down|status") {
 		t.Errorf("--help: exit %d, stdout %q", r.code, r.stdout)
 	}
-	for _, opt := range []string{"--nodes", "--bin", "--db", "--election", "--user", "--ssh-opts", "--workdir", "--cluster-key-file", "--only", "--dry-run"} {
+	for _, opt := range []string{"--nodes", "--bin", "--db", "--db-file", "--election", "--user", "--ssh-opts", "--workdir", "--cluster-key-file", "--only", "--dry-run"} {
 		if !strings.Contains(r.stdout, opt) {
 			t.Errorf("--help does not mention %s", opt)
 		}
@@ -446,8 +454,10 @@ func waitFile(t *testing.T, path string) []byte {
 // scp and ringnode, checking that quoted arguments arrive intact.
 func TestUpStatusDown(t *testing.T) {
 	env, home := fakeRemote(t)
-	nodes := writeFile(t, t.TempDir(), "ring.csv", "id,host,coordination_port,client_port\n1,127.0.0.1,5001,8001\n2,127.0.0.1,5002,8002\n")
-	common := []string{"--nodes", nodes, "--bin", "~/bin/ringnode", "--db", dsn, "--workdir", "lab/ring", "--cluster-key-file", "/etc/ring key"}
+	local := t.TempDir()
+	nodes := writeFile(t, local, "ring.csv", "id,host,coordination_port,client_port\n1,127.0.0.1,5001,8001\n2,127.0.0.1,5002,8002\n")
+	keyFile := writeFile(t, local, "ring key", "0123456789abcdef0123456789abcdef\n")
+	common := []string{"--nodes", nodes, "--bin", "~/bin/ringnode", "--db", dsn, "--workdir", "lab/ring", "--cluster-key-file", keyFile}
 	workdir := filepath.Join(home, "lab", "ring")
 
 	var pids []int
@@ -484,13 +494,25 @@ func TestUpStatusDown(t *testing.T) {
 	for i, pid := range pids {
 		id := strconv.Itoa(i + 1)
 		args := strings.Split(strings.TrimSuffix(string(waitFile(t, filepath.Join(workdir, "args."+strconv.Itoa(pid)))), "\n"), "\n")
-		want := []string{"run", "--id", id, "--nodes", "ring.csv", "--election", "chang-roberts", "--db", dsn, "--cluster-key-file", "/etc/ring key"}
+		want := []string{"run", "--id", id, "--nodes", "ring.csv", "--election", "chang-roberts", "--cluster-key-file", "cluster.key", "--db-file", "db.dsn"}
 		if strings.Join(args, "\x00") != strings.Join(want, "\x00") {
 			t.Errorf("node %s argv:\n got %q\nwant %q", id, args, want)
 		}
 		b, err := os.ReadFile(filepath.Join(workdir, "node-"+id+".pid"))
 		if err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(pid) {
 			t.Errorf("node-%s.pid = %q, %v; want %d", id, b, err, pid)
+		}
+	}
+
+	// The secrets arrive in files only their owner reads.
+	for name, want := range map[string]string{"cluster.key": "0123456789abcdef0123456789abcdef\n", "db.dsn": dsn + "\n"} {
+		p := filepath.Join(workdir, name)
+		b, err := os.ReadFile(p)
+		if err != nil || string(b) != want {
+			t.Errorf("%s = %q, %v; want %q", name, b, err, want)
+		}
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s mode %v, %v; want 0600", name, fi.Mode().Perm(), err)
 		}
 	}
 
@@ -544,5 +566,64 @@ func TestSSHFailure(t *testing.T) {
 				t.Errorf("stderr %q does not report node 2", r.stderr)
 			}
 		})
+	}
+}
+
+// TestUpMakesKey: without --cluster-key-file up creates a key (mode 0600)
+// and copies it; a leading ~/ in a local path is the local home; an old,
+// world-readable copy on the host is replaced by a private one.
+func TestUpMakesKey(t *testing.T) {
+	env, home := fakeRemote(t)
+	writeFile(t, home, "ring.csv", "id,host,coordination_port,client_port\n1,127.0.0.1,5001,8001\n")
+	writeFile(t, home, "db.dsn", dsn+"\n")
+	workdir := filepath.Join(home, "lab")
+	if err := os.MkdirAll(workdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, workdir, "cluster.key", "an old key, readable by all\n")
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(filepath.Join(workdir, "node-1.pid")); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				if p, err := os.FindProcess(pid); err == nil {
+					_ = p.Kill()
+				}
+			}
+		}
+	})
+	r := lab(t, env, "--nodes", "~/ring.csv", "--bin", "~/bin/ringnode", "--workdir", "~/lab",
+		"--cluster-key-file", "~/keys/lab.key", "--db-file", "~/db.dsn", "up")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "1 127.0.0.1 started ") {
+		t.Fatalf("up: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	local := filepath.Join(home, "keys", "lab.key")
+	if !strings.Contains(r.stderr, "created cluster key "+local+" (mode 0600)") {
+		t.Errorf("stderr %q does not report the new key", r.stderr)
+	}
+	key, err := os.ReadFile(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(strings.TrimSpace(string(key))) != 64 || strings.Trim(strings.TrimSpace(string(key)), "0123456789abcdef") != "" {
+		t.Errorf("generated key %q, want 64 hex digits", key)
+	}
+	for _, f := range []string{local, filepath.Join(workdir, "cluster.key"), filepath.Join(workdir, "db.dsn")} {
+		if fi, err := os.Stat(f); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, %v; want 0600", f, fi.Mode().Perm(), err)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(workdir, "cluster.key")); string(b) != string(key) {
+		t.Errorf("host's key %q, want the local one %q", b, key)
+	}
+	if b, _ := os.ReadFile(filepath.Join(workdir, "db.dsn")); string(b) != dsn+"\n" {
+		t.Errorf("host's DSN %q", b)
+	}
+
+	// A second up reuses the key: nodes started later can join.
+	r = lab(t, env, "--nodes", "~/ring.csv", "--workdir", "~/lab", "--cluster-key-file", "~/keys/lab.key", "up")
+	if r.code != 0 || strings.Contains(r.stderr, "created") {
+		t.Errorf("second up: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if again, _ := os.ReadFile(local); string(again) != string(key) {
+		t.Error("a second up replaced the key")
 	}
 }

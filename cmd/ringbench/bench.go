@@ -294,7 +294,7 @@ func loadPhases(ctx context.Context, b *ringBench, o allOpts, res *results) erro
 		}
 		return []string{"--metrics-addr", addrs[id-1]}
 	}
-	r, stop, err := lb.startCluster(ctx, "load", []string{"--client-rate", "0", "--stats-interval", "1s"})
+	r, stop, err := lb.startCluster(ctx, "load", []string{"--client-rate", "0", "--max-clients-per-ip", "1000", "--stats-interval", "1s"} /* every client is on 127.0.0.1 */)
 	if err != nil {
 		return err
 	}

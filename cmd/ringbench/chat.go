@@ -313,7 +313,7 @@ func startClientRing(ctx context.Context, bin, db, name string, n int) (r *procR
 	}
 	undo = append(undo, cleanup)
 	st.Close()
-	if r, err = newProcRing(bin, dir, dsn, n, []string{"--client-rate", "0"}); err != nil {
+	if r, err = newProcRing(bin, dir, dsn, n, []string{"--client-rate", "0", "--max-clients-per-ip", "1000"} /* every client is on 127.0.0.1 */); err != nil {
 		return nil, nil, nil, err
 	}
 	undo = append(undo, r.stopAll)

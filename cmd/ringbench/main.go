@@ -33,7 +33,7 @@ func main() {
 func newRoot() *cobra.Command {
 	root := &cobra.Command{Use: "ringbench", Short: "Measure a ringchat ring", SilenceUsage: true, SilenceErrors: true}
 	root.AddCommand(newRingCmd(), newFloorCmd(), newEchoServerCmd(), newElectionCmd(), newFailoverCmd())
-	root.AddCommand(newChatCmd(), newMemoryCmd(), newAllCmd())
+	root.AddCommand(newChatCmd(), newMemoryCmd(), newAllCmd(), newScaleCmd())
 	return root
 }
 

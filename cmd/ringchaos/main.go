@@ -116,6 +116,7 @@ check failed (the seed is printed to replay it), 2 the run could not be made.`,
 	fs.DurationVar(&cfg.Duration, "duration", d.Duration, "how long faults are injected and clients send (setup and drain come on top)")
 	fs.IntVar(&cfg.Nodes, "nodes", d.Nodes, "ring size")
 	fs.IntVar(&cfg.Clients, "clients", d.Clients, "protocol-2 chat clients, one user each")
+	fs.IntVar(&cfg.BigGroup, "big-group", d.BigGroup, `members seeded (offline) into the group "big" before the clients log in; a quarter of the clients (at least 2) join it and send to it; 0: no big group`)
 	fs.Uint64Var(&seed, "seed", 0, "seed of every random choice; 0: a new one (printed)")
 	fs.StringVar(&cfg.DB, "db", d.DB, `"private": a mariadbd of our own on its own port and data directory (MariaDB restarts are injected into it); else a MariaDB server DSN on which a fresh database is made (no restarts)`)
 	fs.StringVar(&cfg.Ringnode, "ringnode", "", "ringnode binary (default: beside ringchaos)")

@@ -165,6 +165,24 @@ func (ls *lineSession) handle(ctx context.Context, line string) (quit bool) {
 		ls.do(s.Join(ctx, cmd.Group), client.JoinGroup{Group: cmd.Group})
 	case tui.ActLeave:
 		ls.do(s.Leave(ctx, cmd.Group), client.LeaveGroup{Group: cmd.Group})
+	case tui.ActPrivate:
+		ls.do(s.JoinInviteOnly(ctx, cmd.Group), client.JoinGroup{Group: cmd.Group, InviteOnly: true})
+	case tui.ActInvite:
+		group := cmd.Group
+		if group == "" {
+			if !ls.current.Group {
+				ls.out.errorf("invite to which group? /invite USER #GROUP, or /to #GROUP first")
+				return false
+			}
+			group = ls.current.Name
+		}
+		if err := s.Invite(ctx, group, cmd.User); err != nil {
+			ls.out.errorf("%v", describe(err, ls.cfg.timeout))
+			return false
+		}
+		ls.out.infof("invited %s to #%s: they can /join %s now", tui.Clean(cmd.User), tui.Clean(group), tui.Clean(group))
+	case tui.ActPasswd:
+		ls.out.errorf("/passwd asks for a hidden password: use the full-screen client on a terminal")
 	case tui.ActSend:
 		to := cmd.To
 		if cmd.ToCurrent {

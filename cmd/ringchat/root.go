@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +32,8 @@ type globals struct {
 	timeout  time.Duration
 	json     bool
 	plain    bool
+	tls      bool
+	ca       string
 	getenv   func(string) string
 }
 
@@ -86,6 +90,10 @@ positional HOST PORT, else $RINGCHAT_NODE, else the first node of
 asked for. --password (else $RINGCHAT_PASSWORD) claims the name on first
 use and is needed from then on.
 
+--tls (else RINGCHAT_TLS=1) connects over TLS to a node started with
+--tls-cert, verifying its certificate against the system's roots, or
+against the CA in --ca FILE (else $RINGCHAT_CA; --ca implies --tls).
+
 Exit status: 0 success, 1 failure (no login, refused, messages not sent),
 2 a mistake in the command line.`,
 		Args:          usageArgs(rootArgs),
@@ -109,11 +117,13 @@ Exit status: 0 success, 1 failure (no login, refused, messages not sent),
 	f.StringVarP(&g.node, "node", "n", "", "the node to log in at: HOST:PORT of its client port, or its id in --nodes (env RINGCHAT_NODE)")
 	f.StringVar(&g.nodes, "nodes", "", "node list (nodes.csv) whose client ports to fail over to (env RINGCHAT_NODES)")
 	f.StringVarP(&g.user, "user", "u", "", "user name to log in as (env RINGCHAT_USER)")
-	f.StringVar(&g.password, "password", "", "password: claims the name on first use (env RINGCHAT_PASSWORD)")
+	f.StringVar(&g.password, "password", "", "password (env RINGCHAT_PASSWORD): claims a name never used before; set one for a used name with /passwd")
 	f.DurationVar(&g.timeout, "timeout", client.DefaultTimeout, "bound on logging in and on each request")
 	f.BoolVar(&g.json, "json", false, "line mode, each event one JSON object per line")
+	f.BoolVar(&g.tls, "tls", false, "connect over TLS, verifying the node's certificate (env RINGCHAT_TLS)")
+	f.StringVar(&g.ca, "ca", "", "PEM file of the CA that signed the nodes' certificates (implies --tls; default: the system's roots; env RINGCHAT_CA)")
 	root.Flags().BoolVar(&g.plain, "plain", false, "line mode even on a terminal")
-	root.AddCommand(newSendCmd(g), newTailCmd(g), newWhoCmd(g), newGroupsCmd(g), newHistoryCmd(g), newVersionCmd())
+	root.AddCommand(newSendCmd(g), newTailCmd(g), newWhoCmd(g), newGroupsCmd(g), newHistoryCmd(g), newRegisterCmd(g), newVersionCmd())
 	return root
 }
 
@@ -147,6 +157,12 @@ type config struct {
 	timeout  time.Duration
 	json     bool
 	plain    bool
+	tls      *tls.Config // nil: plain TCP
+}
+
+// options are the connection options of cfg.
+func (cfg config) options() client.Options {
+	return client.Options{Timeout: cfg.timeout, TLS: cfg.tls}
 }
 
 // resolve applies positional arguments, the environment, the node list
@@ -178,6 +194,21 @@ func (g *globals) resolve(cmd *cobra.Command, args []string) (config, error) {
 	cfg.password = env("RINGCHAT_PASSWORD", "password", cfg.password)
 	if cfg.timeout <= 0 {
 		return cfg, usagef("--timeout must be positive")
+	}
+	useTLS := g.tls
+	if !flags.Changed("tls") && g.getenv("RINGCHAT_TLS") != "" {
+		v, err := strconv.ParseBool(g.getenv("RINGCHAT_TLS"))
+		if err != nil {
+			return cfg, usagef("RINGCHAT_TLS=%q: want true or false", g.getenv("RINGCHAT_TLS"))
+		}
+		useTLS = v
+	}
+	if ca := env("RINGCHAT_CA", "ca", g.ca); ca != "" || useTLS {
+		tc, err := clientTLS(ca)
+		if err != nil {
+			return cfg, &usageError{err}
+		}
+		cfg.tls = tc
 	}
 
 	var list []nodelist.Node
@@ -214,12 +245,30 @@ func (g *globals) resolve(cmd *cobra.Command, args []string) (config, error) {
 	return cfg, nil
 }
 
+// clientTLS is the TLS configuration for --tls: the system's roots, or
+// only the CA in caFile.
+func clientTLS(caFile string) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile == "" {
+		return tc, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("--ca: %w", err)
+	}
+	tc.RootCAs = x509.NewCertPool()
+	if !tc.RootCAs.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--ca %s: no PEM certificate in the file", caFile)
+	}
+	return tc, nil
+}
+
 // startSession logs in within the timeout and keeps the login alive.
 func startSession(ctx context.Context, cfg config) (*client.Session, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
 	s, err := client.StartSession(ctx, client.SessionConfig{Addrs: cfg.addrs, User: cfg.user, Password: cfg.password,
-		Options: client.Options{Timeout: cfg.timeout}})
+		Options: cfg.options()})
 	if err != nil {
 		return nil, describe(err, cfg.timeout)
 	}
@@ -236,7 +285,7 @@ func interrupted(ctx context.Context) bool { return ctx.Err() != nil }
 func dial(ctx context.Context, cfg config) (*client.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
-	c, err := client.DialV2(ctx, cfg.addrs, cfg.user, cfg.password, client.Options{Timeout: cfg.timeout})
+	c, err := client.DialV2(ctx, cfg.addrs, cfg.user, cfg.password, cfg.options())
 	if err != nil {
 		return nil, describe(err, cfg.timeout)
 	}

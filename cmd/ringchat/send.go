@@ -84,7 +84,7 @@ func sendOnce(ctx context.Context, cfg config, out *printer, to client.Recipient
 	defer cancel()
 	var last error
 	for {
-		conn, err := client.DialV2(ctx, cfg.addrs, cfg.user, cfg.password, client.Options{Timeout: cfg.timeout})
+		conn, err := client.DialV2(ctx, cfg.addrs, cfg.user, cfg.password, cfg.options())
 		if err != nil {
 			if last != nil {
 				err = fmt.Errorf("%w (after: %v)", err, last)

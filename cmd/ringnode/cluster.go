@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -111,13 +112,28 @@ func runCluster(cmd *cobra.Command, g *globals, o *runOpts, count int) error {
 			logFormat = "console"
 		}
 	}
-	args := []string{"run", "--db", g.db, "--nodes", g.nodes, "--log-level", g.logLevel, "--log-format", logFormat,
+	// The DSN reaches the children in a file or the environment, never on
+	// their command lines (ps shows those to every user).
+	args := []string{"run", "--nodes", g.nodes, "--log-level", g.logLevel, "--log-format", logFormat,
 		"--election", o.election, "--tick", o.tick.String(), "--lease-ttl", o.leaseTTL.String()}
 	if o.keyFile != "" {
 		args = append(args, "--cluster-key-file", o.keyFile)
 	}
+	childEnv := os.Environ()
+	if g.usedDBFile {
+		args = append(args, "--db-file", g.dbFile)
+		childEnv = withoutEnv(childEnv, "RINGCHAT_DB", "RINGNODE_DB")
+	} else {
+		childEnv = append(withoutEnv(childEnv, "RINGCHAT_DB", "RINGNODE_DB", "RINGNODE_DB_FILE"), "RINGCHAT_DB="+g.db)
+	}
+	if g.dbCA != "" {
+		args = append(args, "--db-ca", g.dbCA)
+	}
 	if o.mutexProbe {
 		args = append(args, "--mutex-probe")
+	}
+	if o.pprof {
+		args = append(args, "--pprof")
 	}
 	args = append(args, chatArgs(cmd.Flags())...)
 	if o.stats > 0 {
@@ -139,7 +155,7 @@ func runCluster(cmd *cobra.Command, g *globals, o *runOpts, count int) error {
 			return usageError{err}
 		}
 		c := exec.Command(self, append(slices.Clone(args), nargs...)...)
-		c.Env = os.Environ()
+		c.Env = childEnv
 		prefix := fmt.Sprintf("[node %d] ", n.ID)
 		stdout, _ := c.StdoutPipe()
 		stderr, _ := c.StderrPipe()
@@ -189,6 +205,14 @@ func runCluster(cmd *cobra.Command, g *globals, o *runOpts, count int) error {
 		return fmt.Errorf("cluster: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// withoutEnv is env without the variables named.
+func withoutEnv(env []string, names ...string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(names, name)
+	})
 }
 
 // stopAll asks every child to leave the ring.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -17,11 +18,16 @@ import (
 // globals are the flags every command shares.
 type globals struct {
 	db        string
+	dbFile    string
+	dbCA      string
 	nodes     string
 	logLevel  string
 	logFormat string
 
-	log zerolog.Logger
+	usedDBFile bool // parseDSN read the DSN from --db-file
+
+	log     zerolog.Logger
+	fromEnv map[string]string // flags set from the environment: flag -> variable
 }
 
 // envPrefix is the prefix of the environment fallbacks: --log-level falls
@@ -42,7 +48,10 @@ func newRootCmd() *cobra.Command {
 		Long: `ringnode runs one node of a ringchat token ring and administers the ring's store.
 
 Every flag can also be set in the environment: --log-level as RINGNODE_LOG_LEVEL,
-and so on; --db also as RINGCHAT_DB. A flag given on the command line wins.`,
+and so on; --db also as RINGCHAT_DB. A flag given on the command line wins.
+
+A DSN with a password belongs in a file (--db-file, mode 0600) or the
+environment, never on a command line, where ps shows it to every user.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -60,17 +69,20 @@ and so on; --db also as RINGCHAT_DB. A flag given on the command line wins.`,
 				return usageError{err}
 			}
 			g.log = log
+			g.fromEnv = fromEnv
 			return nil
 		},
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.db, "db", store.DefaultDSN,
 		"store DSN: mysql://user:pass@host:port/db, user:pass@tcp(host:port)/db or sqlite:PATH")
+	pf.StringVar(&g.dbFile, "db-file", "", "read the store DSN from this file (keep it mode 0600): a password stays off the command line")
+	pf.StringVar(&g.dbCA, "db-ca", "", "PEM file of the CA that signed MariaDB's certificate: registers tls=custom, used when the DSN names no tls")
 	pf.StringVarP(&g.nodes, "nodes", "f", "nodes.csv", "node list (CSV: id,host,coordination_port,client_port)")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	pf.StringVar(&g.logFormat, "log-format", logging.FormatAuto, "log format: console, json, or auto (console on a terminal)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newMigrateCmd(g), newStatusCmd(g), newVersionCmd(), newRunCmd(g), newClusterCmd(g))
+	root.AddCommand(newMigrateCmd(g), newStatusCmd(g), newVersionCmd(), newRunCmd(g), newClusterCmd(g), newKeygenCmd(), newUserCmd(g))
 	// The original system's invocation, ringnode -i 1 -f nodes.csv -e
 	// CHANG_ROBERTS -d, runs a node without the "run" word.
 	legacy := &runOpts{}
@@ -127,6 +139,56 @@ func (g *globals) loadNodes(cmd *cobra.Command) ([]nodelist.Node, error) {
 	return nodes, nil
 }
 
+// parseDSN resolves the store DSN: --db or --db-file (a flag on the command
+// line wins over the environment), with --db-ca's TLS configuration.
+func (g *globals) parseDSN(cmd *cobra.Command) (store.DSN, error) {
+	raw := g.db
+	if g.dbFile != "" {
+		_, dbEnv := g.fromEnv["db"]
+		_, fileEnv := g.fromEnv["db-file"]
+		dbCmd := cmd.Flags().Changed("db") && !dbEnv
+		switch {
+		case dbCmd && !fileEnv:
+			return store.DSN{}, usageError{errors.New("give the store as --db or --db-file, not both")}
+		case dbCmd: // --db on the command line wins over RINGNODE_DB_FILE
+		case dbEnv && fileEnv:
+			return store.DSN{}, usageError{fmt.Errorf("both %s and %s are set: keep one", g.fromEnv["db"], g.fromEnv["db-file"])}
+		default:
+			b, err := os.ReadFile(g.dbFile)
+			if err != nil {
+				return store.DSN{}, usageError{fmt.Errorf("--db-file: %w", err)}
+			}
+			raw = strings.TrimSpace(string(b))
+			g.usedDBFile = true
+			if raw == "" {
+				return store.DSN{}, usageError{fmt.Errorf("--db-file %s is empty: it should hold the store DSN", g.dbFile)}
+			}
+			if fi, err := os.Stat(g.dbFile); err == nil && fi.Mode().Perm()&0o077 != 0 {
+				g.log.Warn().Str("file", g.dbFile).Str("mode", fi.Mode().Perm().String()).
+					Msg("the DSN file is readable by other users: chmod 600 it")
+			}
+		}
+	}
+	if g.dbCA != "" {
+		if err := store.RegisterTLSCA(store.TLSCustom, g.dbCA); err != nil {
+			return store.DSN{}, usageError{fmt.Errorf("--db-ca: %w", err)}
+		}
+	}
+	dsn, err := store.ParseDSN(raw)
+	if err != nil {
+		return dsn, usageError{err}
+	}
+	if g.dbCA != "" {
+		if dsn.Dialect != "mysql" {
+			return dsn, usageError{fmt.Errorf("--db-ca is for a MariaDB store; %s is not one", dsn)}
+		}
+		if dsn.MySQL.TLSConfig == "" {
+			dsn.MySQL.TLSConfig = store.TLSCustom
+		}
+	}
+	return dsn, nil
+}
+
 // prepared is an open, migrated store with the node list's new nodes added.
 type prepared struct {
 	dsn   store.DSN
@@ -140,8 +202,8 @@ type prepared struct {
 func (g *globals) prepareStore(cmd *cobra.Command) (prepared, error) {
 	var p prepared
 	var err error
-	if p.dsn, err = store.ParseDSN(g.db); err != nil {
-		return p, usageError{err}
+	if p.dsn, err = g.parseDSN(cmd); err != nil {
+		return p, err
 	}
 	if p.nodes, err = g.loadNodes(cmd); err != nil {
 		return p, err

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/ringchat/ringchat/internal/chat"
 	"github.com/ringchat/ringchat/internal/election"
 	"github.com/ringchat/ringchat/internal/metrics"
 	"github.com/ringchat/ringchat/internal/node"
@@ -37,6 +38,7 @@ type runOpts struct {
 	chat       chatOpts
 	leaseTTL   time.Duration
 	metrics    string
+	pprof      bool
 }
 
 func addRunFlags(fs *pflag.FlagSet, o *runOpts) {
@@ -44,13 +46,14 @@ func addRunFlags(fs *pflag.FlagSet, o *runOpts) {
 	fs.StringVarP(&o.election, "election", "e", string(election.Default),
 		"election method: ring, chang-roberts, bully or lease (also RING_BASED, CHANG_ROBERTS, BULLY)")
 	fs.BoolVarP(&o.drop, "drop", "d", false, "reset the ring state in the store first (a fresh ring; queued messages are kept)")
-	fs.StringVar(&o.keyFile, "cluster-key-file", "", "file holding the cluster key that signs node-to-node frames (else RINGNODE_CLUSTER_KEY, else an insecure development key)")
+	fs.StringVar(&o.keyFile, "cluster-key-file", "", "file holding the cluster key that signs node-to-node frames (make one with ringnode keygen; else RINGNODE_CLUSTER_KEY; required when the node list has a non-loopback host, else an insecure development key)")
 	fs.BoolVar(&o.mutexProbe, "mutex-probe", false, "test only: check mutual exclusion with a counter in every critical section")
 	fs.DurationVar(&o.tick, "tick", ring.DefaultConfig(1).Tick, "protocol tick; timeouts are multiples of it")
 	fs.DurationVar(&o.stats, "stats-interval", 0, "log token statistics (hop times, visits) this often; 0: never")
 	fs.DurationVar(&o.leaseTTL, "lease-ttl", time.Duration(ring.DefaultConfig(1).Election.LeaseTicks)*ring.DefaultConfig(1).Tick,
 		"lease election: how long the coordinator lease lasts (renewed every third of it; a dead holder is replaced after it)")
-	fs.StringVar(&o.metrics, "metrics-addr", "", "serve Prometheus metrics (/metrics), health (/healthz) and pprof (/debug/pprof/) on this loopback host:port; off when empty")
+	fs.StringVar(&o.metrics, "metrics-addr", "", "serve Prometheus metrics (/metrics) and health (/healthz) on this loopback host:port; off when empty")
+	fs.BoolVar(&o.pprof, "pprof", false, "also serve pprof (/debug/pprof/) on --metrics-addr (for tuning; off by default)")
 	fs.StringVar(&o.cpuProfile, "cpu-profile", "", "write a CPU profile of the whole run to this file (for tuning)")
 	fs.StringVar(&o.listen, "listen", "", "host:port to listen on for ring traffic (default: the node's port, on its address if loopback, else all interfaces)")
 	addChatFlags(fs, &o.chat)
@@ -88,6 +91,14 @@ func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
 	if o.metrics != "" {
 		if err := metrics.CheckAddr(o.metrics); err != nil {
 			return usageError{fmt.Errorf("--metrics-addr: %w", err)}
+		}
+	}
+	if o.pprof && o.metrics == "" {
+		return usageError{errors.New("--pprof is served on the metrics listener: give --metrics-addr too")}
+	}
+	if o.chat.auth != "" {
+		if _, err := chat.ParseAuthMode(o.chat.auth); err != nil {
+			return usageError{fmt.Errorf("--auth: %w", err)}
 		}
 	}
 	if o.leaseTTL < 3*o.tick {
@@ -128,7 +139,14 @@ func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
 		return err
 	}
 	if isDev {
-		log.Warn().Msg("no cluster key (--cluster-key-file or RINGNODE_CLUSTER_KEY): using the insecure development key")
+		if err := devKeyAllowed(table, o.listen); err != nil {
+			return err
+		}
+		log.Warn().Msg("no cluster key (--cluster-key-file or RINGNODE_CLUSTER_KEY): using the insecure development key (loopback only)")
+	} else if o.keyFile != "" {
+		if fi, err := os.Stat(o.keyFile); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			log.Warn().Str("file", o.keyFile).Str("mode", fi.Mode().Perm().String()).Msg("the cluster key file is readable by other users: chmod 600 it")
+		}
 	}
 	codec, err := wire.NewCodec(key)
 	if err != nil {
@@ -158,10 +176,21 @@ func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
 	)
 	if o.metrics != "" {
 		mx = metrics.New(o.id)
+		mx.Pprof = o.pprof
 		cfg.RotationObserver, cfg.HopObserver, delivery = mx.Rotation, mx.Hop, mx.Delivery
 	}
+	auth, err := authMode(o.chat, *self, table)
+	if err != nil {
+		tr.Close()
+		return err
+	}
+	if auth == chat.AuthOpen {
+		log.Info().Msg("logins: open (--auth open): protocol-1 clients welcome; names without a password can be used by anyone")
+	} else {
+		log.Info().Msg("logins: password (--auth password): protocol 2 and a password for every login")
+	}
 	var n *node.Node
-	srv, err := newChatServer(*self, st, o.chat, log, func() { n.Want() }, delivery)
+	srv, err := newChatServer(*self, st, o.chat, auth, log, func() { n.Want() }, delivery)
 	if err != nil {
 		tr.Close()
 		return err
@@ -195,7 +224,7 @@ func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
 			}
 		}()
 		defer func() { stop(); <-served }()
-		log.Info().Str("addr", ln.Addr().String()).Msg("metrics, health and pprof served")
+		log.Info().Str("addr", ln.Addr().String()).Bool("pprof", o.pprof).Msg("metrics and health served")
 	}
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
@@ -214,6 +243,33 @@ func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
 		Dur("tick", o.tick).Bool("mutex_probe", o.mutexProbe).
 		Dur("lease_ttl", o.leaseTTL).Msg("node starting")
 	return runWithChat(ctx, n, srv)
+}
+
+// devKeyAllowed refuses the public development key for a ring that is
+// reachable off this machine: a node list with a non-loopback host, or a
+// ring port on a non-loopback address.
+func devKeyAllowed(table []store.Node, listen string) error {
+	const how = "give --cluster-key-file FILE (make one with `ringnode keygen FILE` and copy it to every node's host) or RINGNODE_CLUSTER_KEY"
+	for _, n := range table {
+		if !loopbackHost(n.Host) {
+			return usageError{fmt.Errorf("node %d's host %s is not a loopback address: a ring off this machine needs a cluster key; %s", n.ID, n.Host, how)}
+		}
+	}
+	if listen != "" {
+		if host, _, err := net.SplitHostPort(listen); err == nil && !loopbackHost(host) {
+			return usageError{fmt.Errorf("--listen %s is not a loopback address: a ring off this machine needs a cluster key; %s", listen, how)}
+		}
+	}
+	return nil
+}
+
+// loopbackHost reports whether host is localhost or a loopback IP.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // listenAddr is where a node listens: an explicit --listen, else its port on

@@ -19,9 +19,9 @@ the coordinator and its epoch, every node, and the users logged in at each node.
 It changes nothing. --json prints one JSON object for scripts.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dsn, err := store.ParseDSN(g.db)
+			dsn, err := g.parseDSN(cmd)
 			if err != nil {
-				return usageError{err}
+				return err
 			}
 			st, err := store.OpenDSN(cmd.Context(), dsn, store.Options{})
 			if err != nil {

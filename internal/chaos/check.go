@@ -243,7 +243,8 @@ func limit(lines []string, n int) []string {
 	return append(lines[:n:n], fmt.Sprintf("... and %d more", len(lines)-n))
 }
 
-func (r *runner) check(ctx context.Context, faultPhase time.Duration, drained bool, faultErr error) *Report {
+func (r *runner) check(ctx context.Context, phase span, drained bool, faultErr error) *Report {
+	faultPhase := phase.dur()
 	rep := &Report{Seed: r.cfg.Seed, Replay: Replay(r.cfg)}
 	recs := snapshotUsers(r.work)
 	names := slices.Sorted(maps.Keys(recs))
@@ -313,6 +314,9 @@ func (r *runner) check(ctx context.Context, faultPhase time.Duration, drained bo
 		repairDetail = append(repairDetail, fmt.Sprintf("%-18s n=%-3d p50 %-7s max %s", p, len(ds), ms(pct(ds, 0.5)), ms(ds[len(ds)-1])))
 	}
 	rep.add("after every fault the ring re-formed with the token moving", faultErr == nil && len(repairErrs) == 0, repairDetail...)
+
+	// Ring-wide pauses outside the repairs.
+	r.checkPauses(rep, records, phase)
 
 	// Exits.
 	exitDetail := []string{fmt.Sprintf("%d node processes started", len(r.procs.incarnations()))}
@@ -750,4 +754,31 @@ func (r *runner) checkHostile(rep *Report, logs allLogs) {
 	head := "per node, frames sent over TCP+UDP / drops counted in its log (the log undercounts a reason's last second); client probes answered as expected / sent"
 	rep.add("hostile input dropped and counted by every node (TCP, UDP, client port)", len(bad) == 0,
 		append(append([]string{head}, limit(bad, 20)...), detail...)...)
+}
+
+// checkPauses judges the longest time in which no node committed a visit
+// during the fault phase, outside the faults' repairs.
+func (r *runner) checkPauses(rep *Report, records []faultRecord, phase span) {
+	name := fmt.Sprintf("no ring-wide pause over %s outside the faults' repairs (no node committing a visit)", ms(MaxPause))
+	if r.pause == nil {
+		rep.add(name, false, "the store's fence was not watched")
+		return
+	}
+	pauses, polls, failed := r.pause.result()
+	free, longest, ok := longestPause(pauses, repairWindows(records, phase.to), phase)
+	detail := []string{fmt.Sprintf("fence row polled every %s: %d polls, %d failed (the database down)", ms(r.pause.every), polls, failed)}
+	if longest.dur() > 0 {
+		detail = append(detail, "longest pause, repairs included: "+r.describe(longest))
+	}
+	if ok {
+		detail = append(detail, "longest pause outside the repairs: "+r.describe(free))
+	} else {
+		detail = append(detail, fmt.Sprintf("no pause of %s or more outside the repairs", ms(keep)))
+	}
+	rep.add(name, polls-failed > 0 && (!ok || free.dur() <= MaxPause), detail...)
+	if ok {
+		rep.fig("longest ring-wide pause (no node committed a visit) outside the repairs: %s (target <= %s)", r.describe(free), ms(MaxPause))
+	} else {
+		rep.fig("longest ring-wide pause (no node committed a visit) outside the repairs: under %s (target <= %s)", ms(keep), ms(MaxPause))
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/store"
 )
 
 // sentMsg is one message a user sent, with its fate.
@@ -142,12 +143,59 @@ func newWorkload(cfg Config, rng *rand.Rand, addrs []string, nodeIDs []int64, no
 		if len(u.groups) == 0 {
 			u.groups = []string{fmt.Sprintf("g%d", 1+u.rng.IntN(ngroups))}
 		}
+		if i < bigGroupClients(cfg) {
+			u.groups = append(u.groups, BigGroupName)
+		}
 		for _, g := range u.groups {
 			w.members[g] = append(w.members[g], u.name)
 		}
 		w.users = append(w.users, u)
 	}
 	return w
+}
+
+// BigGroupName is the group with Config.BigGroup seeded members.
+const BigGroupName = "big"
+
+// bigGroupClients is how many clients join the big group.
+func bigGroupClients(cfg Config) int {
+	if cfg.BigGroup <= 0 {
+		return 0
+	}
+	return min(cfg.Clients, max(2, cfg.Clients/4))
+}
+
+// seedBigGroup creates n users and the big group with them as members,
+// through the store (a batch a transaction); they never log in.
+func seedBigGroup(ctx context.Context, st store.Store, n int) error {
+	var gid int64
+	err := st.Update(ctx, func(tx store.Tx) error {
+		g, _, err := tx.EnsureGroup(BigGroupName)
+		gid = g.ID
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("seed the big group: %w", err)
+	}
+	const batch = 500
+	for lo := 0; lo < n; lo += batch {
+		err := st.Update(ctx, func(tx store.Tx) error {
+			for i := lo; i < min(n, lo+batch); i++ {
+				u, _, err := tx.EnsureUser(fmt.Sprintf("offline%06d", i))
+				if err != nil {
+					return err
+				}
+				if _, err := tx.JoinGroup(gid, u.ID); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("seed the big group: %w", err)
+		}
+	}
+	return nil
 }
 
 // setup logs every user in (user i at node i mod n) and joins its groups.

@@ -62,6 +62,12 @@ type Config struct {
 	Nodes int
 	// Clients is the number of protocol-2 chat clients, one user each.
 	Clients int
+	// BigGroup is how many members (users who never log in) are seeded
+	// into the group BigGroupName before the clients log in; a quarter
+	// of the clients (at least 2) join it too and send to it as to their
+	// other groups, so that every such message goes to this many members
+	// and more, most of them offline. 0: no big group.
+	BigGroup int
 	// Seed seeds every random choice: fault order, gaps, victims, message
 	// destinations. 0 means pick one (printed).
 	Seed uint64
@@ -115,6 +121,7 @@ func DefaultConfig() Config {
 		Duration:      10 * time.Minute,
 		Nodes:         5,
 		Clients:       20,
+		BigGroup:      2000, // a group's work in a visit must be bounded whatever its size
 		DB:            "private",
 		Rate:          2, // 40 messages a second from 20 clients: a busy ring, far from its limit
 		Election:      string(election.Default),
@@ -143,6 +150,9 @@ func (c Config) Validate() error {
 	}
 	if c.Clients < 2 {
 		errs = append(errs, fmt.Errorf("clients %d: want at least 2", c.Clients))
+	}
+	if c.BigGroup < 0 || c.BigGroup > 1_000_000 {
+		errs = append(errs, fmt.Errorf("big group %d: want 0 to 1,000,000 seeded members", c.BigGroup))
 	}
 	if c.Rate <= 0 || c.Rate > 20 {
 		errs = append(errs, fmt.Errorf("rate %v: want 0 < rate <= 20 messages a second per client", c.Rate))

@@ -36,9 +36,18 @@ const (
 	hUDPReplay      = "udp:replay"
 	hUDPStale       = "udp:stale"
 	hUDPUnusable    = "udp:unusable"
-	hClientBad      = "client:malformed"
-	hClientLong     = "client:oversized"
-	hClientFlood    = "client:flood"
+	hUDPMisdirected = "udp:misdirected" // a SUCCESSOR meant for another node, replayed here
+	// Authenticated frames that only propose: a COORDINATOR at a far epoch,
+	// a TOKEN at the largest generation by UDP. The node drops them after
+	// asking the store (or at once: the token travels only on the ring
+	// link); the run's ring checks see that they changed nothing.
+	hUDPProposal = "udp:proposal"
+	// Silent connections, 64 per coordination port: closed to make room
+	// (too_many_hellos) or at the HELLO timeout (no_hello).
+	hTCPSilent   = "inbound:silent"
+	hClientBad   = "client:malformed"
+	hClientLong  = "client:oversized"
+	hClientFlood = "client:flood"
 )
 
 // hostile is the hostile-input barrage.
@@ -202,6 +211,20 @@ func (h *hostile) tcp(ctx context.Context, id int64, pid, cycle int) {
 	if cycle%4 == 1 && tcpSend(ctx, addr) { // silent: dropped at the HELLO timeout
 		h.sentTo(id, pid, hTCPNoHello, 1)
 	}
+	if cycle%4 == 3 {
+		// As many silent connections as a node holds waiting for their
+		// HELLO: the node closes the oldest to make room, so its real
+		// predecessor still gets in (the ring checks see it did).
+		var wg sync.WaitGroup
+		for range 64 {
+			wg.Go(func() {
+				if tcpSend(ctx, addr) {
+					h.sentTo(id, pid, hTCPSilent, 1)
+				}
+			})
+		}
+		wg.Wait()
+	}
 }
 
 func (h *hostile) udp(id int64, pid int) {
@@ -232,13 +255,31 @@ func (h *hostile) udp(id int64, pid int) {
 	}
 	// Authenticated but meaningless: the node counts it as unusable; the
 	// same bytes again are a replay.
-	if b, err := h.good.Encode(wire.Frame{Type: "CHAOS_PROBE", Src: src}); err == nil {
+	if b, err := h.good.Encode(wire.Frame{Type: "CHAOS_PROBE", Src: src, Dst: id}); err == nil {
 		send(hUDPUnusable, b)
 		time.Sleep(5 * time.Millisecond) // in order on loopback, but the replay must come second
 		send(hUDPReplay, b)
 	}
-	if b, err := h.stale.Encode(wire.Frame{Type: "WAKE", Src: src}); err == nil {
+	if b, err := h.stale.Encode(wire.Frame{Type: "WAKE", Src: src, Dst: id}); err == nil {
 		send(hUDPStale, b)
+	}
+	// As a peer holding the key, in the names of real nodes.
+	ids := h.p.ids()
+	other := ids[rng.IntN(len(ids))]
+	third := ids[rng.IntN(len(ids))]
+	if other == id || third == id || other == third {
+		return
+	}
+	if b, err := h.good.Encode(wire.Frame{Type: "SUCCESSOR", Src: other, Dst: third, Epoch: 1 << 40,
+		Payload: json.RawMessage(fmt.Sprintf(`{"succ":%d,"ver":1099511627776}`, id))}); err == nil {
+		send(hUDPMisdirected, b)
+	}
+	if b, err := h.good.Encode(wire.Frame{Type: "COORDINATOR", Src: other, Dst: id, Epoch: 1 << 40}); err == nil {
+		send(hUDPProposal, b)
+	}
+	if b, err := h.good.Encode(wire.Frame{Type: "TOKEN", Src: other, Dst: id,
+		Payload: json.RawMessage(`{"token":{"gen":9223372036854775807,"seq":1}}`)}); err == nil {
+		send(hUDPProposal, b)
 	}
 }
 

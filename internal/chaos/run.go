@@ -44,6 +44,7 @@ type runner struct {
 	work    *workload
 	host    *hostile
 	samp    *sampler
+	pause   *pauseWatch
 	sched   *scheduler
 	metrics bool
 	netemOK bool
@@ -118,6 +119,9 @@ func Replay(cfg Config) string {
 	}
 	if !slices.Equal(cfg.Faults, AllKinds) {
 		extra = append(extra, "--faults "+kindList(cfg.Faults))
+	}
+	if cfg.BigGroup != DefaultConfig().BigGroup {
+		extra = append(extra, fmt.Sprintf("--big-group %d", cfg.BigGroup))
 	}
 	if cfg.Rate != DefaultConfig().Rate {
 		extra = append(extra, fmt.Sprintf("--rate %g", cfg.Rate))
@@ -215,6 +219,8 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 
 	// The ring.
 	r.metrics = hasFlag(cfg.Ringnode, "--metrics-addr")
+	pprof := r.metrics && hasFlag(cfg.Ringnode, "--pprof") // goroutine counts come from pprof
+	perIP := hasFlag(cfg.Ringnode, "--max-clients-per-ip")
 	key := "ringchaos-cluster-key-" + hex.EncodeToString(binary.BigEndian.AppendUint64(nil, cfg.Seed))
 	flags := map[int64][]string{}
 	methods := map[int64]string{}
@@ -226,6 +232,14 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 		}
 		methods[id] = m
 		flags[id] = []string{"--election", m}
+		if pprof {
+			flags[id] = append(flags[id], "--pprof")
+		}
+		if perIP {
+			// Every client is on 127.0.0.1, and after kills most of them
+			// may sit on one node.
+			flags[id] = append(flags[id], "--max-clients-per-ip", "1000")
+		}
 	}
 	r.procs, err = newProcs(cfg.Ringnode, r.dir, r.dsn, key, cfg.Nodes, r.metrics, flags, r.note)
 	if err != nil {
@@ -264,12 +278,23 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	var bgWG sync.WaitGroup
 	r.samp = newSampler(r.procs, cfg.SampleEvery)
 	bgWG.Go(func() { r.samp.run(bg) })
+	r.pause = newPauseWatch(r.st, 20*time.Millisecond)
+	bgWG.Go(func() { r.pause.run(bg) })
 	keyBytes, _, err := wire.LoadKey("", key)
 	if err != nil {
 		return nil, err
 	}
 	if r.host, err = newHostile(r.procs, keyBytes, rng.Uint64()); err != nil {
 		return nil, err
+	}
+
+	// The big group's offline members.
+	if cfg.BigGroup > 0 {
+		t := time.Now()
+		if err := seedBigGroup(ctx, r.st, cfg.BigGroup); err != nil {
+			return nil, err
+		}
+		r.note("group %s: %d offline members seeded in %s", BigGroupName, cfg.BigGroup, ms(time.Since(t)))
 	}
 
 	// The clients.
@@ -355,7 +380,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	r.finalStop()
 	r.sched.reconcileExitsOnly()
 
-	rep := r.check(ctx, faultEnd.Sub(faultStart), drained, faultErr)
+	rep := r.check(ctx, span{faultStart, faultEnd}, drained, faultErr)
 	return rep, nil
 }
 

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"time"
@@ -30,9 +31,17 @@ type Config struct {
 	// Log receives the server's log lines.
 	Log zerolog.Logger
 
+	// TLS, if set, serves the client port over TLS with this
+	// configuration (it must hold a certificate).
+	TLS *tls.Config
+
 	// MaxClients bounds open client connections; more are refused with
 	// SERVER_FULL.
 	MaxClients int
+	// MaxClientsPerIP bounds the open connections from one source address;
+	// more are refused with TOO_MANY_CONNECTIONS, so that one host cannot
+	// take every slot.
+	MaxClientsPerIP int
 	// WriteQueue bounds the lines waiting to be written to one client; a
 	// client whose queue overflows is dropped (SLOW_CONSUMER).
 	WriteQueue int
@@ -44,8 +53,10 @@ type Config struct {
 	// IdleTimeout closes a connection that sent nothing (not even ALIVE)
 	// for this long: half-open connections do not hold a slot forever.
 	IdleTimeout time.Duration
-	// LoginTimeout is IdleTimeout for a connection that has not logged in:
-	// silent connections cannot hold the slots for long.
+	// LoginTimeout bounds the time from accepting a connection to its
+	// login (the TLS handshake included). The deadline is fixed at accept:
+	// blank lines, ALIVE or failed logins do not extend it, so connections
+	// that never log in cannot hold the slots for long.
 	LoginTimeout time.Duration
 	// RateLimit and RateBurst bound the lines per second of one connection
 	// (a token bucket); 0 disables the limit. Lines over the limit are
@@ -82,8 +93,59 @@ type Config struct {
 	// interval), doubling back up to it.
 	ReconcileInterval time.Duration
 	// HashWorkers bounds concurrent password hashes (each costs CPU and
-	// memory).
+	// memory). A login waits for a slot at most as long as its store
+	// operations may take (StoreTimeout), then gets BUSY.
 	HashWorkers int
+	// Auth is the login policy: AuthOpen lets protocol-1 clients and
+	// names without passwords in; AuthPassword requires protocol 2 and a
+	// password for every login, accounts being made by REGISTER (or the
+	// operator).
+	Auth AuthMode
+	// Throttle delays logins after failed ones, per account and per
+	// address.
+	Throttle ThrottleConfig
+}
+
+// AuthMode is a login policy.
+type AuthMode string
+
+// Login policies (docs/PROTOCOL.md, "Accounts").
+const (
+	AuthOpen     AuthMode = "open"
+	AuthPassword AuthMode = "password"
+)
+
+// ParseAuthMode reads "open" or "password".
+func ParseAuthMode(s string) (AuthMode, error) {
+	switch m := AuthMode(s); m {
+	case AuthOpen, AuthPassword:
+		return m, nil
+	}
+	return "", fmt.Errorf("chat: unknown auth mode %q (open or password)", s)
+}
+
+// ThrottleConfig bounds password guessing. After Free failed logins for
+// one account (AddressFree from one address) every further attempt waits
+// Base, then twice as long after each failure, up to Max; a success resets
+// the account's count, and a key with no failure for Forget is dropped.
+// At most MaxKeys accounts and addresses are tracked (the oldest is
+// dropped first), so memory stays bounded whatever an attacker sends.
+type ThrottleConfig struct {
+	Free, AddressFree int
+	Base, Max, Forget time.Duration
+	MaxKeys           int
+}
+
+// DefaultThrottle is the throttle of DefaultConfig.
+func DefaultThrottle() ThrottleConfig {
+	return ThrottleConfig{
+		Free:        3,                // typos are forgiven
+		AddressFree: 10,               // a lab behind one address has several users
+		Base:        time.Second,      // then 1 s, 2 s, 4 s, ...
+		Max:         5 * time.Minute,  // ... up to 5 min: ~300 guesses a day per account
+		Forget:      30 * time.Minute, // a quiet key starts afresh
+		MaxKeys:     10_000,           // ~1 MB at most
+	}
 }
 
 // DefaultConfig returns defaults for node id; Store and Addr must be set.
@@ -92,6 +154,7 @@ func DefaultConfig(id int64) Config {
 		NodeID:            id,
 		Log:               zerolog.Nop(),
 		MaxClients:        1000,             // "hundreds of clients per node", with room
+		MaxClientsPerIP:   16,               // a user's few clients, or a small NAT; one host cannot fill MaxClients
 		WriteQueue:        1024,             // a burst of deliveries to one client fits; a stuck one fills it in seconds
 		WriteTimeout:      10 * time.Second, // a client that reads nothing for 10 s is gone
 		SocketBuffer:      256 << 10,        // kernel memory per client stays bounded with hundreds of clients
@@ -112,6 +175,8 @@ func DefaultConfig(id int64) Config {
 		ShutdownDrain:     3 * time.Second, // a few rotations of a busy ring
 		ReconcileInterval: 10 * time.Second,
 		HashWorkers:       4,
+		Auth:              AuthOpen, // the original client has no passwords; ringnode picks per node list
+		Throttle:          DefaultThrottle(),
 	}
 }
 
@@ -124,6 +189,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("chat: node id %d must be positive", c.NodeID)
 	case c.MaxClients < 1 || c.WriteQueue < 16:
 		return fmt.Errorf("chat: MaxClients %d must be positive and WriteQueue %d at least 16", c.MaxClients, c.WriteQueue)
+	case c.MaxClientsPerIP < 1:
+		return fmt.Errorf("chat: MaxClientsPerIP %d must be positive", c.MaxClientsPerIP)
+	case c.TLS != nil && len(c.TLS.Certificates) == 0 && c.TLS.GetCertificate == nil:
+		return errors.New("chat: the TLS configuration has no certificate")
 	case c.WriteTimeout <= 0 || c.IdleTimeout <= 0 || c.LoginTimeout <= 0 || c.StoreTimeout <= 0:
 		return errors.New("chat: WriteTimeout, IdleTimeout, LoginTimeout and StoreTimeout must be positive")
 	case c.RateLimit < 0 || (c.RateLimit > 0 && (c.RateBurst < 1 || c.FloodLimit < 1)):
@@ -138,6 +207,11 @@ func (c Config) Validate() error {
 		return errors.New("chat: Retention must not be negative, and needs a positive PruneInterval")
 	case c.HashWorkers < 1:
 		return errors.New("chat: HashWorkers must be positive")
+	case c.Auth != AuthOpen && c.Auth != AuthPassword:
+		return fmt.Errorf("chat: unknown auth mode %q (open or password)", c.Auth)
+	case c.Throttle.Free < 0 || c.Throttle.AddressFree < 0 || c.Throttle.Base <= 0 || c.Throttle.Max < c.Throttle.Base ||
+		c.Throttle.Forget <= 0 || c.Throttle.MaxKeys < 1:
+		return errors.New("chat: Throttle needs Free and AddressFree >= 0, 0 < Base <= Max, a positive Forget and MaxKeys")
 	}
 	return nil
 }

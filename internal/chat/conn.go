@@ -29,7 +29,11 @@ type conn struct {
 	s      *Server
 	nc     net.Conn
 	remote string
+	ip     string // sourceIP of remote: the per-address count's key
 	out    chan outItem
+	// loginBy is when a connection that has not logged in is closed, fixed
+	// at accept: nothing the client sends before its login extends it.
+	loginBy time.Time
 
 	closeOnce  sync.Once
 	quit       chan struct{} // closed by closeWith
@@ -53,16 +57,19 @@ type outItem struct {
 	ack  store.RecipientSeq
 }
 
-func newConn(s *Server, nc net.Conn) *conn {
+func newConn(s *Server, nc net.Conn, ip string) *conn {
+	now := time.Now()
 	return &conn{
 		s:          s,
 		nc:         nc,
 		remote:     nc.RemoteAddr().String(),
+		ip:         ip,
+		loginBy:    now.Add(s.cfg.LoginTimeout),
 		out:        make(chan outItem, s.cfg.WriteQueue),
 		quit:       make(chan struct{}),
 		writerDone: make(chan struct{}),
 		version:    V1,
-		limiter:    newBucket(s.cfg.RateLimit, s.cfg.RateBurst, time.Now()),
+		limiter:    newBucket(s.cfg.RateLimit, s.cfg.RateBurst, now),
 	}
 }
 
@@ -229,7 +236,7 @@ func (c *conn) readLoop() {
 	defer c.cleanup()
 	br := bufio.NewReaderSize(c.nc, 16<<10)
 	for !c.closed() {
-		_ = c.nc.SetReadDeadline(time.Now().Add(c.idleTimeout()))
+		_ = c.nc.SetReadDeadline(c.readDeadline())
 		line, err := wire.ReadTextLine(br, MaxLineBytes, errLineTooLong)
 		if err != nil {
 			c.readFailed(err)
@@ -252,6 +259,15 @@ func (c *conn) readLoop() {
 		c.refused = 0
 		c.handleLine(line)
 	}
+}
+
+// readDeadline is when the next read gives up: the fixed login deadline
+// before a login, then IdleTimeout from now.
+func (c *conn) readDeadline() time.Time {
+	if c.sess == nil {
+		return c.loginBy
+	}
+	return time.Now().Add(c.s.cfg.IdleTimeout)
 }
 
 func (c *conn) idleTimeout() time.Duration {
@@ -287,6 +303,9 @@ func (c *conn) cleanup() {
 	s := c.s
 	s.mu.Lock()
 	delete(s.conns, c)
+	if s.perIP[c.ip]--; s.perIP[c.ip] <= 0 {
+		delete(s.perIP, c.ip)
+	}
 	sess := c.sess
 	if sess != nil {
 		sess.ready, sess.closing = false, true

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,18 +17,22 @@ import (
 // token at one node.
 const maxAckBacklog = 200_000
 
+// maxStrayAcks bounds the acknowledged ids of one user, not among the
+// deliveries their session has open, waiting to be looked up in the store.
+const maxStrayAcks = 1000
+
 // handleLine decodes and serves one line (reader goroutine).
 func (c *conn) handleLine(line []byte) {
 	req, derr := Decode(line)
 	if derr != nil {
-		if req.Type == TypeLogin && req.Version >= V2 && c.sess == nil {
+		if ((req.Type == TypeLogin && req.Version >= V2) || req.Type == TypeRegister) && c.sess == nil {
 			c.sendLine(encodeError(V2, derr))
 			return
 		}
 		c.reply(derr)
 		return
 	}
-	if c.version < V2 && (req.Type != TypeLogin || req.Version < V2) {
+	if c.version < V2 && (req.Type != TypeLogin || req.Version < V2) && (req.Type != TypeRegister || c.sess != nil) {
 		req.ID = "" // protocol 1 has no ids; ours are made here
 	}
 	switch req.Type {
@@ -36,6 +41,11 @@ func (c *conn) handleLine(line []byte) {
 	case TypeLogin:
 		c.login(req)
 		return
+	case TypeRegister:
+		if c.sess == nil || c.version >= V2 {
+			c.register(req)
+			return
+		}
 	}
 	if c.sess == nil {
 		c.reply(&Error{Code: CodeNotLoggedIn, Message: "log in first: send LOGIN with your username", ID: req.ID})
@@ -60,6 +70,12 @@ func (c *conn) handleLine(line []byte) {
 			c.groups(req)
 		case TypeHistory:
 			c.history(req)
+		case TypeSetPassword:
+			c.setPassword(req)
+		case TypeInvite:
+			c.invite(req)
+		case TypeRegister:
+			c.register(req)
 		}
 	}
 }
@@ -69,10 +85,9 @@ func (c *conn) unavailable(id string, err error) {
 	c.reply(&Error{Code: CodeUnavailable, Message: "the store is unavailable; try again", ID: id})
 }
 
-// login serves LOGIN: the user is created on first login; a password (v2)
-// claims the name on first use and is required from then on; a user is
-// logged in on one connection of the whole ring at a time (a second login
-// is refused with USER_ONLINE).
+// login serves LOGIN under the node's login policy (authenticate); a
+// user is logged in on one connection of the whole ring at a time (a
+// second login is refused with USER_ONLINE).
 func (c *conn) login(req Request) {
 	version := req.Version
 	fail := func(e *Error) {
@@ -90,17 +105,8 @@ func (c *conn) login(req Request) {
 	s := c.s
 	ctx, cancel := s.storeCtx()
 	defer cancel()
-	var u store.User
-	err := s.st.Update(ctx, func(tx store.Tx) error {
-		var err error
-		u, _, err = tx.EnsureUser(req.Username)
-		return err
-	})
-	if err != nil {
-		c.unavailableLogin(fail, err)
-		return
-	}
-	if e := s.checkPassword(ctx, &u, req, version); e != nil {
+	u, e := s.authenticate(ctx, c.remote, req)
+	if e != nil {
 		fail(e)
 		return
 	}
@@ -130,65 +136,189 @@ func (c *conn) login(req Request) {
 	s.log.Debug().Str("user", u.Name).Int("version", version).Str("remote", c.remote).Msg("chat: logged in")
 }
 
-func (c *conn) unavailableLogin(fail func(*Error), err error) {
-	c.s.log.Warn().Err(err).Str("remote", c.remote).Msg("chat: store error at login")
-	fail(errorf(CodeUnavailable, "the store is unavailable; try again"))
+func (s *Server) unavailableErr(what string, err error) *Error {
+	s.log.Warn().Err(err).Msg("chat: store error " + what)
+	return errorf(CodeUnavailable, "the store is unavailable; try again")
 }
 
-// checkPassword applies the password rules to u, claiming the name if this
-// is the first login with a password.
-func (s *Server) checkPassword(ctx context.Context, u *store.User, req Request, version int) *Error {
-	if u.PasswordHash != "" {
-		if version < V2 || req.Password == "" {
-			return errorf(CodePasswordNeeded, "user %s is protected by a password: log in with protocol version 2 and the password", quote(u.Name))
-		}
-		return s.verify(u.PasswordHash, req.Password)
+// authenticate applies the login policy to req and returns the user. In
+// AuthOpen a new name is created here (claimed with the password if one is
+// given), a name without a password logs in without one, and a name with a
+// password needs it; a password for an existing name without one is
+// refused (the name was used before: only a session of that name or the
+// operator may set its password). AuthPassword requires protocol 2 and the
+// password of an existing account. A refused login writes nothing to the
+// store; failures count towards the throttle of the name and the address.
+func (s *Server) authenticate(ctx context.Context, remote string, req Request) (store.User, *Error) {
+	name := req.Username
+	ukey, akey := accountKey(name), addressKey(remote)
+	if d := s.guard.wait(time.Now(), ukey, akey); d > 0 {
+		return store.User{}, throttled(name, d)
 	}
-	if version < V2 || req.Password == "" {
-		return nil
+	withPassword := req.Version >= V2 && req.Password != ""
+	if s.cfg.Auth == AuthPassword && !withPassword {
+		return store.User{}, errorf(CodePasswordNeeded,
+			"this node requires a password for every login: log in with protocol version 2 and your password (REGISTER creates an account)")
 	}
-	hash, err := s.hash(req.Password)
-	if err != nil {
-		return errorf(CodeUnavailable, "could not hash the password: %v", err)
-	}
-	var claimed bool
-	err = s.st.Update(ctx, func(tx store.Tx) error {
+	var u store.User
+	found := true
+	err := s.st.Update(ctx, func(tx store.Tx) error {
 		var err error
-		if claimed, err = tx.ClaimPassword(u.ID, hash); err != nil || claimed {
-			return err
+		u, err = tx.UserByName(name)
+		if errors.Is(err, store.ErrNotFound) {
+			found = false
+			return nil
 		}
-		*u, err = tx.UserByName(u.Name) // someone claimed it first
 		return err
 	})
 	switch {
 	case err != nil:
-		s.log.Warn().Err(err).Msg("chat: store error claiming a password")
-		return errorf(CodeUnavailable, "the store is unavailable; try again")
-	case claimed:
-		s.log.Info().Str("user", u.Name).Msg("chat: name claimed with a password")
-		return nil
+		return u, s.unavailableErr("at login", err)
+	case !found && s.cfg.Auth == AuthPassword:
+		s.guard.fail(time.Now(), akey, s.cfg.Throttle.AddressFree)
+		return u, errorf(CodeNoAccount, "no account %s: send REGISTER with a username and a password first", quote(name))
+	case !found:
+		return s.createOnLogin(ctx, name, req)
+	case u.PasswordHash != "":
+		if !withPassword {
+			return u, errorf(CodePasswordNeeded, "user %s is protected by a password: log in with protocol version 2 and the password", quote(u.Name))
+		}
+		if e := s.verify(ctx, u.PasswordHash, req.Password); e != nil {
+			if e.Code == CodeBadPassword {
+				now := time.Now()
+				s.guard.fail(now, ukey, s.cfg.Throttle.Free)
+				s.guard.fail(now, akey, s.cfg.Throttle.AddressFree)
+				s.log.Info().Str("user", name).Str("remote", remote).Msg("chat: wrong password")
+			}
+			return u, e
+		}
+		s.guard.reset(ukey)
+		return u, nil
+	case s.cfg.Auth == AuthPassword:
+		return u, errorf(CodePasswordNotSet, "user %s has no password yet: ask the operator to set one (ringnode user passwd)", quote(u.Name))
+	case withPassword:
+		return u, errorf(CodePasswordNotSet,
+			"user %s has been used without a password, so a password cannot claim it: log in as %s without one and send SET_PASSWORD, or ask the operator to set one (ringnode user passwd)",
+			quote(u.Name), quote(u.Name))
 	}
-	return s.verify(u.PasswordHash, req.Password)
+	return u, nil // an open name
 }
 
-func (s *Server) hash(password string) (string, error) {
-	s.hashSem <- struct{}{}
-	defer func() { <-s.hashSem }()
-	return hashPassword(password)
-}
-
-func (s *Server) verify(hash, password string) *Error {
-	s.hashSem <- struct{}{}
-	ok, err := checkPassword(hash, password)
-	<-s.hashSem
+// createOnLogin makes the user of a first login (AuthOpen), with the
+// password's hash if one is given.
+func (s *Server) createOnLogin(ctx context.Context, name string, req Request) (store.User, *Error) {
+	var hash string
+	if req.Version >= V2 && req.Password != "" {
+		var e *Error
+		if hash, e = s.hash(ctx, req.Password); e != nil {
+			return store.User{}, e
+		}
+	}
+	var u store.User
+	var created bool
+	err := s.st.Update(ctx, func(tx store.Tx) error {
+		var err error
+		u, created, err = tx.CreateUser(name, hash)
+		return err
+	})
 	switch {
 	case err != nil:
-		s.log.Error().Err(err).Msg("chat: a stored password hash is unreadable")
-		return errorf(CodeUnavailable, "the stored password cannot be checked")
-	case !ok:
-		return errorf(CodeBadPassword, "wrong password")
+		return u, s.unavailableErr("creating a user", err)
+	case created && hash != "":
+		s.log.Info().Str("user", name).Msg("chat: name claimed with a password at its first login")
+	case created:
+	case hash != "" || u.PasswordHash != "": // another login made the name first
+		return u, errorf(CodeNameTaken, "user %s has just been created by another login; log in again", quote(name))
 	}
-	return nil
+	return u, nil
+}
+
+func throttled(name string, d time.Duration) *Error {
+	return errorf(CodeThrottled, "too many failed logins for %s or from your address: try again in %v",
+		quote(name), ceilSecond(d))
+}
+
+// ceilSecond rounds d up to whole seconds.
+func ceilSecond(d time.Duration) time.Duration { return (d + time.Second - 1).Truncate(time.Second) }
+
+// register serves REGISTER: a new account with a password (any auth
+// mode). It does not log in. Every attempt counts towards the address's
+// throttle, so that one address cannot make accounts in bulk.
+func (c *conn) register(req Request) {
+	s := c.s
+	fail := func(e *Error) {
+		e.ID = req.ID
+		c.sendLine(encodeError(V2, e))
+	}
+	akey := addressKey(c.remote)
+	now := time.Now()
+	if d := s.guard.wait(now, akey); d > 0 {
+		fail(errorf(CodeThrottled, "too many attempts from your address: try again in %v", ceilSecond(d)))
+		return
+	}
+	s.guard.fail(now, akey, s.cfg.Throttle.AddressFree)
+	ctx, cancel := s.storeCtx()
+	defer cancel()
+	taken := errorf(CodeNameTaken, "the name %s is taken: choose another", quote(req.Username))
+	var exists bool
+	err := s.st.Update(ctx, func(tx store.Tx) error {
+		_, err := tx.UserByName(req.Username)
+		exists = err == nil
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		return err
+	})
+	switch {
+	case err != nil:
+		fail(s.unavailableErr("at REGISTER", err))
+		return
+	case exists:
+		fail(taken)
+		return
+	}
+	hash, e := s.hash(ctx, req.Password)
+	if e != nil {
+		fail(e)
+		return
+	}
+	var created bool
+	err = s.st.Update(ctx, func(tx store.Tx) error {
+		var err error
+		_, created, err = tx.CreateUser(req.Username, hash)
+		return err
+	})
+	switch {
+	case err != nil:
+		fail(s.unavailableErr("at REGISTER", err))
+	case !created:
+		fail(taken)
+	default:
+		s.log.Info().Str("user", req.Username).Str("remote", c.remote).Msg("chat: account registered")
+		c.sendLine(encode(accountV2{TypeRegister, req.Username, req.ID}))
+	}
+}
+
+// setPassword serves SET_PASSWORD: the logged-in user sets or replaces
+// their password.
+func (c *conn) setPassword(req Request) {
+	s := c.s
+	ctx, cancel := s.storeCtx()
+	defer cancel()
+	hash, e := s.hash(ctx, req.Password)
+	if e != nil {
+		e.ID = req.ID
+		c.reply(e)
+		return
+	}
+	err := s.st.Update(ctx, func(tx store.Tx) error { return tx.SetPassword(c.sess.userID, hash) })
+	if err != nil {
+		c.unavailable(req.ID, err)
+		return
+	}
+	s.guard.reset(accountKey(c.sess.name))
+	s.log.Info().Str("user", c.sess.name).Msg("chat: password set by the user")
+	c.sendLine(encode(accountV2{TypeSetPassword, c.sess.name, req.ID}))
 }
 
 // reserve makes c the user's only session at this node, waiting (within
@@ -305,48 +435,178 @@ func (s *Server) clearPresence(sess *session) {
 	}
 }
 
-// group serves JOIN_GROUP (the group is created on first join; joining
-// twice is harmless) and LEAVE_GROUP.
+// group serves JOIN_GROUP (the group is created on first join, invite-only
+// if asked for; joining twice is harmless; an invite-only group needs an
+// invitation) and LEAVE_GROUP.
 func (c *conn) group(req Request) {
 	s := c.s
 	ctx, cancel := s.storeCtx()
 	defer cancel()
-	var notMember, unknown bool
+	uid := c.sess.userID
+	var refusal *Error
+	var g store.Group
 	err := s.st.Update(ctx, func(tx store.Tx) error {
-		notMember, unknown = false, false
+		refusal = nil
 		if req.Type == TypeJoinGroup {
-			g, _, err := tx.EnsureGroup(req.Group)
+			inviteOnly := req.InviteOnly && c.version >= V2
+			var created bool
+			var err error
+			g, created, err = tx.CreateGroup(req.Group, inviteOnly, uid)
 			if err != nil {
 				return err
 			}
 			s.names.put(Recipient{Name: g.Name, Group: true}, g.ID)
-			_, err = tx.JoinGroup(g.ID, c.sess.userID)
+			if !created {
+				if refusal, err = s.mayJoin(tx, g, uid, inviteOnly); err != nil || refusal != nil {
+					return err
+				}
+			}
+			_, err = tx.JoinGroup(g.ID, uid)
 			return err
 		}
-		g, err := tx.GroupByName(req.Group)
+		var err error
+		g, err = tx.GroupByName(req.Group)
 		if errors.Is(err, store.ErrNotFound) {
-			unknown = true
+			refusal = &Error{Code: CodeUnknownGroup, Message: fmt.Sprintf("no group %s", quote(req.Group))}
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		left, err := tx.LeaveGroup(g.ID, c.sess.userID)
-		notMember = !left
+		left, err := tx.LeaveGroup(g.ID, uid)
+		if !left {
+			refusal = &Error{Code: CodeNotMember, Message: fmt.Sprintf("not a member of %s", req.Group)}
+		}
 		return err
 	})
 	switch {
 	case err != nil:
 		c.unavailable(req.ID, err)
-	case unknown:
-		c.reply(&Error{Code: CodeUnknownGroup, Message: fmt.Sprintf("no group %s", quote(req.Group)), ID: req.ID})
-	case notMember:
-		c.reply(&Error{Code: CodeNotMember, Message: fmt.Sprintf("not a member of %s", req.Group), ID: req.ID})
+	case refusal != nil:
+		refusal.ID = req.ID
+		c.reply(refusal)
 	case c.version >= V2:
-		c.sendLine(encode(groupV2{req.Type, req.Group, req.ID}))
+		c.sendLine(encode(groupV2{req.Type, req.Group, g.InviteOnly && req.Type == TypeJoinGroup, req.ID}))
 	default:
 		c.sendLine(encode(groupV1{req.Type, req.Group}))
 	}
+}
+
+// mayJoin checks a join of an existing group: an invite-only group takes
+// its members (again) and invited users only; asking for a new invite-only
+// group under the name of an open one is refused.
+func (s *Server) mayJoin(tx store.Tx, g store.Group, uid int64, inviteOnly bool) (*Error, error) {
+	if inviteOnly && !g.InviteOnly {
+		return errorf(CodeBadRequest, "group %s already exists and is open to everyone: choose another name for an invite-only group", quote(g.Name)), nil
+	}
+	if !g.InviteOnly {
+		return nil, nil
+	}
+	member, err := tx.IsMember(g.ID, uid)
+	if err != nil || member {
+		return nil, err
+	}
+	invited, err := tx.Invited(g.ID, uid)
+	if err != nil || invited {
+		return nil, err
+	}
+	return errorf(CodeNotInvited, "group %s is invite-only: a member must invite you first", quote(g.Name)), nil
+}
+
+// invite serves INVITE: a member of an invite-only group lets a user join.
+func (c *conn) invite(req Request) {
+	s := c.s
+	ctx, cancel := s.storeCtx()
+	defer cancel()
+	var refusal *Error
+	err := s.st.Update(ctx, func(tx store.Tx) error {
+		refusal = nil
+		g, err := tx.GroupByName(req.Group)
+		if errors.Is(err, store.ErrNotFound) {
+			refusal = errorf(CodeUnknownGroup, "no group %s", quote(req.Group))
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		member, err := tx.IsMember(g.ID, c.sess.userID)
+		switch {
+		case err != nil:
+			return err
+		case !member:
+			refusal = errorf(CodeNotMember, "not a member of %s: only its members can invite to it", quote(g.Name))
+			return nil
+		case !g.InviteOnly:
+			refusal = errorf(CodeBadRequest, "group %s is open: anyone can join it without an invitation", quote(g.Name))
+			return nil
+		}
+		u, err := tx.UserByName(req.Username)
+		if errors.Is(err, store.ErrNotFound) {
+			refusal = errorf(CodeUnknownUser, "no user %s (a user exists once they have logged in)", quote(req.Username))
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if in, err := tx.IsMember(g.ID, u.ID); err != nil || in {
+			return err // a member already: nothing to do
+		}
+		_, err = tx.Invite(g.ID, u.ID, c.sess.userID)
+		return err
+	})
+	switch {
+	case err != nil:
+		c.unavailable(req.ID, err)
+	case refusal != nil:
+		refusal.ID = req.ID
+		c.reply(refusal)
+	default:
+		s.log.Info().Str("user", c.sess.name).Str("invited", req.Username).Str("group", req.Group).Msg("chat: invitation")
+		c.sendLine(encode(inviteV2{TypeInvite, req.Group, req.Username, req.ID}))
+	}
+}
+
+// mayPost refuses a message to an invite-only group from a non-member. A
+// group's kind never changes, so open groups are remembered.
+func (s *Server) mayPost(tx store.Tx, to Recipient, gid, uid int64) (*Error, error) {
+	if s.opens.has(gid) {
+		return nil, nil
+	}
+	g, err := tx.GroupByName(to.Name)
+	if err != nil {
+		return nil, err
+	}
+	if !g.InviteOnly {
+		s.opens.add(gid)
+		return nil, nil
+	}
+	member, err := tx.IsMember(gid, uid)
+	if err != nil || member {
+		return nil, err
+	}
+	return errorf(CodeNotMember, "group %s is invite-only: only its members can write to it", quote(to.Name)), nil
+}
+
+// groupSet is a bounded set of group ids.
+type groupSet struct {
+	mu sync.Mutex
+	m  map[int64]struct{}
+}
+
+func (g *groupSet) has(id int64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, ok := g.m[id]
+	return ok
+}
+
+func (g *groupSet) add(id int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.m == nil || len(g.m) >= nameCacheMax {
+		g.m = map[int64]struct{}{}
+	}
+	g.m[id] = struct{}{}
 }
 
 // chat serves CHAT_MESSAGE: the recipient is checked now (an unknown one is
@@ -366,10 +626,14 @@ func (c *conn) chat(req Request) {
 	ctx, cancel := s.storeCtx()
 	defer cancel()
 	var refusal *Error
-	if _, ok := s.names.get(req.To); !ok {
-		err := s.st.Update(ctx, func(tx store.Tx) error {
+	if gid, ok := s.names.get(req.To); !ok || (req.To.Group && !s.opens.has(gid)) {
+		err := s.st.View(ctx, func(tx store.Tx) error {
 			var err error
-			_, refusal, err = s.lookup(tx, req.To)
+			gid, refusal, err = s.lookup(tx, req.To)
+			if err != nil || refusal != nil || !req.To.Group {
+				return err
+			}
+			refusal, err = s.mayPost(tx, req.To, gid, c.sess.userID)
 			return err
 		})
 		if err != nil {
@@ -416,6 +680,12 @@ func (c *conn) ack(req Request) {
 				s.acks = append(s.acks, store.RecipientSeq{RecipientID: sess.userID, Seq: seq})
 				continue
 			}
+			// Not a delivery this session has open: looked up by id in
+			// the store, a bounded number per user (the rest are dropped:
+			// a message acknowledged in vain only comes again).
+			if len(s.ackIDs[sess.userID]) >= maxStrayAcks {
+				continue
+			}
 			s.ackIDs[sess.userID] = append(s.ackIDs[sess.userID], id)
 			s.ackCount++
 		}
@@ -448,43 +718,76 @@ func (c *conn) who(req Request) {
 	c.sendLine(encode(r))
 }
 
-// groups serves GROUPS: every group, its member count, and whether the
-// user is a member.
+// groupsPage is GROUPS' page size when the request names none, and
+// maxGroupsPage the largest it may name.
+const (
+	groupsPage    = 200
+	maxGroupsPage = 1000
+)
+
+// groups serves GROUPS: one page of groups (by name, after req.After),
+// their member counts, and whether the user is a member; Next names the
+// next page. A read-only transaction: it never waits for the token.
 func (c *conn) groups(req Request) {
 	ctx, cancel := c.s.storeCtx()
 	defer cancel()
-	var all, mine []store.Group
-	err := c.s.st.Update(ctx, func(tx store.Tx) error {
+	limit := req.Limit
+	switch {
+	case limit == 0:
+		limit = groupsPage
+	case limit > maxGroupsPage:
+		limit = maxGroupsPage
+	}
+	var all, mine, invites []store.Group
+	err := c.s.st.View(ctx, func(tx store.Tx) error {
 		var err error
-		if all, err = tx.ListGroups(); err != nil {
+		if all, err = tx.ListGroups(req.After, limit+1); err != nil {
 			return err
 		}
-		mine, err = tx.UserGroups(c.sess.userID)
+		if mine, err = tx.UserGroups(c.sess.userID); err != nil {
+			return err
+		}
+		invites, err = tx.UserInvites(c.sess.userID)
 		return err
 	})
 	if err != nil {
 		c.unavailable(req.ID, err)
 		return
 	}
-	member := map[int64]bool{}
+	member, invited := map[int64]bool{}, map[int64]bool{}
 	for _, g := range mine {
 		member[g.ID] = true
 	}
+	for _, g := range invites {
+		invited[g.ID] = true
+	}
 	r := groupsV2{MessageType: TypeGroups, Groups: make([]GroupInfo, 0, len(all)), ID: req.ID}
 	size := 0
-	for _, g := range all {
-		size += len(g.Name) + 50
-		if size > maxReplyBytes {
-			r.Truncated = true
+	for i, g := range all {
+		if i == limit {
+			r.Truncated, r.Next = true, all[i-1].Name
 			break
 		}
-		r.Groups = append(r.Groups, GroupInfo{Group: g.Name, Members: g.Members, Member: member[g.ID]})
+		if g.InviteOnly && !member[g.ID] && !invited[g.ID] {
+			continue // private: shown to its members and invited users only
+		}
+		size += len(g.Name) + 80
+		if size > maxReplyBytes {
+			r.Truncated = true
+			if i > 0 {
+				r.Next = all[i-1].Name
+			}
+			break
+		}
+		r.Groups = append(r.Groups, GroupInfo{Group: g.Name, Members: g.Members, Member: member[g.ID],
+			InviteOnly: g.InviteOnly, Invited: invited[g.ID] && !member[g.ID]})
 	}
 	c.sendLine(encode(r))
 }
 
 // history serves HISTORY: the last messages between the user and another
-// user, or of a group the user is a member of (oldest first).
+// user, or of a group the user is a member of since they joined it (oldest
+// first).
 func (c *conn) history(req Request) {
 	limit := req.Limit
 	switch {
@@ -498,7 +801,7 @@ func (c *conn) history(req Request) {
 	defer cancel()
 	var msgs []store.Message
 	var refusal *Error
-	err := s.st.Update(ctx, func(tx store.Tx) error {
+	err := s.st.View(ctx, func(tx store.Tx) error {
 		refusal = nil
 		id, e, err := s.lookup(tx, req.To)
 		if err != nil || e != nil {
@@ -507,12 +810,13 @@ func (c *conn) history(req Request) {
 		}
 		conv := store.Conversation{UserA: c.sess.userID, UserB: id}
 		if req.To.Group {
-			conv = store.Conversation{GroupID: id}
-			mine, err := tx.UserGroups(c.sess.userID)
+			// A member reads what was sent since they joined.
+			conv = store.Conversation{GroupID: id, Member: c.sess.userID}
+			member, err := tx.IsMember(id, c.sess.userID)
 			if err != nil {
 				return err
 			}
-			if !slices.ContainsFunc(mine, func(g store.Group) bool { return g.ID == id }) {
+			if !member {
 				refusal = errorf(CodeNotMember, "not a member of %s: join it to read its history", req.To.Name)
 				return nil
 			}

@@ -1,12 +1,16 @@
 package chat
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"sync"
+	"time"
 
 	"golang.org/x/crypto/argon2"
 )
@@ -64,4 +68,158 @@ func checkPassword(hash, password string) (bool, error) {
 	}
 	got := argon2.IDKey([]byte(password), salt, passes, mem, threads, uint32(len(want)))
 	return subtle.ConstantTimeCompare(got, want) == 1, nil
+}
+
+// HashPassword returns the stored form of a password (argon2id, PHC
+// string), for the operator's tools.
+func HashPassword(password string) (string, error) {
+	if password == "" || len(password) > MaxPassword {
+		return "", fmt.Errorf("chat: a password is 1 to %d bytes", MaxPassword)
+	}
+	return hashPassword(password)
+}
+
+// PasswordMatches reports whether password matches a stored hash.
+func PasswordMatches(hash, password string) (bool, error) { return checkPassword(hash, password) }
+
+// hash hashes password in one of the HashWorkers slots, waiting for a slot
+// no longer than ctx allows.
+func (s *Server) hash(ctx context.Context, password string) (string, *Error) {
+	if e := s.hashSlot(ctx); e != nil {
+		return "", e
+	}
+	defer func() { <-s.hashSem }()
+	h, err := hashPassword(password)
+	if err != nil {
+		return "", errorf(CodeUnavailable, "could not hash the password: %v", err)
+	}
+	return h, nil
+}
+
+// verify checks password against hash in a slot, as hash does.
+func (s *Server) verify(ctx context.Context, hash, password string) *Error {
+	if e := s.hashSlot(ctx); e != nil {
+		return e
+	}
+	ok, err := checkPassword(hash, password)
+	<-s.hashSem
+	switch {
+	case err != nil:
+		s.log.Error().Err(err).Msg("chat: a stored password hash is unreadable")
+		return errorf(CodeUnavailable, "the stored password cannot be checked")
+	case !ok:
+		return errorf(CodeBadPassword, "wrong password")
+	}
+	return nil
+}
+
+func (s *Server) hashSlot(ctx context.Context) *Error {
+	select {
+	case s.hashSem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return errorf(CodeBusy, "node busy checking passwords; try again")
+	}
+}
+
+// throttle counts failed logins per key (an account or an address) and
+// says how long the next attempt must wait. Safe for concurrent use.
+type throttle struct {
+	cfg  ThrottleConfig
+	mu   sync.Mutex
+	keys map[string]*strikes
+}
+
+type strikes struct {
+	fails int
+	last  time.Time // of the last failure
+	until time.Time // no attempt before
+}
+
+func newThrottle(cfg ThrottleConfig) *throttle {
+	return &throttle{cfg: cfg, keys: map[string]*strikes{}}
+}
+
+// accountKey and addressKey name the throttle's keys. An address is its
+// host part: a client's port changes with every connection.
+func accountKey(name string) string { return "u\x00" + name }
+
+func addressKey(remote string) string {
+	if host, _, err := net.SplitHostPort(remote); err == nil {
+		return "a\x00" + host
+	}
+	return "a\x00" + remote
+}
+
+// wait returns how long an attempt for these keys must still wait (0: go).
+func (t *throttle) wait(now time.Time, keys ...string) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var d time.Duration
+	for _, k := range keys {
+		if st := t.keys[k]; st != nil {
+			d = max(d, st.until.Sub(now))
+		}
+	}
+	return d
+}
+
+// fail records a failed attempt: the key's next attempt waits Base after
+// free failures, doubling with each further one up to Max.
+func (t *throttle) fail(now time.Time, key string, free int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st := t.keys[key]
+	if st != nil && now.Sub(st.last) > t.cfg.Forget {
+		st = nil
+	}
+	if st == nil {
+		if len(t.keys) >= t.cfg.MaxKeys {
+			t.evictLocked(now)
+		}
+		st = &strikes{}
+		t.keys[key] = st
+	}
+	st.fails++
+	st.last = now
+	if over := st.fails - free; over > 0 {
+		d := t.cfg.Base
+		for i := 1; i < over && d < t.cfg.Max; i++ {
+			d *= 2
+		}
+		st.until = now.Add(min(d, t.cfg.Max))
+	}
+}
+
+// reset forgets a key's failures (a successful login).
+func (t *throttle) reset(key string) {
+	t.mu.Lock()
+	delete(t.keys, key)
+	t.mu.Unlock()
+}
+
+// evictLocked makes room for one key: every forgotten key goes, and if
+// none was, the one whose last failure is the oldest.
+func (t *throttle) evictLocked(now time.Time) {
+	var oldest string
+	var at time.Time
+	for k, st := range t.keys {
+		if now.Sub(st.last) > t.cfg.Forget {
+			delete(t.keys, k)
+			continue
+		}
+		if oldest == "" || st.last.Before(at) {
+			oldest, at = k, st.last
+		}
+	}
+	if len(t.keys) >= t.cfg.MaxKeys {
+		delete(t.keys, oldest)
+	}
+}
+
+// len is how many keys are tracked.
+func (t *throttle) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.keys)
 }

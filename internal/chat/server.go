@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -22,7 +23,9 @@ type Server struct {
 	log     zerolog.Logger
 	st      store.Store
 	hashSem chan struct{}
+	guard   *throttle // failed logins per account and address
 	names   nameCache
+	opens   groupSet // ids of groups known to be open (not invite-only)
 	stats   counters
 
 	ln     net.Listener
@@ -31,6 +34,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
+	perIP    map[string]int     // open connections by source address
 	sessions map[int64]*session // by user id: logged in, logging in, or logging out
 	outbox   []*outMsg          // messages accepted here, waiting for the token
 	acks     []store.RecipientSeq
@@ -59,6 +63,18 @@ type visitState struct {
 	// its commit reached the store); the next visit makes them pending
 	// again. Only the visit goroutine touches it.
 	unmark []marked
+	// fails counts visits failed in a row: each does less than the last.
+	fails int
+	// suspect is the one piece of work the last failed visit did alone.
+	suspect suspect
+	// setAside: users whose fetch failed alone, until when.
+	setAside map[int64]time.Time
+	// fetchTurn rotates the users a fetch reads when there are more than
+	// one fetch takes.
+	fetchTurn int
+	// pruneNext: the sequence the next prune slice starts after (0: a new
+	// round, after the prune interval).
+	pruneNext int64
 }
 
 // marked is rows a visit marked delivered, with the mark's stamp.
@@ -105,7 +121,7 @@ type Stats struct {
 	Clients         int    // open connections now
 	Sessions        int    // logged-in users now
 	Accepted        uint64 // connections accepted
-	Refused         uint64 // connections refused (SERVER_FULL)
+	Refused         uint64 // connections refused (SERVER_FULL, TOO_MANY_CONNECTIONS)
 	Dropped         uint64 // connections closed by the server for bad behaviour
 	Queued          uint64 // messages accepted from clients
 	Stored          uint64 // messages stored by this node's visits
@@ -113,6 +129,8 @@ type Stats struct {
 	Visits          uint64 // token visits
 	StoreVisits     uint64 // visits that opened a store transaction
 	FailedVisits    uint64 // visits whose transaction failed (nothing committed)
+	Poisoned        uint64 // pieces of work set aside after failing alone
+	Pruned          uint64 // old messages pruned
 	OutboxLen       int    // messages waiting for the token
 	PendingAcks     int
 	PresenceCleared uint64 // stale presence rows removed
@@ -121,6 +139,7 @@ type Stats struct {
 type counters struct {
 	accepted, refused, dropped, queued, stored, delivered atomic.Uint64
 	visits, storeVisits, failedVisits, presenceCleared    atomic.Uint64
+	poisoned, pruned                                      atomic.Uint64
 }
 
 // New checks cfg and builds a server.
@@ -133,7 +152,9 @@ func New(cfg Config) (*Server, error) {
 		log:      cfg.Log.With().Str("part", "chat").Logger(),
 		st:       cfg.Store,
 		hashSem:  make(chan struct{}, cfg.HashWorkers),
+		guard:    newThrottle(cfg.Throttle),
 		conns:    map[*conn]struct{}{},
+		perIP:    map[string]int{},
 		sessions: map[int64]*session{},
 		ackIDs:   map[int64][]string{},
 		visited:  make(chan struct{}),
@@ -171,6 +192,9 @@ func (s *Server) Listen(ctx context.Context) error {
 	if n > 0 {
 		s.log.Info().Int("users", n).Msg("cleared presence left by an earlier run of this node")
 	}
+	if s.cfg.TLS != nil {
+		ln = tls.NewListener(ln, s.cfg.TLS)
+	}
 	s.ln = ln
 	return nil
 }
@@ -203,7 +227,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.mu.Lock()
 	s.runCtx = work
 	s.mu.Unlock()
-	s.log.Info().Str("listen", s.ln.Addr().String()).Int("max_clients", s.cfg.MaxClients).Msg("chat: serving clients")
+	s.log.Info().Str("listen", s.ln.Addr().String()).Int("max_clients", s.cfg.MaxClients).Int("max_clients_per_ip", s.cfg.MaxClientsPerIP).Bool("tls", s.cfg.TLS != nil).Msg("chat: serving clients")
 	s.goFunc(s.acceptLoop)
 	s.goFunc(func() { s.reconcileLoop(work) })
 
@@ -275,6 +299,7 @@ func (s *Server) acceptLoop() {
 			continue
 		}
 		backoff = 0
+		ip := sourceIP(nc.RemoteAddr())
 		s.mu.Lock()
 		switch {
 		case s.closing:
@@ -282,23 +307,64 @@ func (s *Server) acceptLoop() {
 			nc.Close()
 		case len(s.conns) >= s.cfg.MaxClients:
 			s.mu.Unlock()
-			s.stats.refused.Add(1)
-			// A fresh socket's buffer takes one line at once; never wait on it.
-			_ = nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-			_, _ = nc.Write(encodeError(V1, errorf(CodeServerFull, "server full: %d clients; try another node", s.cfg.MaxClients)))
-			nc.Close()
+			s.refuse(nc, errorf(CodeServerFull, "server full: %d clients; try another node", s.cfg.MaxClients))
+		case s.perIP[ip] >= s.cfg.MaxClientsPerIP:
+			s.mu.Unlock()
+			s.log.Info().Str("remote", ip).Int("limit", s.cfg.MaxClientsPerIP).Msg("chat: refusing a connection: too many from one address")
+			s.refuse(nc, errorf(CodeTooManyConns, "too many connections from %s: at most %d per address", ip, s.cfg.MaxClientsPerIP))
 		default:
-			if tc, ok := nc.(*net.TCPConn); ok && s.cfg.SocketBuffer > 0 {
+			if tc, ok := tcpConn(nc); ok && s.cfg.SocketBuffer > 0 {
 				_ = tc.SetWriteBuffer(s.cfg.SocketBuffer)
 			}
-			c := newConn(s, nc)
+			c := newConn(s, nc, ip)
 			s.conns[c] = struct{}{}
+			s.perIP[ip]++
 			s.mu.Unlock()
 			s.stats.accepted.Add(1)
 			s.goFunc(c.writeLoop)
 			s.goFunc(c.readLoop)
 		}
 	}
+}
+
+// CodeTooManyConns refuses a connection from an address that already has
+// MaxClientsPerIP open (the connection closes).
+const CodeTooManyConns Code = "TOO_MANY_CONNECTIONS"
+
+// refuse writes the reason to a connection that is not served, and closes
+// it. It never waits long: a fresh socket's buffer takes one line at once
+// (over TLS the handshake comes first, bounded by the same deadline).
+func (s *Server) refuse(nc net.Conn, e *Error) {
+	s.stats.refused.Add(1)
+	s.goFunc(func() {
+		_ = nc.SetDeadline(time.Now().Add(refuseTimeout))
+		_, _ = nc.Write(encodeError(V1, e))
+		nc.Close()
+	})
+}
+
+// refuseTimeout bounds writing the reason to a refused connection.
+const refuseTimeout = time.Second
+
+// sourceIP is the address connections are counted by: the remote IP.
+func sourceIP(a net.Addr) string {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.IP.String()
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	return host
+}
+
+// tcpConn is the TCP connection under nc (a TLS one included).
+func tcpConn(nc net.Conn) (*net.TCPConn, bool) {
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	tc, ok := nc.(*net.TCPConn)
+	return tc, ok
 }
 
 // want asks the ring for the token.
@@ -338,6 +404,7 @@ func (s *Server) Stats() Stats {
 	st.Queued, st.Stored, st.Delivered = s.stats.queued.Load(), s.stats.stored.Load(), s.stats.delivered.Load()
 	st.Visits, st.StoreVisits, st.FailedVisits = s.stats.visits.Load(), s.stats.storeVisits.Load(), s.stats.failedVisits.Load()
 	st.PresenceCleared = s.stats.presenceCleared.Load()
+	st.Poisoned, st.Pruned = s.stats.poisoned.Load(), s.stats.pruned.Load()
 	return st
 }
 

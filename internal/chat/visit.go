@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -15,11 +17,25 @@ import (
 // defaultBudget is a visit's time budget when its context has no deadline.
 const defaultBudget = 100 * time.Millisecond
 
-// minBatch is the smallest adaptive batch.
+// minBatch is the smallest adaptive batch of a visit that succeeds; after
+// failures a visit shrinks below it, down to one message.
 const minBatch = 8
 
-// maxAckRows bounds the acknowledged rows removed in one visit.
-const maxAckRows = 4000
+// maxAckRows bounds the acknowledged rows removed in one visit, and
+// maxAckIDs the acknowledged ids (not the session's own deliveries) looked
+// up in one visit.
+const (
+	maxAckRows = 4000
+	maxAckIDs  = 1000
+)
+
+// pruneSlice is the messages one visit examines for pruning: a primary-key
+// range, bounded whatever the history's size.
+const pruneSlice = 500
+
+// poisonPause is how long work that failed alone (a user's fetch) is set
+// aside before it is tried again.
+const poisonPause = time.Minute
 
 // maxUnmarkRows bounds the deliveries kept to be made pending again (see
 // visitState.unmark); past it the oldest wait for their user's next login.
@@ -49,9 +65,15 @@ type visitWork struct {
 	ackIDs  map[int64][]string
 	unmark  []marked
 	ready   map[int64]*session
+	users   []int64 // whose pending messages the fetch reads (ready ones)
 	fetch   bool
 	prune   bool
 	fetchRq uint64
+	// shrunk: a visit after failures, doing one kind of work, smaller;
+	// probe: run an empty fenced transaction first, to tell a store that
+	// fails from work that fails (the suspect).
+	shrunk bool
+	probe  bool
 
 	// results (reset at every attempt of the transaction)
 	stored     []storedMsg
@@ -59,6 +81,7 @@ type visitWork struct {
 	stamp      int64 // of the fetch's delivery marks
 	nodes      []int64
 	more       bool
+	pruned     store.PruneSlice
 }
 
 // visit is one critical section, in one fenced transaction:
@@ -90,7 +113,7 @@ func (s *Server) visit(ctx context.Context, tok token.Token, fenced node.Fenced)
 	now := time.Now()
 	w := s.collect(now, tok, herr != nil || h.has(self))
 	s.v.lastGen = tok.Gen
-	if len(w.batch) == 0 && len(w.acks) == 0 && len(w.ackIDs) == 0 && len(w.unmark) == 0 && !w.fetch && !w.prune {
+	if w.empty() && !w.probe {
 		s.visitedNotify()
 		if h.has(self) || herr != nil {
 			return h.update(self, nil).encode(), false, nil
@@ -103,27 +126,57 @@ func (s *Server) visit(ctx context.Context, tok token.Token, fenced node.Fenced)
 	if d, ok := ctx.Deadline(); ok {
 		budget = d.Sub(start)
 	}
+	if w.probe {
+		// The last visit failed with one piece of work alone. If the store
+		// takes an empty transaction, that piece is to blame: it is set
+		// aside, and the rest goes on.
+		if err := fenced(func(store.Tx) error { return nil }); err != nil {
+			s.stats.failedVisits.Add(1)
+			s.restore(w)
+			s.visitedNotify()
+			return tok.App, false, err
+		}
+		s.poison(w)
+		if w.empty() {
+			s.v.fails = 0
+			s.visitedNotify()
+			return tok.App, false, nil
+		}
+	}
 	err := fenced(func(tx store.Tx) error { return s.work(tx, now, w) })
 	elapsed := time.Since(start)
 	if err != nil {
 		s.stats.failedVisits.Add(1)
 		s.restore(w)
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) || elapsed >= budget {
-			s.v.batch = max(minBatch, s.v.batch/2)
-			s.log.Warn().Err(err).Int("batch", s.v.batch).Dur("took", elapsed).Msg("chat: visit over its time budget; smaller batches")
-			s.want()
+		if errors.Is(err, store.ErrFenced) {
+			// A newer token exists: not this work's fault.
+			s.visitedNotify()
+			return tok.App, false, err
 		}
+		s.v.fails++
+		s.v.batch = max(1, min(s.v.batch, len(w.batch))/2)
+		s.v.suspect = s.v.suspect.again(w.single())
+		over := errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) || elapsed >= budget
+		s.log.Warn().Err(err).Bool("over_budget", over).Int("batch", s.v.batch).Int("failed_in_a_row", s.v.fails).
+			Str("suspect", s.v.suspect.String()).Dur("took", elapsed).Msg("chat: visit failed; the next one does less")
+		s.want()
 		s.visitedNotify()
 		return tok.App, false, err
 	}
+	if s.v.fails > 0 {
+		s.log.Info().Int("failed_in_a_row", s.v.fails).Msg("chat: visits succeed again")
+	}
+	s.v.fails, s.v.suspect = 0, suspect{}
 	s.committed(now, w)
 	s.log.Debug().Int("stored", len(w.batch)).Int("delivered", len(w.deliveries)).Int("acks", len(w.acks)).
 		Bool("fetched", w.fetch).Ints64("hint", w.nodes).Dur("took", elapsed).Int64("seq", tok.Seq).Msg("chat: visit")
 	switch {
+	case s.v.batch < minBatch && elapsed < budget/2:
+		s.v.batch = min(minBatch, s.v.batch*2) // back from a failure
 	case len(w.batch) >= s.v.batch && elapsed < budget/4:
 		s.v.batch = min(s.cfg.BatchMax, s.v.batch*3/2)
 	case elapsed > budget/2:
-		s.v.batch = max(minBatch, s.v.batch*3/4)
+		s.v.batch = max(min(minBatch, s.v.batch), s.v.batch*3/4)
 	}
 	s.dispatch(w)
 	s.stats.stored.Add(uint64(len(w.batch)))
@@ -152,19 +205,237 @@ func (s *Server) collect(now time.Time, tok token.Token, hinted bool) *visitWork
 		}
 		w.ready[id] = sess
 	}
+	for id, until := range s.v.setAside {
+		if now.After(until) {
+			delete(s.v.setAside, id)
+			continue
+		}
+		delete(w.ready, id)
+	}
 	w.fetch = len(w.ready) > 0 && (hinted || tok.Gen != s.v.lastGen || s.fetchReq != s.v.fetchDone || s.more ||
 		now.Sub(s.v.lastFetch) >= s.cfg.SafetyFetch)
 	n := min(len(s.outbox), s.v.batch)
 	w.batch = slices.Clone(s.outbox[:n])
-	k := min(len(s.acks), maxAckRows)
+	ackRows, ackIDs := maxAckRows, maxAckIDs
+	if s.v.fails > 0 {
+		ackRows, ackIDs = max(1, maxAckRows>>(2*s.v.fails)), max(1, maxAckIDs>>(2*s.v.fails))
+	}
+	k := min(len(s.acks), ackRows)
 	w.acks = slices.Clone(s.acks[:k])
 	s.acks = slices.Delete(s.acks, 0, k)
-	if s.ackCount > 0 {
-		w.ackIDs, s.ackIDs, s.ackCount = s.ackIDs, map[int64][]string{}, 0
+	w.ackIDs = s.takeAckIDs(ackIDs)
+	w.prune = s.cfg.Retention > 0 && (s.v.pruneNext > 0 || now.Sub(s.v.lastPrune) >= s.cfg.PruneInterval) &&
+		(len(w.batch) > 0 || w.fetch || len(w.acks) > 0 || len(w.ackIDs) > 0 || len(w.unmark) > 0 || s.v.pruneNext > 0)
+	w.users = s.fetchUsers(w.ready) // the fetch may also turn on in the visit (messages for users here)
+	if s.v.fails > 0 {
+		s.shrink(w)
 	}
-	w.prune = s.cfg.Retention > 0 && now.Sub(s.v.lastPrune) >= s.cfg.PruneInterval &&
-		(len(w.batch) > 0 || w.fetch || len(w.acks) > 0 || len(w.ackIDs) > 0 || len(w.unmark) > 0)
 	return w
+}
+
+// takeAckIDs takes up to n acknowledged ids for this visit (caller holds
+// s.mu).
+func (s *Server) takeAckIDs(n int) map[int64][]string {
+	if s.ackCount == 0 {
+		return nil
+	}
+	out := map[int64][]string{}
+	for uid, ids := range s.ackIDs {
+		k := min(len(ids), n)
+		out[uid] = ids[:k:k]
+		if k == len(ids) {
+			delete(s.ackIDs, uid)
+		} else {
+			s.ackIDs[uid] = ids[k:]
+		}
+		s.ackCount -= k
+		if n -= k; n == 0 {
+			break
+		}
+	}
+	return out
+}
+
+// fetchUsers picks the users whose pending messages this visit reads: all
+// the ready ones, at most store.MaxPendingUsers, taking turns beyond that
+// (and after failures, fewer).
+func (s *Server) fetchUsers(ready map[int64]*session) []int64 {
+	users := slices.Sorted(maps.Keys(ready))
+	limit := store.MaxPendingUsers
+	if s.v.fails > 0 {
+		limit = max(1, len(users)>>(2*s.v.fails))
+	}
+	if len(users) <= limit {
+		return users
+	}
+	start := s.v.fetchTurn % len(users)
+	s.v.fetchTurn += limit
+	out := append(slices.Clone(users[start:]), users[:start]...)
+	return out[:limit]
+}
+
+// shrink keeps one kind of work of a visit after failures (the first there
+// is of: deliveries to make pending again, messages to store,
+// acknowledgements, the fetch), already made smaller by collect, and
+// gives the rest back. If the last visit failed with one piece of work
+// alone, this one probes the store first.
+func (s *Server) shrink(w *visitWork) {
+	w.shrunk, w.prune = true, false
+	keep := func(kind string) {
+		if kind != "unmark" && len(w.unmark) > 0 {
+			s.v.unmark, w.unmark = append(w.unmark, s.v.unmark...), nil
+		}
+		if kind != "store" {
+			w.batch = nil
+		}
+		if kind != "ack" && (len(w.acks) > 0 || len(w.ackIDs) > 0) {
+			s.giveBackAcks(w)
+		}
+		if kind != "fetch" {
+			if w.fetch {
+				s.more = true // the fetch comes after this visit (caller holds s.mu)
+			}
+			w.fetch, w.users = false, nil
+		}
+	}
+	switch {
+	case len(w.unmark) > 0:
+		w.unmark = w.unmark[:1]
+		if n := len(w.unmark[0].rows); n > 1 {
+			half := n >> min(s.v.fails, 16)
+			head := marked{stamp: w.unmark[0].stamp, rows: w.unmark[0].rows[:max(1, half)]}
+			s.v.unmark = append([]marked{{stamp: head.stamp, rows: w.unmark[0].rows[len(head.rows):]}}, s.v.unmark...)
+			w.unmark = []marked{head}
+		}
+		keep("unmark")
+	case len(w.batch) > 0:
+		keep("store")
+	case len(w.acks) > 0 || len(w.ackIDs) > 0:
+		keep("ack")
+	default:
+		keep("fetch")
+	}
+	w.probe = s.v.suspect.times >= poisonAfter && s.v.suspect.matches(w)
+}
+
+// giveBackAcks puts the visit's acknowledgements back (caller holds s.mu).
+func (s *Server) giveBackAcks(w *visitWork) {
+	s.acks = append(w.acks, s.acks...)
+	for uid, ids := range w.ackIDs {
+		s.ackIDs[uid] = append(ids, s.ackIDs[uid]...)
+		s.ackCount += len(ids)
+	}
+	w.acks, w.ackIDs = nil, nil
+}
+
+// suspect is the one piece of work a failed visit did alone, and how many
+// visits in a row failed with it alone.
+type suspect struct {
+	kind  string // "", "store", "fetch", "ack", "unmark"
+	msgID string
+	user  int64
+	times int
+}
+
+// poisonAfter is how many visits in a row must fail with one piece of work
+// alone before a probe of the store may set it aside.
+const poisonAfter = 3
+
+// again returns the suspect after a visit that failed with work next.
+func (p suspect) again(next suspect) suspect {
+	if next.kind == "" {
+		return suspect{}
+	}
+	if p.same(next) {
+		next.times = p.times + 1
+	} else {
+		next.times = 1
+	}
+	return next
+}
+
+func (p suspect) same(q suspect) bool {
+	return p.kind == q.kind && p.msgID == q.msgID && p.user == q.user
+}
+
+func (p suspect) String() string {
+	switch p.kind {
+	case "store":
+		return "message " + p.msgID
+	case "fetch":
+		return fmt.Sprintf("fetch for user %d", p.user)
+	}
+	return p.kind
+}
+
+// single is the visit's work if it was one piece alone.
+func (w *visitWork) single() suspect {
+	n := len(w.batch) + len(w.acks) + len(w.users)
+	for _, ids := range w.ackIDs {
+		n += len(ids)
+	}
+	for _, m := range w.unmark {
+		n += len(m.rows)
+	}
+	if n != 1 || w.prune {
+		return suspect{}
+	}
+	switch {
+	case len(w.batch) == 1:
+		return suspect{kind: "store", msgID: w.batch[0].id}
+	case len(w.users) == 1:
+		return suspect{kind: "fetch", user: w.users[0]}
+	case len(w.unmark) == 1:
+		return suspect{kind: "unmark"}
+	}
+	return suspect{kind: "ack"}
+}
+
+// matches reports whether the visit's work is the suspect again.
+func (p suspect) matches(w *visitWork) bool {
+	return p.same(w.single())
+}
+
+func (w *visitWork) empty() bool {
+	return len(w.batch) == 0 && len(w.acks) == 0 && len(w.ackIDs) == 0 && len(w.unmark) == 0 && !w.fetch && !w.prune
+}
+
+// poison sets aside the suspect, which failed alone while the store takes
+// other transactions: a message is refused to its sender, a user's fetch
+// waits poisonPause, acknowledgements are dropped (their messages come
+// again), deliveries to make pending again wait for their user's next
+// login. Each is logged and counted.
+func (s *Server) poison(w *visitWork) {
+	p := s.v.suspect
+	s.v.suspect = suspect{}
+	s.stats.poisoned.Add(1)
+	s.log.Error().Str("work", p.String()).Msg("chat: work failed alone in a visit while the store works; set aside")
+	switch p.kind {
+	case "store":
+		m := w.batch[0]
+		w.batch = nil
+		s.mu.Lock()
+		if len(s.outbox) > 0 && s.outbox[0] == m {
+			s.outbox = slices.Delete(s.outbox, 0, 1)
+		}
+		s.mu.Unlock()
+		e := errorf(CodeUnavailable, "message could not be stored (it fails on its own); not delivered")
+		if m.version >= V2 {
+			e.ID = m.id
+		}
+		m.c.sendLine(encodeError(m.version, e))
+	case "fetch":
+		if s.v.setAside == nil {
+			s.v.setAside = map[int64]time.Time{}
+		}
+		s.v.setAside[p.user] = time.Now().Add(poisonPause)
+		w.fetch, w.users = false, nil
+	case "ack":
+		w.acks, w.ackIDs = nil, nil
+	case "unmark":
+		w.unmark = nil
+	}
+	s.v.fails = 0
 }
 
 // work is the transaction's body. The store may run it again after a
@@ -180,8 +451,10 @@ func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
 		}
 	}
 	for uid, ids := range w.ackIDs {
-		if _, err := tx.Ack(uid, ids); err != nil {
-			return err
+		for chunk := range slices.Chunk(ids, store.MaxAckIDs) {
+			if _, err := tx.Ack(uid, chunk); err != nil {
+				return err
+			}
 		}
 	}
 	ranges, err := s.storeBatch(tx, w)
@@ -195,7 +468,7 @@ func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
 		}
 		w.nodes = append(w.nodes, nodes...)
 	}
-	if slices.Contains(w.nodes, s.cfg.NodeID) && len(w.ready) > 0 {
+	if slices.Contains(w.nodes, s.cfg.NodeID) && len(w.users) > 0 {
 		w.fetch = true // our own users' messages go out in this visit
 	}
 	if w.fetch {
@@ -204,15 +477,17 @@ func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
 		}
 	}
 	if w.prune {
-		if _, err := tx.PruneMessages(now.Add(-s.cfg.Retention)); err != nil {
+		res, err := tx.PruneMessages(now.Add(-s.cfg.Retention), s.v.pruneNext, pruneSlice)
+		if err != nil {
 			return err
 		}
+		w.pruned = res
 	}
 	return nil
 }
 
-// storeBatch stores the visit's batch in order, each group expanded to
-// its members now (the sender excluded), and returns the ranges of
+// storeBatch stores the visit's batch in order (a group message once,
+// whatever the group's size), and returns the ranges of
 // sequence numbers whose recipients may have work: the new messages', and
 // the resent ones' (none, one or two ranges). An unknown recipient
 // (checked when the message was accepted, so only if it vanished) is a
@@ -221,7 +496,6 @@ func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
 // the visit that stored it may have failed after its commit reached the
 // store, and its hint never went round.
 func (s *Server) storeBatch(tx store.Tx, w *visitWork) (ranges []seqRange, err error) {
-	members := map[int64][]int64{}
 	nms := make([]store.NewMessage, 0, len(w.batch))
 	rcpts := make([][]int64, 0, len(w.batch))
 	var at []int // index in w.stored of each of nms
@@ -235,22 +509,11 @@ func (s *Server) storeBatch(tx store.Tx, w *visitWork) (ranges []seqRange, err e
 			continue
 		}
 		nm := store.NewMessage{ID: m.id, SenderID: m.senderID, Content: m.content, SentAt: m.sentAt, NodeID: s.cfg.NodeID}
+		// A group message is stored once: its members' cursors on the
+		// group say who still waits for it.
 		var rs []int64
 		if m.to.Group {
 			nm.ToGroupID = id
-			ms, ok := members[id]
-			if !ok {
-				if ms, err = tx.GroupMembers(id); err != nil {
-					return nil, err
-				}
-				members[id] = ms
-			}
-			rs = make([]int64, 0, len(ms))
-			for _, u := range ms {
-				if u != m.senderID {
-					rs = append(rs, u)
-				}
-			}
 		} else {
 			nm.ToUserID = id
 			rs = []int64{id}
@@ -295,23 +558,31 @@ func (r *seqRange) add(seq int64) {
 // fetch takes the pending deliveries for local users, as many as their
 // queues take, and marks them delivered.
 func (s *Server) fetch(tx store.Tx, w *visitWork) error {
-	ds, err := tx.PendingForNodeFair(s.cfg.NodeID, s.cfg.FetchPerClient, s.cfg.FetchLimit)
+	limit := s.cfg.FetchLimit
+	if w.shrunk {
+		limit = max(1, limit>>(2*s.v.fails))
+	}
+	ds, err := tx.PendingFor(s.cfg.NodeID, w.users, s.cfg.FetchPerClient, limit)
 	if err != nil {
 		return err
 	}
-	w.more = len(ds) >= s.cfg.FetchLimit
+	w.more = len(ds) >= limit || len(w.users) < len(w.ready)
 	taken := map[int64]int{}
+	full := map[int64]bool{}
 	for _, d := range ds {
 		sess := w.ready[d.RecipientID]
-		if sess == nil {
+		if sess == nil || full[d.RecipientID] {
 			continue // logging in or out: it stays pending
 		}
 		n := taken[d.RecipientID]
-		if n >= sess.c.room() {
-			sess.starved.Store(true) // its writer asks for a fetch when it has room
+		if !d.Own && n >= sess.c.room() {
+			sess.starved.Store(true)   // its writer asks for a fetch when it has room
+			full[d.RecipientID] = true // what is taken is a prefix: a cursor cannot skip
 			continue
 		}
-		taken[d.RecipientID] = n + 1
+		if !d.Own {
+			taken[d.RecipientID] = n + 1
+		}
 		if n+1 >= s.cfg.FetchPerClient {
 			w.more = true
 		}
@@ -402,11 +673,7 @@ func (s *Server) restore(w *visitWork) {
 	s.keepUnmark(w.stamp, deliveryRows(w.deliveries))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.acks = append(w.acks, s.acks...)
-	for uid, ids := range w.ackIDs {
-		s.ackIDs[uid] = append(ids, s.ackIDs[uid]...)
-		s.ackCount += len(ids)
-	}
+	s.giveBackAcks(w)
 	// The batch was never removed from the outbox.
 }
 
@@ -421,9 +688,15 @@ func (s *Server) committed(now time.Time, w *visitWork) {
 	}
 	if w.fetch {
 		s.v.lastFetch, s.v.fetchDone, s.more = now, w.fetchRq, w.more
+	} else if slices.Contains(w.nodes, s.cfg.NodeID) {
+		s.more = true // deliveries made pending again for users here
 	}
 	if w.prune {
-		s.v.lastPrune = now
+		s.v.pruneNext = w.pruned.Next
+		if w.pruned.Done {
+			s.v.lastPrune, s.v.pruneNext = now, 0
+		}
+		s.stats.pruned.Add(uint64(w.pruned.Deleted))
 	}
 }
 
@@ -445,6 +718,7 @@ func (s *Server) dispatch(w *visitWork) {
 	}
 	// Protocol-2 deliveries wait for their ACK; note their rows first, as
 	// the ACK may come back at once.
+	w.deliveries = slices.DeleteFunc(w.deliveries, func(d delivery) bool { return d.d.Own }) // the cursor passed them
 	s.mu.Lock()
 	for _, d := range w.deliveries {
 		if sess := d.sess; sess.version >= V2 {

@@ -24,11 +24,14 @@ const (
 	TypeError      = "ERROR"
 	TypeAlive      = "ALIVE"
 
-	TypeStored  = "STORED"
-	TypeAck     = "ACK"
-	TypeWho     = "WHO"
-	TypeGroups  = "GROUPS"
-	TypeHistory = "HISTORY"
+	TypeStored      = "STORED"
+	TypeAck         = "ACK"
+	TypeWho         = "WHO"
+	TypeGroups      = "GROUPS"
+	TypeHistory     = "HISTORY"
+	TypeRegister    = "REGISTER"
+	TypeSetPassword = "SET_PASSWORD"
+	TypeInvite      = "INVITE"
 )
 
 // TimeLayout is the layout of "sentAt" (the original client's format).
@@ -68,6 +71,11 @@ const (
 	CodeUserOnline     Code = "USER_ONLINE" // the user is logged in on another connection
 	CodePasswordNeeded Code = "PASSWORD_REQUIRED"
 	CodeBadPassword    Code = "BAD_PASSWORD"
+	CodePasswordNotSet Code = "PASSWORD_NOT_SET" // a password for a name that has none: set one from a session, or by the operator
+	CodeNoAccount      Code = "NO_ACCOUNT"       // password mode: the name has no account (REGISTER it)
+	CodeNameTaken      Code = "NAME_TAKEN"       // REGISTER of a name in use
+	CodeThrottled      Code = "LOGIN_THROTTLED"  // too many failed logins for the name or from the address: wait
+	CodeNotInvited     Code = "NOT_INVITED"      // JOIN_GROUP of an invite-only group without an invitation
 	CodeUnknownUser    Code = "UNKNOWN_USER"
 	CodeUnknownGroup   Code = "UNKNOWN_GROUP"
 	CodeNotMember      Code = "NOT_MEMBER"
@@ -121,7 +129,10 @@ type Request struct {
 	Content  string
 	ID       string   // protocol 2: the request's id (for CHAT_MESSAGE the message id)
 	IDs      []string // ACK
-	Limit    int      // HISTORY
+	Limit    int      // HISTORY, GROUPS
+	After    string   // GROUPS: the page after this group name
+	// InviteOnly (JOIN_GROUP, protocol 2) creates the group invite-only.
+	InviteOnly bool
 }
 
 // inbound is the union of every field a client may send. Fields a type
@@ -141,6 +152,8 @@ type inbound struct {
 	ID             string          `json:"id"`
 	IDs            []string        `json:"ids"`
 	Limit          int             `json:"limit"`
+	After          string          `json:"after"`
+	InviteOnly     json.RawMessage `json:"inviteOnly"`
 }
 
 // Decode parses and checks one line from a client (without its newline).
@@ -181,6 +194,36 @@ func Decode(line []byte) (Request, *Error) {
 		if err := CheckName("group", r.Group); err != nil {
 			return withID(r, err)
 		}
+		if r.Type == TypeJoinGroup {
+			switch string(bytes.TrimSpace(in.InviteOnly)) {
+			case "", "null", "false":
+			case "true":
+				r.InviteOnly = true
+			default:
+				return withID(r, errorf(CodeBadRequest, "inviteOnly must be true or false"))
+			}
+		}
+	case TypeRegister, TypeSetPassword:
+		r.Username, r.Password = in.Username, in.Password
+		if r.Type == TypeRegister {
+			if err := CheckName("username", r.Username); err != nil {
+				return withID(r, err)
+			}
+		}
+		switch {
+		case r.Password == "":
+			return withID(r, errorf(CodeBadRequest, "%s needs a password", r.Type))
+		case len(r.Password) > MaxPassword:
+			return withID(r, errorf(CodeBadRequest, "password longer than %d bytes", MaxPassword))
+		}
+	case TypeInvite:
+		r.Group, r.Username = in.Group, in.Username
+		if err := CheckName("group", r.Group); err != nil {
+			return withID(r, err)
+		}
+		if err := CheckName("username", r.Username); err != nil {
+			return withID(r, err)
+		}
 	case TypeChat, TypeHistory:
 		to, err := decodeRecipient(&in)
 		if err != nil {
@@ -216,7 +259,12 @@ func Decode(line []byte) (Request, *Error) {
 			}
 		}
 		r.IDs = in.IDs
-	case TypeWho, TypeGroups:
+	case TypeGroups:
+		r.After, r.Limit = in.After, in.Limit
+		if r.Limit < 0 {
+			return withID(r, errorf(CodeBadRequest, "limit must not be negative"))
+		}
+	case TypeWho:
 	default:
 		return withID(r, errorf(CodeUnknownType, "unknown messageType %s", quote(r.Type)))
 	}
@@ -345,6 +393,19 @@ type (
 	groupV2 struct {
 		MessageType string `json:"messageType"`
 		Group       string `json:"group"`
+		InviteOnly  bool   `json:"inviteOnly,omitempty"`
+		ID          string `json:"id,omitempty"`
+	}
+	// accountV2 answers REGISTER and SET_PASSWORD.
+	accountV2 struct {
+		MessageType string `json:"messageType"`
+		Username    string `json:"username"`
+		ID          string `json:"id,omitempty"`
+	}
+	inviteV2 struct {
+		MessageType string `json:"messageType"`
+		Group       string `json:"group"`
+		Username    string `json:"username"`
 		ID          string `json:"id,omitempty"`
 	}
 	chatV1 struct {
@@ -397,15 +458,19 @@ type (
 	}
 	// GroupInfo is one entry of a GROUPS reply.
 	GroupInfo struct {
-		Group   string `json:"group"`
-		Members int    `json:"members"`
-		Member  bool   `json:"member"`
+		Group      string `json:"group"`
+		Members    int    `json:"members"`
+		Member     bool   `json:"member"`
+		InviteOnly bool   `json:"inviteOnly,omitempty"`
+		Invited    bool   `json:"invited,omitempty"`
 	}
 	groupsV2 struct {
 		MessageType string      `json:"messageType"`
 		Groups      []GroupInfo `json:"groups"`
 		Truncated   bool        `json:"truncated,omitempty"`
-		ID          string      `json:"id,omitempty"`
+		// Next is the name to ask for the page after this one ("after").
+		Next string `json:"next,omitempty"`
+		ID   string `json:"id,omitempty"`
 	}
 	historyV2 struct {
 		MessageType string   `json:"messageType"`

@@ -24,6 +24,23 @@ type Login struct {
 type JoinGroup struct {
 	Group string
 	ID    string // protocol 2: the request id
+	// InviteOnly (protocol 2): the group is joined by invitation only.
+	InviteOnly bool
+}
+
+// Account is protocol 2's answer to REGISTER (the account exists) or
+// SET_PASSWORD (the password is set); Type says which.
+type Account struct {
+	Type     MessageType
+	Username string
+	ID       string
+}
+
+// Invite is protocol 2's answer to INVITE: the user may join the group.
+type Invite struct {
+	Group    string
+	Username string
+	ID       string
 }
 
 // LeaveGroup is a LEAVE_GROUP message, echoed by the server on success.
@@ -85,6 +102,23 @@ type GroupInfo struct {
 	Group   string `json:"group"`
 	Members int    `json:"members"`
 	Member  bool   `json:"member"`
+	// InviteOnly groups are listed to their members and invited users
+	// only; Invited says this user may join.
+	InviteOnly bool `json:"inviteOnly,omitempty"`
+	Invited    bool `json:"invited,omitempty"`
+}
+
+// String is "{GROUP MEMBERS MEMBER}", with " invite-only" and " invited"
+// before the brace when they hold.
+func (g GroupInfo) String() string {
+	s := fmt.Sprintf("{%s %d %v", g.Group, g.Members, g.Member)
+	if g.InviteOnly {
+		s += " invite-only"
+	}
+	if g.Invited {
+		s += " invited"
+	}
+	return s + "}"
 }
 
 // Groups is protocol 2's answer to GROUPS.
@@ -158,6 +192,8 @@ func (History) isEvent()        {}
 func (Connected) isEvent()      {}
 func (ConnectionLost) isEvent() {}
 func (Reconnecting) isEvent()   {}
+func (Account) isEvent()        {}
+func (Invite) isEvent()         {}
 
 // ServerError is an ERROR the server sent in answer to a request. Its text
 // is the server's message as it is; Code is protocol 2's stable code.

@@ -152,6 +152,14 @@ func (c *Conn) dispatch(ev Event) {
 		if c.answerID(ev.ID, ev, nil) {
 			return
 		}
+	case Account:
+		if c.answerID(ev.ID, ev, nil) {
+			return
+		}
+	case Invite:
+		if c.answerID(ev.ID, ev, nil) {
+			return
+		}
 	case Groups:
 		if c.answerID(ev.ID, ev, nil) {
 			return

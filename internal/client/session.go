@@ -106,6 +106,9 @@ type Session struct {
 	changed chan struct{} // closed and replaced when the outbox or the connection changes
 	stalled error         // why the writer dropped the connection
 	closed  bool
+	// password is the one to log in again with, once SetPassword changed
+	// it (nil: cfg.Password).
+	password *string
 
 	// Events on their way to the consumer: the connection's reader never
 	// waits for the consumer (receipts settle the outbox at once), up to
@@ -265,6 +268,40 @@ func (s *Session) Join(ctx context.Context, group string) error {
 		return fmt.Errorf("join %s: %w", group, err)
 	}
 	return c.Join(ctx, group)
+}
+
+// JoinInviteOnly joins a group, creating it invite-only if it is new.
+func (s *Session) JoinInviteOnly(ctx context.Context, group string) error {
+	c, err := s.current()
+	if err != nil {
+		return fmt.Errorf("join %s: %w", group, err)
+	}
+	return c.JoinInviteOnly(ctx, group)
+}
+
+// Invite lets user join an invite-only group the session's user is in.
+func (s *Session) Invite(ctx context.Context, group, user string) error {
+	c, err := s.current()
+	if err != nil {
+		return fmt.Errorf("invite %s: %w", user, err)
+	}
+	return c.Invite(ctx, group, user)
+}
+
+// SetPassword sets the user's password; the session logs in with it from
+// then on.
+func (s *Session) SetPassword(ctx context.Context, password string) error {
+	c, err := s.current()
+	if err != nil {
+		return fmt.Errorf("set password: %w", err)
+	}
+	if err := c.SetPassword(ctx, password); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.password = &password
+	s.mu.Unlock()
+	return nil
 }
 
 // Leave leaves a group on the current connection.
@@ -467,7 +504,13 @@ func (s *Session) login(ctx context.Context, addr string) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := conn.LoginV2(ctx, s.cfg.User, s.cfg.Password); err != nil {
+	s.mu.Lock()
+	password := s.cfg.Password
+	if s.password != nil {
+		password = *s.password
+	}
+	s.mu.Unlock()
+	if err := conn.LoginV2(ctx, s.cfg.User, password); err != nil {
 		conn.Close()
 		return nil, err
 	}

@@ -21,6 +21,7 @@ const (
 	CodeShutdown    = "SHUTTING_DOWN"
 	CodeBusy        = "BUSY"
 	CodeUnavailable = "UNAVAILABLE"
+	CodeNotInvited  = "NOT_INVITED"
 )
 
 // maxAckBatch bounds the ids of one ACK line (the server takes 1000).
@@ -99,6 +100,19 @@ type (
 	groupV2Wire struct {
 		MessageType MessageType `json:"messageType"`
 		Group       string      `json:"group"`
+		InviteOnly  bool        `json:"inviteOnly,omitempty"`
+		ID          string      `json:"id"`
+	}
+	accountWire struct {
+		MessageType MessageType `json:"messageType"`
+		Username    string      `json:"username,omitempty"`
+		Password    string      `json:"password"`
+		ID          string      `json:"id"`
+	}
+	inviteWire struct {
+		MessageType MessageType `json:"messageType"`
+		Group       string      `json:"group"`
+		Username    string      `json:"username"`
 		ID          string      `json:"id"`
 	}
 	chatV2Wire struct {
@@ -163,6 +177,10 @@ func (c *Conn) call(ctx context.Context, msg any) (Event, error) {
 		id = m.ID
 	case groupV2Wire:
 		id = m.ID
+	case accountWire:
+		id = m.ID
+	case inviteWire:
+		id = m.ID
 	case queryWire:
 		id = m.ID
 	case chatV2Wire:
@@ -202,6 +220,49 @@ func (c *Conn) LoginV2(ctx context.Context, user, password string) error {
 	}
 	if _, err := c.call(ctx, loginV2Wire{TypeLogin, user, 2, password, c.newID()}); err != nil {
 		return fmt.Errorf("login %s: %w", user, err)
+	}
+	return nil
+}
+
+// Register makes an account with a password (protocol 2; before or
+// instead of logging in). It does not log in. A name in use is refused
+// (*ServerError, Code NAME_TAKEN).
+func (c *Conn) Register(ctx context.Context, user, password string) error {
+	if user == "" || password == "" {
+		return fmt.Errorf("client: register: %w: empty username or password", ErrInvalidMessage)
+	}
+	if _, err := c.call(ctx, accountWire{TypeRegister, user, password, c.newID()}); err != nil {
+		return fmt.Errorf("register %s: %w", user, err)
+	}
+	return nil
+}
+
+// SetPassword sets or replaces the logged-in user's password (protocol
+// 2): from then on every login of the name needs it.
+func (c *Conn) SetPassword(ctx context.Context, password string) error {
+	if password == "" {
+		return fmt.Errorf("client: set password: %w: empty password", ErrInvalidMessage)
+	}
+	if _, err := c.call(ctx, accountWire{MessageType: TypeSetPassword, Password: password, ID: c.newID()}); err != nil {
+		return fmt.Errorf("set password: %w", err)
+	}
+	return nil
+}
+
+// JoinInviteOnly joins a group, creating it invite-only if it does not
+// exist (protocol 2). An existing open group of that name is refused.
+func (c *Conn) JoinInviteOnly(ctx context.Context, group string) error {
+	if _, err := c.call(ctx, groupV2Wire{TypeJoinGroup, group, true, c.newID()}); err != nil {
+		return fmt.Errorf("join %s: %w", group, err)
+	}
+	return nil
+}
+
+// Invite lets user join the invite-only group this user is a member of
+// (protocol 2).
+func (c *Conn) Invite(ctx context.Context, group, user string) error {
+	if _, err := c.call(ctx, inviteWire{TypeInvite, group, user, c.newID()}); err != nil {
+		return fmt.Errorf("invite %s to %s: %w", user, group, err)
 	}
 	return nil
 }

@@ -26,6 +26,10 @@ const (
 	TypeWho     MessageType = "WHO"
 	TypeGroups  MessageType = "GROUPS"
 	TypeHistory MessageType = "HISTORY"
+
+	TypeRegister    MessageType = "REGISTER"
+	TypeSetPassword MessageType = "SET_PASSWORD"
+	TypeInvite      MessageType = "INVITE"
 )
 
 // TimeLayout is the layout of a CHAT_MESSAGE's "sentAt" field.
@@ -67,6 +71,8 @@ type Wire struct {
 	Groups    []GroupInfo     `json:"groups,omitempty"`
 	Messages  []Wire          `json:"messages,omitempty"`
 	Truncated bool            `json:"truncated,omitempty"`
+	// InviteOnly marks a JOIN_GROUP echo of an invite-only group.
+	InviteOnly bool `json:"inviteOnly,omitempty"`
 }
 
 // id returns the "id" field if it is a string.
@@ -107,7 +113,7 @@ func decodeWire(w *Wire) (Event, error) {
 			return nil, fmt.Errorf("%w: %s without group", ErrInvalidMessage, w.MessageType)
 		}
 		if w.MessageType == TypeJoinGroup {
-			return JoinGroup{Group: w.Group, ID: id}, nil
+			return JoinGroup{Group: w.Group, ID: id, InviteOnly: w.InviteOnly}, nil
 		}
 		return LeaveGroup{Group: w.Group, ID: id}, nil
 	case TypeChatMessage:
@@ -121,6 +127,10 @@ func decodeWire(w *Wire) (Event, error) {
 			return nil, fmt.Errorf("%w: STORED without id", ErrInvalidMessage)
 		}
 		return Stored{ID: id, Seq: w.Seq, Stamp: w.Time}, nil
+	case TypeRegister, TypeSetPassword:
+		return Account{Type: w.MessageType, Username: w.Username, ID: id}, nil
+	case TypeInvite:
+		return Invite{Group: w.Group, Username: w.Username, ID: id}, nil
 	case TypeWho:
 		return Who{Users: w.Users, Truncated: w.Truncated, ID: id}, nil
 	case TypeGroups:

@@ -1,6 +1,8 @@
 // Package metrics serves a node's metrics in the Prometheus text format,
-// its health and pprof on one loopback HTTP listener (ringnode run
-// --metrics-addr).
+// its health and (with ringnode run --pprof only) pprof on one loopback
+// HTTP listener (ringnode run --metrics-addr). Requests whose Host is not a
+// loopback address are refused, so that a web page the operator visits
+// cannot reach the listener through DNS rebinding.
 //
 // Counters are read from the node, the chat server and the transport at
 // scrape time (they keep their own totals); the three histograms (token
@@ -15,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,6 +48,10 @@ type Metrics struct {
 	// Delivery observes the seconds from a message's acceptance at its
 	// sender's node to its hand-over to a recipient's connection.
 	Delivery prometheus.Histogram
+
+	// Pprof serves /debug/pprof/ as well; set it before Handler or Serve.
+	// Off by default: profiles and the command line are for tuning.
+	Pprof bool
 }
 
 // New builds the registry for node id. Set Sources before serving.
@@ -215,7 +222,8 @@ func (m *Metrics) health(ctx context.Context) Health {
 }
 
 // Handler serves /metrics, /healthz (200 when the node is in the ring and
-// knows a coordinator, else 503; JSON body) and /debug/pprof/.
+// knows a coordinator, else 503; JSON body) and, if m.Pprof, /debug/pprof/.
+// A request whose Host header is not a loopback address gets 403.
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
@@ -229,12 +237,36 @@ func (m *Metrics) Handler() http.Handler {
 		}
 		_ = json.NewEncoder(w).Encode(h)
 	})
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	return mux
+	if m.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !loopbackHost(r.Host) {
+			http.Error(w, fmt.Sprintf("metrics: Host %q is not a loopback address; ask for 127.0.0.1, [::1] or localhost", r.Host),
+				http.StatusForbidden)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// loopbackHost reports whether a request's Host (host or host:port) names
+// a loopback address.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // ErrNotLoopback is returned for a metrics address that is not loopback.

@@ -18,8 +18,15 @@ import (
 
 func get(t *testing.T, h http.Handler, path string) (int, string) {
 	t.Helper()
+	return getHost(t, h, "127.0.0.1:9100", path)
+}
+
+func getHost(t *testing.T, h http.Handler, host, path string) (int, string) {
+	t.Helper()
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	req.Host = host
+	h.ServeHTTP(rec, req)
 	b, _ := io.ReadAll(rec.Result().Body)
 	return rec.Code, string(b)
 }
@@ -77,8 +84,43 @@ func TestMetricsAndHealth(t *testing.T) {
 	if code, _ = get(t, h, "/healthz"); code != http.StatusServiceUnavailable {
 		t.Errorf("/healthz without coordinator: %d", code)
 	}
-	if code, _ = get(t, h, "/debug/pprof/"); code != http.StatusOK {
-		t.Errorf("/debug/pprof/: %d", code)
+}
+
+// pprof is served only when asked for; the command line it shows can hold
+// secrets.
+func TestPprofOnlyWhenEnabled(t *testing.T) {
+	m := New(1)
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline"} {
+		if code, _ := get(t, m.Handler(), path); code != http.StatusNotFound {
+			t.Errorf("%s without Pprof: %d, want 404", path, code)
+		}
+	}
+	m.Pprof = true
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline"} {
+		if code, _ := get(t, m.Handler(), path); code != http.StatusOK {
+			t.Errorf("%s with Pprof: %d, want 200", path, code)
+		}
+	}
+}
+
+// A request for another host name (a DNS-rebinding page in the operator's
+// browser) is refused with the reason; loopback names are served.
+func TestNonLoopbackHostRefused(t *testing.T) {
+	m := New(1)
+	m.Pprof = true
+	h := m.Handler()
+	for _, host := range []string{"evil.example", "evil.example:9100", "10.0.0.1:9100", "0.0.0.0:9100", ""} {
+		for _, path := range []string{"/metrics", "/healthz", "/debug/pprof/cmdline"} {
+			code, body := getHost(t, h, host, path)
+			if code != http.StatusForbidden || !strings.Contains(body, "not a loopback address") {
+				t.Errorf("Host %q %s: %d %q, want 403 with the reason", host, path, code, body)
+			}
+		}
+	}
+	for _, host := range []string{"127.0.0.1:9100", "127.0.0.1", "localhost:9100", "LOCALHOST", "[::1]:9100", "127.0.0.5:1"} {
+		if code, _ := getHost(t, h, host, "/metrics"); code != http.StatusOK {
+			t.Errorf("Host %q: %d, want 200", host, code)
+		}
 	}
 }
 

@@ -61,6 +61,7 @@ type visitResult struct {
 	tok    token.Token
 	worked bool
 	fenced bool
+	fence  *token.Stamp // fenced: the store's fence after the refusal, if it could be read
 	err    error
 }
 
@@ -284,6 +285,7 @@ func (n *Node) handleEvent(ev transport.Event) {
 			n.log.Warn().Err(err).Int64("from", ev.Frame.Src).Msg("dropped a frame")
 			return
 		}
+		m.To = ev.Frame.Dst // the transport dropped datagrams meant for another node
 		if m.Type == ring.MsgTokenAck && m.Stamp != nil && *m.Stamp == n.sentSeq && !n.sentAt.IsZero() {
 			n.recordHop(time.Since(n.sentAt))
 		}
@@ -454,7 +456,7 @@ func (n *Node) visitDone(v visitResult) {
 	switch {
 	case v.fenced:
 		n.stats.TokensFenced++
-		n.rn.VisitFenced(v.tok)
+		n.rn.VisitFenced(v.tok, v.fence)
 	case v.err != nil:
 		n.logSection(v)
 		n.rn.VisitFailed(v.tok)
@@ -514,6 +516,9 @@ func (n *Node) visitWorker(ctx context.Context) {
 			vctx, cancel := context.WithTimeout(ctx, maxHold)
 			res := n.runSections(vctx, tok)
 			cancel()
+			if res.fenced {
+				res.fence = n.readFence(ctx)
+			}
 			select {
 			case n.visited <- res:
 			case <-ctx.Done():
@@ -541,6 +546,21 @@ func (n *Node) runSections(ctx context.Context, tok token.Token) visitResult {
 		res.worked = res.worked || worked
 	}
 	return res
+}
+
+// readFence reads the store's fence after a refused critical section, so
+// that the ring can tell a token of a generation the store never issued
+// (forged) from one a newer generation superseded. It returns nil if the
+// store cannot say.
+func (n *Node) readFence(ctx context.Context) *token.Stamp {
+	fctx, cancel := context.WithTimeout(ctx, n.cfg.StoreTimeout)
+	defer cancel()
+	f, err := n.st.Fence(fctx)
+	if err != nil {
+		n.log.Warn().Err(err).Msg("could not read the token fence after a refused critical section")
+		return nil
+	}
+	return &token.Stamp{Gen: f.Generation, Seq: f.Seq}
 }
 
 // peerWorker re-reads the node table now and then.

@@ -130,7 +130,7 @@ func (n *Node) leaseDone(r Result) {
 		n.leaseGen = r.Gen
 	}
 	if r.Outcome != Failed && !r.LeaseOK && r.Coord != 0 {
-		n.adopt(r.Coord, r.Epoch)
+		n.adoptStore(r.Coord, r.Epoch)
 	}
 	n.el.LeaseDone(lr)
 }

@@ -145,6 +145,11 @@ func ParseMsg(typ string, src, epoch int64, payload json.RawMessage, via Via) (M
 		return Msg{}, fmt.Errorf("ring: SUCCESSOR without successor")
 	case m.Succ < 0 || m.Ver < 0 || m.Failed < 0:
 		return Msg{}, fmt.Errorf("ring: %s with negative ids", typ)
+	case m.Token != nil && (m.Token.Gen < 1 || m.Token.Seq < 0 || m.Token.Coord < 0 || m.Token.Epoch < 0 ||
+		m.Token.Busy < 0 || m.Token.Quiet < 0):
+		return Msg{}, fmt.Errorf("ring: %s with a negative or zero generation, or negative counters", typ)
+	case m.Stamp != nil && (m.Stamp.Gen < 1 || m.Stamp.Seq < 0):
+		return Msg{}, fmt.Errorf("ring: %s with a negative or zero stamp", typ)
 	case m.Type == MsgElection && m.Election == nil:
 		return Msg{}, fmt.Errorf("ring: ELECTION without election message")
 	case m.Type != MsgElection && m.Election != nil:

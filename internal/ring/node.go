@@ -111,6 +111,10 @@ type Node struct {
 	retryOpAt  int64
 	claimQueue bool
 
+	// Commands of an epoch the store has not confirmed yet, waiting for the
+	// store read that decides (oldest first, at most maxParked).
+	parked []parkedMsg
+
 	ver         int64
 	pendingSucc map[int64]*pending
 	handoff     *pending
@@ -269,11 +273,14 @@ func (n *Node) wakeAll() {
 	}
 }
 
-// VisitFenced reports that the store refused the critical section of t (a
-// newer token generation exists); the token is dropped.
-func (n *Node) VisitFenced(t token.Token) {
+// VisitFenced reports that the store refused the critical section of t;
+// cur is the store's fence read after the refusal, or nil if it could not
+// be read. The token is dropped (see token.Machine.VisitFenced: a
+// generation the store never issued does not raise the bar for the real
+// token).
+func (n *Node) VisitFenced(t token.Token, cur *token.Stamp) {
 	n.note("token-fenced", 0)
-	n.tok.VisitFenced(t)
+	n.tok.VisitFenced(t, cur)
 	n.drainToken()
 }
 
@@ -568,7 +575,78 @@ func (n *Node) claim() {
 	n.enqueue(Op{Kind: OpClaim, PrevEpoch: n.epoch})
 }
 
-// adopt learns of a coordinator epoch.
+// maxParked bounds the commands waiting for the store to confirm their
+// epoch: a coordinator resends what matters, so dropping the oldest under
+// a flood of forged frames costs a retry, not the ring.
+const maxParked = 8
+
+type parkedMsg struct {
+	m     Msg
+	after uint64 // the last operation issued when it was parked
+}
+
+// confirmEpoch asks the store who the coordinator is: a frame proposed an
+// epoch above this node's. Reads already queued or running are not
+// repeated.
+func (n *Node) confirmEpoch() {
+	n.enqueue(Op{Kind: OpReadCoordinator})
+}
+
+// propose parks a command whose epoch the store has not confirmed and asks
+// the store; settleParked carries it out if the store names its sender.
+func (n *Node) propose(m Msg) {
+	if len(n.parked) == maxParked {
+		n.parked = n.parked[1:]
+	}
+	n.parked = append(n.parked, parkedMsg{m: m, after: n.nextOpID})
+	n.note("epoch-unconfirmed", m.From)
+	n.confirmEpoch()
+}
+
+// settleParked runs after a store read (operation readID): commands from
+// the coordinator the store confirmed are carried out, commands whose
+// epoch a read issued after them did not find in the store are dropped
+// (forged, or from a coordinator deposed since), and the rest wait for the
+// next read.
+func (n *Node) settleParked(readID uint64) {
+	if len(n.parked) == 0 {
+		return
+	}
+	ps := n.parked
+	n.parked = nil
+	again := false
+	for _, p := range ps {
+		m := p.m
+		switch {
+		case m.Epoch == n.epoch && n.coord != 0 && m.From == n.coord:
+			n.stepCommand(m)
+		case m.Epoch > n.epoch && readID <= p.after:
+			n.parked = append(n.parked, p)
+			again = true
+		default:
+			n.note("epoch-refused", m.From)
+		}
+	}
+	if again {
+		n.confirmEpoch()
+	}
+}
+
+// adoptStore learns the coordinator from the store, which is the truth:
+// unlike adopt it also goes back to a lower epoch (this node's epoch was
+// then never confirmed by the store, and every claim on it would lose).
+func (n *Node) adoptStore(coord, epoch int64) {
+	if epoch < n.epoch {
+		n.note("epoch-lowered", coord)
+		n.epoch, n.coord = epoch, 0
+		if n.succVer[0] > epoch {
+			n.succVer = [2]int64{}
+		}
+	}
+	n.adopt(coord, epoch)
+}
+
+// adopt learns of a coordinator epoch the store confirmed.
 func (n *Node) adopt(coord, epoch int64) {
 	if epoch < n.epoch {
 		return

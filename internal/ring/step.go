@@ -3,13 +3,27 @@ package ring
 import "slices"
 
 // Step handles one message from another node (or from itself).
+//
+// Frames only propose; the store decides. A datagram meant for another
+// node, and token traffic that did not come on the ring link it belongs to
+// (TOKEN and PING from the current predecessor, TOKEN_ACK and PONG from the
+// current successor), are dropped. An epoch above this node's is adopted
+// only once the store confirms it: the node reads the coordinator from the
+// store, and a command of the newer epoch waits for that answer.
 func (n *Node) Step(m Msg) {
 	if n.phase == PhaseLeft {
 		return
 	}
-	// Anything carrying a newer epoch tells a coordinator it was deposed.
-	if m.Epoch > n.epoch && n.isCoord {
-		n.stepDown()
+	if m.Via == ViaUDP && m.To != n.id {
+		n.note("misdirected", m.From)
+		return
+	}
+	if !n.onItsLink(m) {
+		n.note("off-link", m.From)
+		return
+	}
+	if m.Epoch > n.epoch {
+		n.confirmEpoch()
 	}
 	if m.From != n.id {
 		n.el.Heard(m.From)
@@ -20,24 +34,20 @@ func (n *Node) Step(m Msg) {
 	case MsgToken:
 		n.predHeard = n.now
 		if t := m.Token; t.Epoch > n.epoch && t.Coord != 0 {
-			n.adopt(t.Coord, t.Epoch)
+			n.confirmEpoch() // the token's gossip proposes, like any frame
 		}
 		n.tok.Receive(*m.Token)
 		n.drainToken()
 	case MsgTokenAck:
-		if m.From == n.succ {
-			n.pingOut = false
-			n.tok.Ack(*m.Stamp, m.Stale)
-			n.drainToken()
-			n.relinkDeferred()
-		}
+		n.pingOut = false
+		n.tok.Ack(*m.Stamp, m.Stale)
+		n.drainToken()
+		n.relinkDeferred()
 	case MsgPing:
 		n.predHeard = n.now
 		n.send(Msg{Type: MsgPong, Via: ViaPred})
 	case MsgPong:
-		if m.From == n.succ {
-			n.pingOut = false
-		}
+		n.pingOut = false
 	case MsgWake:
 		n.tok.Urgent()
 		n.drainToken()
@@ -73,17 +83,38 @@ func requestOp(typ MsgType, from, failed int64) Op {
 	}
 }
 
-// stepCommand handles a coordinator's command; stale epochs are ignored,
-// and so are commands at the current epoch from a node that is not its
-// coordinator (one epoch has one coordinator: such a command comes from a
-// node deposed since, stamped with the epoch it learned).
+// onItsLink reports whether m may be acted on given the path it came by:
+// the token and the heartbeat travel only on the ring links, from the
+// node at the other end of the link they belong to.
+func (n *Node) onItsLink(m Msg) bool {
+	switch m.Type {
+	case MsgToken, MsgPing:
+		return m.Via == ViaPred && n.pred != 0 && m.From == n.pred
+	case MsgTokenAck, MsgPong:
+		return m.Via == ViaSucc && n.succ != 0 && m.From == n.succ
+	}
+	return true
+}
+
+// stepCommand handles a coordinator's command. A node obeys only the
+// coordinator of its epoch: older epochs are ignored, and so are commands
+// at the current epoch from a node that is not its coordinator (one epoch
+// has one coordinator: such a command comes from a node deposed since,
+// stamped with the epoch it learned). A command of a newer epoch (or of
+// the current one when no coordinator is known) waits until the store
+// confirms its sender as coordinator (propose).
 func (n *Node) stepCommand(m Msg) {
-	if m.Epoch < n.epoch || (m.Epoch == n.epoch && n.coord != 0 && m.From != n.coord && m.Type != MsgHandoff) {
+	switch {
+	case m.Epoch < n.epoch:
 		n.note("stale-command", m.From)
 		return
-	}
-	if m.Type != MsgHandoff {
-		n.adopt(m.From, m.Epoch)
+	case m.Epoch == n.epoch && n.coord != 0 && (m.From == n.coord || m.Type == MsgHandoff):
+	case m.Epoch == n.epoch && n.coord != 0:
+		n.note("stale-command", m.From)
+		return
+	default:
+		n.propose(m)
+		return
 	}
 	switch m.Type {
 	case MsgSuccessor:
@@ -106,7 +137,7 @@ func (n *Node) stepCommand(m Msg) {
 			}
 		}
 	case MsgCoordinator:
-		// adopt did the work.
+		// Nothing to do: the store confirmed the sender already.
 	case MsgHandoff:
 		switch {
 		case n.isCoord:
@@ -178,13 +209,15 @@ func (n *Node) StoreDone(r Result) {
 		switch r.Op.Kind {
 		case OpReadCoordinator:
 			n.readDone(r)
+			n.settleParked(r.Op.ID)
 		case OpCheckMember:
 			n.checkDone(r)
+			n.settleParked(r.Op.ID)
 		case OpClaim:
 			n.claimDone(r)
 		case OpRegenerate:
 			if r.Outcome == Lost {
-				n.adopt(r.Coord, r.Epoch)
+				n.adoptStore(r.Coord, r.Epoch)
 				n.stepDown()
 				n.tok.RegenerateFailed()
 			} else {
@@ -195,7 +228,7 @@ func (n *Node) StoreDone(r Result) {
 		default:
 			switch {
 			case r.Outcome == Lost:
-				n.adopt(r.Coord, r.Epoch)
+				n.adoptStore(r.Coord, r.Epoch)
 				n.stepDown()
 			case !n.isCoord || r.Op.Epoch != n.epoch:
 				// Deposed while it ran: the change is in the store, and
@@ -248,7 +281,7 @@ func (n *Node) claimDone(r Result) {
 	n.claimQueue = false
 	if r.Outcome == Lost {
 		n.coordLost = false
-		n.adopt(r.Coord, r.Epoch)
+		n.adoptStore(r.Coord, r.Epoch)
 		if n.winClaims > 0 {
 			// This node won an election; a lower node's claim got in
 			// first. Claim over it (compare-and-set on its epoch).

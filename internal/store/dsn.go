@@ -1,10 +1,13 @@
 package store
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -54,7 +57,11 @@ func (d DSN) String() string {
 		if user != "" {
 			user += "@"
 		}
-		return "mysql://" + user + d.MySQL.Addr + "/" + d.MySQL.DBName
+		s := "mysql://" + user + d.MySQL.Addr + "/" + d.MySQL.DBName
+		if d.MySQL.TLSConfig != "" && d.MySQL.TLSConfig != "false" {
+			s += "?tls=" + d.MySQL.TLSConfig
+		}
+		return s
 	}
 	return "(invalid dsn)"
 }
@@ -84,7 +91,7 @@ func ParseDSN(s string) (DSN, error) {
 	case strings.Contains(s, "@tcp(") || strings.Contains(s, "@unix(") || strings.HasPrefix(s, "tcp(") || strings.HasPrefix(s, "unix("):
 		cfg, err := mysql.ParseDSN(s)
 		if err != nil {
-			return DSN{}, fmt.Errorf("%w: %v", ErrBadDSN, err)
+			return DSN{}, fmt.Errorf("%w: %v", ErrBadDSN, tlsHint(err))
 		}
 		return finishMySQL(cfg)
 	}
@@ -132,9 +139,11 @@ func parseMySQLURL(s string) (DSN, error) {
 	}
 	// Reuse the driver's parameter handling for the query string.
 	if q := u.RawQuery; q != "" {
-		extra, err := mysql.ParseDSN("/?" + q)
+		// With the real address, so that a TLS configuration's server
+		// name is the DSN's host, not the driver's default 127.0.0.1.
+		extra, err := mysql.ParseDSN("tcp(" + cfg.Addr + ")/?" + q)
 		if err != nil {
-			return DSN{}, fmt.Errorf("%w: %v", ErrBadDSN, err)
+			return DSN{}, fmt.Errorf("%w: %v", ErrBadDSN, tlsHint(err))
 		}
 		extra.User, extra.Passwd, extra.Net, extra.Addr, extra.DBName = cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName
 		cfg = extra
@@ -167,6 +176,42 @@ func finishMySQL(cfg *mysql.Config) (DSN, error) {
 		}
 	}
 	return DSN{Dialect: "mysql", MySQL: cfg}, nil
+}
+
+// TLSCustom is the name RegisterTLSCA registers by default (ringnode
+// --db-ca): a DSN selects it with tls=custom.
+const TLSCustom = "custom"
+
+// RegisterTLSCA registers, under name, a TLS configuration for MariaDB
+// that trusts only the CA certificates in the PEM file caFile and checks
+// that the server's certificate names the DSN's host. A DSN then selects
+// it with the parameter tls=NAME. It must be called before ParseDSN of
+// such a DSN (the driver looks the name up while parsing). The names
+// true, false, skip-verify and preferred are the driver's own: tls=true
+// verifies against the system's roots, skip-verify encrypts without
+// verifying, preferred falls back to plain text (do not use either over
+// an untrusted network).
+func RegisterTLSCA(name, caFile string) error {
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return fmt.Errorf("store: MariaDB CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return fmt.Errorf("store: MariaDB CA %s: no PEM certificate in the file", caFile)
+	}
+	if err := mysql.RegisterTLSConfig(name, &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}); err != nil {
+		return fmt.Errorf("store: MariaDB TLS config %q: %w", name, err)
+	}
+	return nil
+}
+
+// tlsHint adds what to do to the driver's error for an unknown tls name.
+func tlsHint(err error) error {
+	if strings.Contains(err.Error(), "unknown config name") {
+		return fmt.Errorf("%v (tls=true verifies against the system's roots; tls=%s needs --db-ca FILE)", err, TLSCustom)
+	}
+	return err
 }
 
 // redact masks the password in a DSN-looking string for error messages.

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -50,6 +52,26 @@ func SchemaVersion() (int64, error) {
 		}
 	}
 	return newest, nil
+}
+
+// SchemaVersions lists, ascending, the schema versions embedded in this
+// binary (numbers may have gaps: changes made side by side take numbers
+// apart).
+func SchemaVersions() ([]int64, error) {
+	seen := map[int64]bool{}
+	for _, dir := range []string{"mysql", "sqlite"} {
+		entries, err := fs.ReadDir(migrations.FS, dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			var v int64
+			if _, err := fmt.Sscanf(e.Name(), "%d_", &v); err == nil {
+				seen[v] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen)), nil
 }
 
 // Migrate applies every pending migration of the store's dialect and returns
@@ -184,7 +206,7 @@ type fileLocker struct {
 }
 
 func (l *fileLocker) SessionLock(ctx context.Context, _ *sql.Conn) error {
-	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return fmt.Errorf("take migration lock: %w", err)
 	}

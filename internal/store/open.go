@@ -60,9 +60,23 @@ func openSQLite(ctx context.Context, d DSN, opts Options, now func() time.Time) 
 		if !opts.Create {
 			return nil, fmt.Errorf("%w: no store at %s (run `ringnode migrate` first, or check --db)", ErrNotFound, d.Path)
 		}
-		if err := os.MkdirAll(filepath.Dir(d.Path), 0o755); err != nil {
+		// The store holds every user's messages and password hashes: only
+		// the user running the nodes reads it.
+		if err := os.MkdirAll(filepath.Dir(d.Path), 0o700); err != nil {
 			return nil, fmt.Errorf("%w: create directory for %s: %v", ErrUnavailable, d.Path, err)
 		}
+		// Created here with 0600; SQLite gives its -wal and -shm files the
+		// database file's mode.
+		f, err := os.OpenFile(d.Path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil && !errors.Is(err, os.ErrExist) { // another node may have just made it
+			return nil, fmt.Errorf("%w: create %s: %v", ErrUnavailable, d.Path, err)
+		}
+		if f != nil {
+			f.Close()
+		}
+	}
+	if err := privateFiles(d.Path); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	// busy_timeout: writers from other processes wait instead of failing.
 	// WAL: readers do not block the writer. immediate: every transaction
@@ -81,6 +95,27 @@ func openSQLite(ctx context.Context, d DSN, opts Options, now func() time.Time) 
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, d.Path, err)
 	}
 	return newSQLStore(db, d, sqliteDialect, now), nil
+}
+
+// privateFiles makes an SQLite store's files (the database, -wal and -shm)
+// readable by their owner only, as they are when Open creates them; a
+// store an older version made world-readable is tightened.
+func privateFiles(path string) error {
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(p, fi.Mode().Perm()&0o700); err != nil {
+				return fmt.Errorf("make %s private: %w", p, err)
+			}
+		}
+	}
+	return nil
 }
 
 func openMySQL(ctx context.Context, d DSN, opts Options, now func() time.Time) (Store, error) {
@@ -104,7 +139,11 @@ func openMySQL(ctx context.Context, d DSN, opts Options, now func() time.Time) (
 	if err != nil {
 		return nil, classifyMySQL(err, d)
 	}
-	return newSQLStore(db, d, mysqlDialect, now), nil
+	st := newSQLStore(db, d, mysqlDialect, now)
+	// The session guards are MariaDB's: where they were accepted, so is
+	// max_statement_time.
+	st.statementTime = cfg.Params["idle_write_transaction_timeout"] != ""
+	return st, nil
 }
 
 func openMySQLDB(ctx context.Context, cfg *mysql.Config) (*sql.DB, error) {

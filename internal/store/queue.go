@@ -27,11 +27,29 @@ type sqlTx struct {
 }
 
 func (t *sqlTx) exec(q string, args ...any) (int64, error) {
-	res, err := t.tx.ExecContext(t.ctx, q, args...)
+	res, err := t.tx.ExecContext(t.ctx, t.bound(q), args...)
 	if err != nil {
 		return 0, err
 	}
 	return res.RowsAffected()
+}
+
+func (t *sqlTx) query(q string, args ...any) (*sql.Rows, error) {
+	return t.tx.QueryContext(t.ctx, t.bound(q), args...)
+}
+
+func (t *sqlTx) queryRow(q string, args ...any) *sql.Row {
+	return t.tx.QueryRowContext(t.ctx, t.bound(q), args...)
+}
+
+// bound makes the server stop the statement when the transaction's
+// context expires. The driver gives up on a statement at the deadline and
+// drops the connection, but MariaDB would go on running it, holding its
+// locks (the token fence's row, in a visit) until it finished; with
+// max_statement_time it stops at the deadline and the transaction rolls
+// back. SQLite needs nothing: the driver interrupts the statement.
+func (t *sqlTx) bound(q string) string {
+	return t.s.boundStatement(t.ctx, q)
 }
 
 func checkName(kind, name string) error {
@@ -57,7 +75,7 @@ func (t *sqlTx) UserByName(name string) (User, error) {
 	var u User
 	var hash sql.NullString
 	var us int64
-	err := t.tx.QueryRowContext(t.ctx, "SELECT user_id, name, password_hash, created_us FROM users WHERE name = ?", name).
+	err := t.queryRow("SELECT user_id, name, password_hash, created_us FROM users WHERE name = ?", name).
 		Scan(&u.ID, &u.Name, &hash, &us)
 	if errors.Is(err, sql.ErrNoRows) {
 		return User{}, fmt.Errorf("%w: user %q", ErrNotFound, name)
@@ -96,8 +114,9 @@ func (t *sqlTx) EnsureGroup(name string) (Group, bool, error) {
 func (t *sqlTx) GroupByName(name string) (Group, error) {
 	var g Group
 	var us int64
-	err := t.tx.QueryRowContext(t.ctx, "SELECT group_id, name, created_us FROM chat_groups WHERE name = ?", name).
-		Scan(&g.ID, &g.Name, &us)
+	var by sql.NullInt64
+	err := t.queryRow("SELECT group_id, name, created_us, invite_only, created_by FROM chat_groups WHERE name = ?", name).
+		Scan(&g.ID, &g.Name, &us, &g.InviteOnly, &by)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Group{}, fmt.Errorf("%w: group %q", ErrNotFound, name)
 	}
@@ -105,16 +124,50 @@ func (t *sqlTx) GroupByName(name string) (Group, error) {
 		return Group{}, fmt.Errorf("store: read group: %w", err)
 	}
 	g.CreatedAt = time.UnixMicro(us).UTC()
+	g.CreatedBy = by.Int64
 	return g, nil
 }
 
 func (t *sqlTx) JoinGroup(groupID, userID int64) (bool, error) {
-	k, err := t.exec(t.s.d.insertIgnore+" group_members (group_id, user_id, joined_us) VALUES (?, ?, ?)"+t.s.d.onConflictIgnore,
+	// The new member's cursor starts after the group's newest message. The
+	// group row's lock, taken first (before the membership's foreign key
+	// check takes a shared one), orders the join against a visit storing to
+	// the group: the member gets exactly what is stored after the join.
+	var last int64
+	if err := t.queryRow("SELECT last_seq FROM chat_groups WHERE group_id = ?"+t.s.d.forUpdate, groupID).Scan(&last); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return false, fmt.Errorf("%w: group %d", ErrNotFound, groupID)
+		}
+		return false, fmt.Errorf("store: join group: %w", err)
+	}
+	// joined_seq: the member's group history starts after the newest
+	// message stored so far.
+	k, err := t.exec(t.s.d.insertIgnore+" group_members (group_id, user_id, joined_us, joined_seq) "+
+		"SELECT ?, ?, ?, COALESCE((SELECT MAX(msg_seq) FROM messages), 0)"+t.s.d.fromDual+t.s.d.onConflictIgnore,
 		groupID, userID, t.s.nowUS())
 	if err != nil {
 		return false, fmt.Errorf("store: join group: %w", err)
 	}
-	return k > 0, nil
+	if _, err := t.exec("DELETE FROM group_invites WHERE group_id = ? AND user_id = ?", groupID, userID); err != nil {
+		return false, fmt.Errorf("store: join group: use the invitation: %w", err)
+	}
+	if k == 0 {
+		return false, nil
+	}
+	// A member who left and comes back before having everything sent while
+	// a member keeps the cursor: nothing sent to them is lost (they also
+	// get what was sent while away).
+	m, err := t.exec("UPDATE group_cursors SET until_seq = NULL WHERE group_id = ? AND user_id = ?", groupID, userID)
+	if err != nil {
+		return false, fmt.Errorf("store: join group: %w", err)
+	}
+	if m == 0 {
+		if _, err := t.exec("INSERT INTO group_cursors (group_id, user_id, acked_seq, sent_seq) VALUES (?, ?, ?, ?)",
+			groupID, userID, last, last); err != nil {
+			return false, fmt.Errorf("store: join group: %w", err)
+		}
+	}
+	return true, nil
 }
 
 func (t *sqlTx) LeaveGroup(groupID, userID int64) (bool, error) {
@@ -122,11 +175,24 @@ func (t *sqlTx) LeaveGroup(groupID, userID int64) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("store: leave group: %w", err)
 	}
-	return k > 0, nil
+	if k == 0 {
+		return false, nil
+	}
+	// What was sent while a member still reaches them; the cursor goes
+	// once they have it.
+	if _, err := t.exec("UPDATE group_cursors SET until_seq = (SELECT g.last_seq FROM chat_groups g WHERE g.group_id = ?)"+
+		" WHERE group_id = ? AND user_id = ?", groupID, groupID, userID); err != nil {
+		return false, fmt.Errorf("store: leave group: %w", err)
+	}
+	if _, err := t.exec("DELETE FROM group_cursors WHERE group_id = ? AND user_id = ? AND acked_seq >= until_seq",
+		groupID, userID); err != nil {
+		return false, fmt.Errorf("store: leave group: %w", err)
+	}
+	return true, nil
 }
 
 func (t *sqlTx) GroupMembers(groupID int64) ([]int64, error) {
-	rows, err := t.tx.QueryContext(t.ctx, "SELECT user_id FROM group_members WHERE group_id = ? ORDER BY user_id", groupID)
+	rows, err := t.query("SELECT user_id FROM group_members WHERE group_id = ? ORDER BY user_id", groupID)
 	if err != nil {
 		return nil, fmt.Errorf("store: group members: %w", err)
 	}
@@ -143,7 +209,7 @@ func (t *sqlTx) GroupMembers(groupID int64) ([]int64, error) {
 }
 
 func (t *sqlTx) queryGroups(op, q string, args ...any) ([]Group, error) {
-	rows, err := t.tx.QueryContext(t.ctx, q, args...)
+	rows, err := t.query(q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: %s: %w", op, err)
 	}
@@ -152,16 +218,18 @@ func (t *sqlTx) queryGroups(op, q string, args ...any) ([]Group, error) {
 	for rows.Next() {
 		var g Group
 		var us int64
-		if err := rows.Scan(&g.ID, &g.Name, &us, &g.Members); err != nil {
+		var by sql.NullInt64
+		if err := rows.Scan(&g.ID, &g.Name, &us, &g.InviteOnly, &by, &g.Members); err != nil {
 			return nil, fmt.Errorf("store: %s: %w", op, err)
 		}
 		g.CreatedAt = time.UnixMicro(us).UTC()
+		g.CreatedBy = by.Int64
 		out = append(out, g)
 	}
 	return out, rows.Err()
 }
 
-const groupCols = "SELECT g.group_id, g.name, g.created_us, " +
+const groupCols = "SELECT g.group_id, g.name, g.created_us, g.invite_only, g.created_by, " +
 	"(SELECT COUNT(*) FROM group_members c WHERE c.group_id = g.group_id) FROM chat_groups g"
 
 func (t *sqlTx) UserGroups(userID int64) ([]Group, error) {
@@ -169,8 +237,14 @@ func (t *sqlTx) UserGroups(userID int64) ([]Group, error) {
 		" JOIN group_members m ON m.group_id = g.group_id WHERE m.user_id = ? ORDER BY g.name", userID)
 }
 
-func (t *sqlTx) ListGroups() ([]Group, error) {
-	return t.queryGroups("list groups", groupCols+" ORDER BY g.name")
+// MaxGroupsPage bounds one page of ListGroups.
+const MaxGroupsPage = 1000
+
+func (t *sqlTx) ListGroups(after string, limit int) ([]Group, error) {
+	if limit <= 0 || limit > MaxGroupsPage {
+		return nil, fmt.Errorf("%w: groups page of %d (1-%d)", ErrInvalid, limit, MaxGroupsPage)
+	}
+	return t.queryGroups("list groups", groupCols+" WHERE g.name > ? ORDER BY g.name LIMIT ?", after, limit)
 }
 
 func (t *sqlTx) SetPresence(userID, nodeID int64) error {
@@ -207,7 +281,7 @@ func (t *sqlTx) ClearNodePresence(nodeID int64) (int, error) {
 func (t *sqlTx) PresenceOf(userID int64) (Presence, error) {
 	var p Presence
 	var us int64
-	err := t.tx.QueryRowContext(t.ctx,
+	err := t.queryRow(
 		"SELECT p.user_id, u.name, p.node_id, p.since_us FROM presence p JOIN users u ON u.user_id = p.user_id WHERE p.user_id = ?",
 		userID).Scan(&p.UserID, &p.UserName, &p.NodeID, &us)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -245,6 +319,9 @@ func (t *sqlTx) InsertMessage(m NewMessage, recipients []int64) (int64, bool, er
 	if err := checkMessage(m); err != nil {
 		return 0, false, err
 	}
+	if err := t.lockGroups([]NewMessage{m}, []int{0}); err != nil {
+		return 0, false, err
+	}
 	k, err := t.exec(t.s.d.insertIgnore+
 		" messages (msg_id, sender_id, to_user_id, to_group_id, content, sent_us, stored_us, node_id)"+
 		" VALUES (?, ?, ?, ?, ?, ?, ?, ?)"+t.s.d.onConflictIgnore,
@@ -253,16 +330,57 @@ func (t *sqlTx) InsertMessage(m NewMessage, recipients []int64) (int64, bool, er
 		return 0, false, fmt.Errorf("store: insert message: %w", err)
 	}
 	var seq int64
-	if err := t.tx.QueryRowContext(t.ctx, "SELECT msg_seq FROM messages WHERE msg_id = ?", m.ID).Scan(&seq); err != nil {
+	if err := t.queryRow("SELECT msg_seq FROM messages WHERE msg_id = ?", m.ID).Scan(&seq); err != nil {
 		return 0, false, fmt.Errorf("store: insert message: %w", err)
 	}
 	if k == 0 {
 		return seq, true, nil
 	}
+	if m.ToGroupID != 0 {
+		if err := t.advanceGroups(map[int64]int64{m.ToGroupID: seq}); err != nil {
+			return 0, false, err
+		}
+		return seq, false, nil
+	}
 	if err := t.insertRecipients(recipientRows(seq, recipients)); err != nil {
 		return 0, false, err
 	}
 	return seq, false, nil
+}
+
+// lockGroups locks the rows of the groups that new messages go to, before
+// the messages are inserted: a join (which locks the group's row first too)
+// and a store to the group then take their locks in one order.
+func (t *sqlTx) lockGroups(ms []NewMessage, fresh []int) error {
+	var groups []int64
+	for _, i := range fresh {
+		if g := ms[i].ToGroupID; g != 0 {
+			groups = append(groups, g)
+		}
+	}
+	if len(groups) == 0 || t.s.d.forUpdate == "" {
+		return nil
+	}
+	slices.Sort(groups)
+	groups = slices.Compact(groups)
+	for chunk := range slices.Chunk(groups, inChunk) {
+		if _, err := t.queryIDs("SELECT group_id FROM chat_groups WHERE group_id IN ("+placeholders(len(chunk))+") ORDER BY group_id"+
+			t.s.d.forUpdate, anySlice(chunk)...); err != nil {
+			return fmt.Errorf("store: group timeline: %w", err)
+		}
+	}
+	return nil
+}
+
+// advanceGroups records the newest message of each group (one row per
+// group, whatever its size: the members' cursors do the rest).
+func (t *sqlTx) advanceGroups(last map[int64]int64) error {
+	for g, seq := range last {
+		if _, err := t.exec("UPDATE chat_groups SET last_seq = ? WHERE group_id = ? AND last_seq < ?", seq, g, seq); err != nil {
+			return fmt.Errorf("store: group timeline: %w", err)
+		}
+	}
+	return nil
 }
 
 // recipientRows are the rows of one message's recipients, duplicates
@@ -329,6 +447,9 @@ func (t *sqlTx) InsertMessages(ms []NewMessage, recipients [][]int64) ([]Inserte
 		seen[m.ID] = true
 		fresh = append(fresh, i)
 	}
+	if err := t.lockGroups(ms, fresh); err != nil {
+		return nil, err
+	}
 	now := t.s.nowUS()
 	for chunk := range slices.Chunk(fresh, msgChunk) {
 		var b strings.Builder
@@ -358,8 +479,17 @@ func (t *sqlTx) InsertMessages(ms []NewMessage, recipients [][]int64) ([]Inserte
 		maps.Copy(stored, seqs)
 	}
 	var rows []RecipientSeq
+	last := map[int64]int64{}
 	for _, i := range fresh {
-		rows = append(rows, recipientRows(stored[ms[i].ID], recipients[i])...)
+		seq := stored[ms[i].ID]
+		if g := ms[i].ToGroupID; g != 0 {
+			last[g] = max(last[g], seq)
+			continue
+		}
+		rows = append(rows, recipientRows(seq, recipients[i])...)
+	}
+	if err := t.advanceGroups(last); err != nil {
+		return nil, err
 	}
 	if err := t.insertRecipients(rows); err != nil {
 		return nil, err
@@ -375,7 +505,7 @@ func (t *sqlTx) seqsOf(ids []string) (map[string]int64, error) {
 	out := map[string]int64{}
 	for chunk := range slices.Chunk(ids, inChunk) {
 		ph := placeholders(len(chunk))
-		rows, err := t.tx.QueryContext(t.ctx, "SELECT msg_id, msg_seq FROM messages WHERE msg_id IN ("+ph+")", anySlice(chunk)...)
+		rows, err := t.query("SELECT msg_id, msg_seq FROM messages WHERE msg_id IN ("+ph+")", anySlice(chunk)...)
 		if err != nil {
 			return nil, fmt.Errorf("store: message sequences: %w", err)
 		}
@@ -417,59 +547,18 @@ func scanMessage(rows *sql.Rows, m *Message, lead ...any) error {
 }
 
 func (t *sqlTx) PendingForNode(nodeID int64, limit int) ([]Delivery, error) {
-	if limit <= 0 {
-		return nil, fmt.Errorf("%w: limit %d", ErrInvalid, limit)
-	}
-	rows, err := t.tx.QueryContext(t.ctx,
-		"SELECT r.user_id, ru.name, "+messageCols+" FROM presence p"+
-			" JOIN recipients r ON r.user_id = p.user_id"+
-			" JOIN users ru ON ru.user_id = r.user_id"+
-			" JOIN messages m ON m.msg_seq = r.msg_seq"+messageJoins+
-			" WHERE p.node_id = ? AND r.delivered_us IS NULL ORDER BY r.msg_seq, r.user_id LIMIT ?",
-		nodeID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("store: pending messages: %w", err)
-	}
-	defer rows.Close()
-	var out []Delivery
-	for rows.Next() {
-		var d Delivery
-		if err := scanMessage(rows, &d.Message, &d.RecipientID, &d.Recipient); err != nil {
-			return nil, fmt.Errorf("store: pending messages: %w", err)
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
+	return t.PendingForNodeFair(nodeID, limit, limit)
 }
 
 func (t *sqlTx) PendingForNodeFair(nodeID int64, perRecipient, limit int) ([]Delivery, error) {
 	if limit <= 0 || perRecipient <= 0 {
 		return nil, fmt.Errorf("%w: limit %d, per recipient %d", ErrInvalid, limit, perRecipient)
 	}
-	// The window numbers each recipient's undelivered rows oldest first;
-	// both dialects (MariaDB 10.2+, SQLite 3.25+) have window functions.
-	rows, err := t.tx.QueryContext(t.ctx,
-		"SELECT w.user_id, ru.name, "+messageCols+" FROM"+
-			" (SELECT r.user_id, r.msg_seq, ROW_NUMBER() OVER (PARTITION BY r.user_id ORDER BY r.msg_seq) AS rn"+
-			" FROM presence p JOIN recipients r ON r.user_id = p.user_id"+
-			" WHERE p.node_id = ? AND r.delivered_us IS NULL) w"+
-			" JOIN users ru ON ru.user_id = w.user_id"+
-			" JOIN messages m ON m.msg_seq = w.msg_seq"+messageJoins+
-			" WHERE w.rn <= ? ORDER BY w.msg_seq, w.user_id LIMIT ?",
-		nodeID, perRecipient, limit)
+	users, err := t.queryIDs("SELECT user_id FROM presence WHERE node_id = ? ORDER BY user_id LIMIT ?", nodeID, MaxPendingUsers)
 	if err != nil {
 		return nil, fmt.Errorf("store: pending messages: %w", err)
 	}
-	defer rows.Close()
-	var out []Delivery
-	for rows.Next() {
-		var d Delivery
-		if err := scanMessage(rows, &d.Message, &d.RecipientID, &d.Recipient); err != nil {
-			return nil, fmt.Errorf("store: pending messages: %w", err)
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
+	return t.PendingFor(nodeID, users, perRecipient, limit)
 }
 
 func (t *sqlTx) NodesWithPending(fromSeq, toSeq int64) ([]int64, error) {
@@ -478,7 +567,13 @@ func (t *sqlTx) NodesWithPending(fromSeq, toSeq int64) ([]int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: nodes with pending messages: %w", err)
 	}
-	return ids, nil
+	more, err := t.groupNodesWithPending(fromSeq, toSeq)
+	if err != nil {
+		return nil, fmt.Errorf("store: nodes with pending messages: %w", err)
+	}
+	ids = append(ids, more...)
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
 }
 
 // execIn runs q once per chunk of vals, with q's single "(?)" placeholder
@@ -511,7 +606,41 @@ func (t *sqlTx) MarkDelivered(recipientID int64, seqs []int64) error {
 	if err != nil {
 		return fmt.Errorf("store: mark delivered: %w", err)
 	}
+	rows, err := t.groupRowsOf(recipientID, seqs)
+	if err != nil {
+		return fmt.Errorf("store: mark delivered: %w", err)
+	}
+	if _, err := t.markCursors(rows); err != nil {
+		return fmt.Errorf("store: mark delivered: %w", err)
+	}
 	return nil
+}
+
+// groupRowsOf returns the cursor positions of the group messages among
+// seqs, for the recipient.
+func (t *sqlTx) groupRowsOf(recipientID int64, seqs []int64) ([]RecipientSeq, error) {
+	var rows []RecipientSeq
+	for chunk := range slices.Chunk(seqs, inChunk) {
+		rs, err := t.query("SELECT msg_seq, to_group_id FROM messages WHERE to_group_id IS NOT NULL AND msg_seq IN ("+
+			placeholders(len(chunk))+")", anySlice(chunk)...)
+		if err != nil {
+			return nil, err
+		}
+		for rs.Next() {
+			r := RecipientSeq{RecipientID: recipientID}
+			if err := rs.Scan(&r.Seq, &r.GroupID); err != nil {
+				rs.Close()
+				return nil, err
+			}
+			rows = append(rows, r)
+		}
+		err = rs.Err()
+		rs.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return rows, nil
 }
 
 // rowChunk bounds the (user_id = ? AND msg_seq = ?) terms of one statement
@@ -556,7 +685,7 @@ func rowsClause(head string, args []any, rows []RecipientSeq) (string, []any) {
 
 // queryIDs runs q and returns its one integer column.
 func (t *sqlTx) queryIDs(q string, args ...any) ([]int64, error) {
-	rows, err := t.tx.QueryContext(t.ctx, q, args...)
+	rows, err := t.query(q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -600,53 +729,87 @@ func (t *sqlTx) MarkDeliveredRows(nodeID int64, rows []RecipientSeq) ([]Recipien
 		}
 	}
 	want := slices.DeleteFunc(slices.Clone(rows), func(r RecipientSeq) bool { return !present[r.RecipientID] })
-	if len(want) == 0 {
-		return nil, stamp, nil
-	}
-	k, err := t.execRows("UPDATE recipients SET delivered_us = ? WHERE delivered_us IS NULL AND", []any{stamp}, want)
+	want, groupRows := splitRows(want)
+	cursors, err := t.markCursors(groupRows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: mark delivered: %w", err)
 	}
+	direct, err := t.markRows(stamp, want)
+	if err != nil {
+		return nil, 0, err
+	}
+	marked := append(direct, cursors...)
+	if len(marked) == 0 {
+		return nil, stamp, nil
+	}
+	// In the given order.
+	ok := make(map[RecipientSeq]bool, len(marked))
+	for _, r := range marked {
+		ok[r] = true
+	}
+	return slices.DeleteFunc(slices.Clone(rows), func(r RecipientSeq) bool { return !ok[r] }), stamp, nil
+}
+
+// markRows marks pending recipient rows delivered at stamp and returns
+// those it marked.
+func (t *sqlTx) markRows(stamp int64, want []RecipientSeq) ([]RecipientSeq, error) {
+	if len(want) == 0 {
+		return nil, nil
+	}
+	k, err := t.execRows("UPDATE recipients SET delivered_us = ? WHERE delivered_us IS NULL AND", []any{stamp}, want)
+	if err != nil {
+		return nil, fmt.Errorf("store: mark delivered: %w", err)
+	}
 	if k == len(want) {
-		return want, stamp, nil
+		return want, nil
 	}
 	// Some were not pending any more: find the ones this call marked.
 	marked := map[RecipientSeq]bool{}
 	for chunk := range slices.Chunk(want, rowChunk) {
 		q, args := rowsClause("SELECT user_id, msg_seq FROM recipients WHERE delivered_us = ? AND", []any{stamp}, chunk)
-		rs, err := t.tx.QueryContext(t.ctx, q, args...)
+		rs, err := t.query(q, args...)
 		if err != nil {
-			return nil, 0, fmt.Errorf("store: mark delivered: %w", err)
+			return nil, fmt.Errorf("store: mark delivered: %w", err)
 		}
 		for rs.Next() {
 			var r RecipientSeq
 			if err := rs.Scan(&r.RecipientID, &r.Seq); err != nil {
 				rs.Close()
-				return nil, 0, fmt.Errorf("store: mark delivered: %w", err)
+				return nil, fmt.Errorf("store: mark delivered: %w", err)
 			}
 			marked[r] = true
 		}
 		if err := rs.Close(); err != nil {
-			return nil, 0, fmt.Errorf("store: mark delivered: %w", err)
+			return nil, fmt.Errorf("store: mark delivered: %w", err)
 		}
 	}
-	return slices.DeleteFunc(want, func(r RecipientSeq) bool { return !marked[r] }), stamp, nil
+	return slices.DeleteFunc(want, func(r RecipientSeq) bool { return !marked[r] }), nil
 }
 
 func (t *sqlTx) UnmarkDelivered(stamp int64, rows []RecipientSeq) (int, error) {
-	k, err := t.execRows("UPDATE recipients SET delivered_us = NULL WHERE delivered_us = ? AND", []any{stamp}, rows)
+	direct, group := splitRows(rows)
+	k, err := t.execRows("UPDATE recipients SET delivered_us = NULL WHERE delivered_us = ? AND", []any{stamp}, direct)
 	if err != nil {
 		return k, fmt.Errorf("store: unmark delivered: %w", err)
 	}
-	return k, nil
+	m, err := t.unmarkCursors(group)
+	if err != nil {
+		return k + m, fmt.Errorf("store: unmark delivered: %w", err)
+	}
+	return k + m, nil
 }
 
 func (t *sqlTx) AckRows(rows []RecipientSeq) (int, error) {
-	k, err := t.execRows("DELETE FROM recipients WHERE", nil, rows)
+	direct, group := splitRows(rows)
+	k, err := t.execRows("DELETE FROM recipients WHERE", nil, direct)
 	if err != nil {
 		return k, fmt.Errorf("store: ack: %w", err)
 	}
-	return k, nil
+	m, err := t.ackCursors(group)
+	if err != nil {
+		return k + m, fmt.Errorf("store: ack: %w", err)
+	}
+	return k + m, nil
 }
 
 func (t *sqlTx) ResetDelivered(recipientID int64) (int, error) {
@@ -654,32 +817,59 @@ func (t *sqlTx) ResetDelivered(recipientID int64) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("store: reset delivered: %w", err)
 	}
-	return int(k), nil
+	m, err := t.exec("UPDATE group_cursors SET sent_seq = acked_seq WHERE user_id = ? AND sent_seq > acked_seq", recipientID)
+	if err != nil {
+		return 0, fmt.Errorf("store: reset delivered: %w", err)
+	}
+	return int(k + m), nil
 }
 
+// MaxAckIDs bounds the message ids of one Ack call.
+const MaxAckIDs = 1000
+
 func (t *sqlTx) Ack(recipientID int64, messageIDs []string) (int, error) {
-	k, err := t.execIn("DELETE FROM recipients WHERE user_id = ? AND msg_seq IN "+
-		"(SELECT msg_seq FROM messages WHERE msg_id IN (?))", []any{recipientID}, anySlice(messageIDs))
-	if err != nil {
-		return k, fmt.Errorf("store: ack: %w", err)
+	if len(messageIDs) > MaxAckIDs {
+		return 0, fmt.Errorf("%w: %d message ids to acknowledge (at most %d)", ErrInvalid, len(messageIDs), MaxAckIDs)
 	}
-	return k, nil
+	seqs, err := t.seqsOf(messageIDs)
+	if err != nil {
+		return 0, fmt.Errorf("store: ack: %w", err)
+	}
+	return t.AckSeqs(recipientID, slices.Collect(maps.Values(seqs)))
 }
 
 func (t *sqlTx) AckSeqs(recipientID int64, seqs []int64) (int, error) {
+	if len(seqs) > MaxAckIDs {
+		return 0, fmt.Errorf("%w: %d messages to acknowledge (at most %d)", ErrInvalid, len(seqs), MaxAckIDs)
+	}
 	k, err := t.execIn("DELETE FROM recipients WHERE user_id = ? AND msg_seq IN (?)", []any{recipientID}, anySlice(seqs))
 	if err != nil {
 		return k, fmt.Errorf("store: ack: %w", err)
 	}
-	return k, nil
+	// Group messages: the cursors of the recipient's groups.
+	rows, err := t.groupRowsOf(recipientID, seqs)
+	if err != nil {
+		return k, fmt.Errorf("store: ack: %w", err)
+	}
+	m, err := t.ackCursors(rows)
+	if err != nil {
+		return k + m, fmt.Errorf("store: ack: %w", err)
+	}
+	return k + m, nil
 }
 
 func (t *sqlTx) PendingCount(recipientID int64) (int, error) {
-	var n int
-	if err := t.tx.QueryRowContext(t.ctx, "SELECT COUNT(*) FROM recipients WHERE user_id = ?", recipientID).Scan(&n); err != nil {
+	var n, g int
+	if err := t.queryRow("SELECT COUNT(*) FROM recipients WHERE user_id = ?", recipientID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("store: pending count: %w", err)
 	}
-	return n, nil
+	// Not for a visit: it counts the messages behind each cursor.
+	if err := t.queryRow("SELECT COUNT(*) FROM group_cursors c JOIN chat_groups g ON g.group_id = c.group_id"+
+		" JOIN messages m ON m.to_group_id = c.group_id AND m.msg_seq > c.acked_seq AND m.msg_seq <= COALESCE(c.until_seq, g.last_seq)"+
+		" WHERE c.user_id = ? AND m.sender_id <> c.user_id", recipientID).Scan(&g); err != nil {
+		return 0, fmt.Errorf("store: pending count: %w", err)
+	}
+	return n + g, nil
 }
 
 func (t *sqlTx) History(c Conversation, limit int) ([]Message, error) {
@@ -689,15 +879,20 @@ func (t *sqlTx) History(c Conversation, limit int) ([]Message, error) {
 	var where string
 	var args []any
 	switch {
-	case c.GroupID != 0 && c.UserA == 0 && c.UserB == 0:
+	case c.GroupID != 0 && c.UserA == 0 && c.UserB == 0 && c.Member == 0:
 		where, args = "m.to_group_id = ?", []any{c.GroupID}
-	case c.GroupID == 0 && c.UserA != 0 && c.UserB != 0:
+	case c.GroupID != 0 && c.UserA == 0 && c.UserB == 0:
+		// Only what was stored after the member joined; nothing for a
+		// non-member (the comparison with NULL is never true).
+		where = "m.to_group_id = ? AND m.msg_seq > (SELECT j.joined_seq FROM group_members j WHERE j.group_id = ? AND j.user_id = ?)"
+		args = []any{c.GroupID, c.GroupID, c.Member}
+	case c.GroupID == 0 && c.UserA != 0 && c.UserB != 0 && c.Member == 0:
 		where = "((m.sender_id = ? AND m.to_user_id = ?) OR (m.sender_id = ? AND m.to_user_id = ?))"
 		args = []any{c.UserA, c.UserB, c.UserB, c.UserA}
 	default:
 		return nil, fmt.Errorf("%w: a history needs a group or two users", ErrInvalid)
 	}
-	rows, err := t.tx.QueryContext(t.ctx, "SELECT "+messageCols+" FROM messages m"+messageJoins+
+	rows, err := t.query("SELECT "+messageCols+" FROM messages m"+messageJoins+
 		" WHERE "+where+" ORDER BY m.msg_seq DESC LIMIT ?", append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("store: history: %w", err)
@@ -718,18 +913,23 @@ func (t *sqlTx) History(c Conversation, limit int) ([]Message, error) {
 	return out, nil
 }
 
-func (t *sqlTx) PruneMessages(cutoff time.Time) (int, error) {
-	k, err := t.exec("DELETE FROM messages WHERE stored_us < ? AND NOT EXISTS "+
-		"(SELECT 1 FROM recipients r WHERE r.msg_seq = messages.msg_seq)", cutoff.UnixMicro())
-	if err != nil {
-		return 0, fmt.Errorf("store: prune messages: %w", err)
+// MaxPruneSlice bounds the messages one PruneMessages call examines.
+const MaxPruneSlice = 2000
+
+func (t *sqlTx) PruneMessages(cutoff time.Time, afterSeq int64, limit int) (PruneSlice, error) {
+	if limit <= 0 || limit > MaxPruneSlice {
+		return PruneSlice{}, fmt.Errorf("%w: prune slice of %d (1-%d)", ErrInvalid, limit, MaxPruneSlice)
 	}
-	return int(k), nil
+	res, err := t.pruneSlice(cutoff.UnixMicro(), afterSeq, limit)
+	if err != nil {
+		return PruneSlice{}, fmt.Errorf("store: prune messages: %w", err)
+	}
+	return res, nil
 }
 
 func (t *sqlTx) ProbeCounter() (int64, error) {
 	var v int64
-	if err := t.tx.QueryRowContext(t.ctx, "SELECT counter FROM mutex_probe WHERE id = 1").Scan(&v); err != nil {
+	if err := t.queryRow("SELECT counter FROM mutex_probe WHERE id = 1").Scan(&v); err != nil {
 		return 0, fmt.Errorf("store: read probe counter: %w", err)
 	}
 	return v, nil
@@ -740,4 +940,82 @@ func (t *sqlTx) SetProbeCounter(v int64) error {
 		return fmt.Errorf("store: write probe counter: %w", err)
 	}
 	return nil
+}
+
+func (t *sqlTx) CreateUser(name, hash string) (User, bool, error) {
+	if err := checkName("user", name); err != nil {
+		return User{}, false, err
+	}
+	k, err := t.exec(t.s.d.insertIgnore+" users (name, password_hash, created_us) VALUES (?, ?, ?)"+t.s.d.onConflictIgnore,
+		name, sql.NullString{String: hash, Valid: hash != ""}, t.s.nowUS())
+	if err != nil {
+		return User{}, false, fmt.Errorf("store: create user: %w", err)
+	}
+	u, err := t.UserByName(name)
+	return u, k > 0, err
+}
+
+func (t *sqlTx) SetPassword(userID int64, hash string) error {
+	if hash == "" {
+		return fmt.Errorf("%w: empty password hash", ErrInvalid)
+	}
+	if _, err := t.exec("UPDATE users SET password_hash = ? WHERE user_id = ?", hash, userID); err != nil {
+		return fmt.Errorf("store: set password: %w", err)
+	}
+	// MySQL counts only changed rows: the same hash again affects none.
+	var n int
+	if err := t.tx.QueryRowContext(t.ctx, "SELECT COUNT(*) FROM users WHERE user_id = ?", userID).Scan(&n); err != nil {
+		return fmt.Errorf("store: set password: %w", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: user %d", ErrNotFound, userID)
+	}
+	return nil
+}
+
+func (t *sqlTx) CreateGroup(name string, inviteOnly bool, creatorID int64) (Group, bool, error) {
+	if err := checkName("group", name); err != nil {
+		return Group{}, false, err
+	}
+	k, err := t.exec(t.s.d.insertIgnore+" chat_groups (name, created_us, invite_only, created_by) VALUES (?, ?, ?, ?)"+t.s.d.onConflictIgnore,
+		name, t.s.nowUS(), inviteOnly, nullID(creatorID))
+	if err != nil {
+		return Group{}, false, fmt.Errorf("store: create group: %w", err)
+	}
+	g, err := t.GroupByName(name)
+	return g, k > 0, err
+}
+
+func (t *sqlTx) Invite(groupID, userID, byID int64) (bool, error) {
+	k, err := t.exec(t.s.d.insertIgnore+" group_invites (group_id, user_id, invited_by, invited_us) VALUES (?, ?, ?, ?)"+t.s.d.onConflictIgnore,
+		groupID, userID, byID, t.s.nowUS())
+	if err != nil {
+		return false, fmt.Errorf("store: invite: %w", err)
+	}
+	return k > 0, nil
+}
+
+func (t *sqlTx) exists(op, q string, args ...any) (bool, error) {
+	var one int
+	err := t.tx.QueryRowContext(t.ctx, q, args...).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("store: %s: %w", op, err)
+	}
+	return true, nil
+}
+
+func (t *sqlTx) Invited(groupID, userID int64) (bool, error) {
+	return t.exists("invited", "SELECT 1 FROM group_invites WHERE group_id = ? AND user_id = ?", groupID, userID)
+}
+
+func (t *sqlTx) IsMember(groupID, userID int64) (bool, error) {
+	return t.exists("is member", "SELECT 1 FROM group_members WHERE group_id = ? AND user_id = ?", groupID, userID)
+}
+
+func (t *sqlTx) UserInvites(userID int64) ([]Group, error) {
+	return t.queryGroups("user invites", groupCols+
+		" JOIN group_invites i ON i.group_id = g.group_id WHERE i.user_id = ? ORDER BY g.name", userID)
 }

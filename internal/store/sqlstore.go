@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -32,10 +33,18 @@ type dialect struct {
 	forUpdate string
 	// lockShare is forUpdate with a shared lock.
 	lockShare string
+	// fromDual ends an INSERT ... SELECT of constants (MySQL needs a FROM
+	// before ON DUPLICATE/IGNORE handling; SQLite's upsert needs a WHERE
+	// after a SELECT).
+	fromDual string
 	// clockUS is the store's clock in microseconds as an SQL expression
 	// ("?" binds the process clock: SQLite lives on this machine).
-	clockUS   string
-	txOptions *sql.TxOptions
+	clockUS string
+	// greatest is the two-argument maximum function; straightJoin joins
+	// two tables keeping the left one outer (the planner may not reorder).
+	greatest     string
+	straightJoin string
+	txOptions    *sql.TxOptions
 	// retryable reports transient errors after which a transaction is
 	// retried from the start.
 	retryable func(error) bool
@@ -44,9 +53,12 @@ type dialect struct {
 var mysqlDialect = dialect{
 	name:         "mysql",
 	insertIgnore: "INSERT IGNORE INTO",
+	fromDual:     " FROM DUAL",
 	forUpdate:    " FOR UPDATE",
 	lockShare:    " LOCK IN SHARE MODE",
 	clockUS:      "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)",
+	greatest:     "GREATEST",
+	straightJoin: "STRAIGHT_JOIN",
 	// Read committed: a transaction that waited for the fence row lock sees
 	// what the previous holder committed.
 	txOptions: &sql.TxOptions{Isolation: sql.LevelReadCommitted},
@@ -59,7 +71,10 @@ var sqliteDialect = dialect{
 	name:             "sqlite",
 	insertIgnore:     "INSERT INTO",
 	onConflictIgnore: " ON CONFLICT DO NOTHING",
+	fromDual:         " WHERE true",
 	clockUS:          "?",
+	greatest:         "MAX",
+	straightJoin:     "CROSS JOIN",
 	retryable:        func(error) bool { return false },
 }
 
@@ -69,7 +84,33 @@ type sqlStore struct {
 	dsn DSN
 	d   dialect
 	now func() time.Time
+	// statementTime: the server stops a statement at its context's
+	// deadline (MariaDB's max_statement_time; not in MySQL).
+	statementTime bool
 }
+
+// boundStatement prefixes q, on a server that can, with the time left
+// before ctx's deadline as the statement's time limit.
+func (s *sqlStore) boundStatement(ctx context.Context, q string) string {
+	if !s.statementTime {
+		return q
+	}
+	d, ok := ctx.Deadline()
+	if !ok {
+		return q
+	}
+	left := time.Until(d)
+	if left > maxBoundedStatement {
+		return q
+	}
+	return fmt.Sprintf("SET STATEMENT max_statement_time=%.3f FOR %s", max(left.Seconds(), 0.001), q)
+}
+
+// maxBoundedStatement: statements of contexts with more time than this
+// left run unbounded at the server (store operations outside the token's
+// critical section have seconds; the server's own lock wait timeout bounds
+// them).
+const maxBoundedStatement = 10 * time.Second
 
 func newSQLStore(db *sql.DB, dsn DSN, d dialect, now func() time.Time) *sqlStore {
 	return &sqlStore{db: db, dsn: dsn, d: d, now: now}
@@ -96,8 +137,16 @@ func (s *sqlStore) inTx(ctx context.Context, op string, fn func(*sql.Tx) error) 
 	var err error
 	for attempt := 1; attempt <= maxTxAttempts; attempt++ {
 		err = s.tryTx(ctx, fn)
-		if err == nil || !s.d.retryable(err) || ctx.Err() != nil {
+		if err == nil || !s.d.retryable(err) || ctx.Err() != nil || attempt == maxTxAttempts {
 			break
+		}
+		// Two transactions that deadlocked would meet again at once: the
+		// retries spread out, a little more each time.
+		t := time.NewTimer(time.Duration(rand.Int64N(int64(attempt) * int64(2*time.Millisecond))))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
 		}
 	}
 	if err != nil {
@@ -106,8 +155,12 @@ func (s *sqlStore) inTx(ctx context.Context, op string, fn func(*sql.Tx) error) 
 	return nil
 }
 
-func (s *sqlStore) tryTx(ctx context.Context, fn func(*sql.Tx) error) (err error) {
-	tx, err := s.db.BeginTx(ctx, s.d.txOptions)
+func (s *sqlStore) tryTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	return s.tryTxOpts(ctx, s.d.txOptions, fn)
+}
+
+func (s *sqlStore) tryTxOpts(ctx context.Context, opts *sql.TxOptions, fn func(*sql.Tx) error) (err error) {
+	tx, err := s.db.BeginTx(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -451,14 +504,23 @@ func (s *sqlStore) NewGeneration(ctx context.Context, coord Coordinator) (Fence,
 	return f, err
 }
 
+// maxUnissuedGen bounds the generation of a stamp fenced before the store
+// has issued any (no token exists then: only tools and tests fence), so
+// that NewGeneration can always go on from the fence row.
+const maxUnissuedGen = 1 << 32
+
 func (s *sqlStore) Fenced(ctx context.Context, f Fence, fn func(Tx) error) error {
 	return s.inTx(ctx, "fenced transaction", func(tx *sql.Tx) error {
 		// The UPDATE takes the fence row's lock: fenced transactions run one
 		// after another, and a stale one finds the newer fence and stops.
-		res, err := tx.ExecContext(ctx,
+		// The row's generation is the last one NewGeneration issued: a stamp
+		// of another generation is refused, an older one (superseded) as well
+		// as a newer one (never issued: forged), which would otherwise raise
+		// the row past every real token and out of NewGeneration's reach.
+		res, err := tx.ExecContext(ctx, s.boundStatement(ctx,
 			"UPDATE token_fence SET generation = ?, seq = ?, holder = ?, changed_us = ? WHERE id = 1 AND "+
-				"(generation < ? OR (generation = ? AND seq < ?) OR (generation = ? AND seq = ? AND holder = ?))",
-			f.Generation, f.Seq, f.Holder, s.nowUS(), f.Generation, f.Generation, f.Seq, f.Generation, f.Seq, f.Holder)
+				"((generation = ? AND (seq < ? OR (seq = ? AND holder = ?))) OR (generation = 0 AND ? BETWEEN 1 AND ?))"),
+			f.Generation, f.Seq, f.Holder, s.nowUS(), f.Generation, f.Seq, f.Seq, f.Holder, f.Generation, maxUnissuedGen)
 		if err != nil {
 			return err
 		}
@@ -472,6 +534,10 @@ func (s *sqlStore) Fenced(ctx context.Context, f Fence, fn func(Tx) error) error
 				Scan(&cur.Generation, &cur.Seq, &cur.Holder); err != nil {
 				return err
 			}
+			if f.Generation > cur.Generation {
+				return fmt.Errorf("%w: token %s of node %d is of a generation the store never issued (last issued %d)",
+					ErrFenced, f, f.Holder, cur.Generation)
+			}
 			return fmt.Errorf("%w: token %s of node %d is not newer than %s of node %d", ErrFenced, f, f.Holder, cur, cur.Holder)
 		}
 		return fn(&sqlTx{ctx: ctx, tx: tx, s: s})
@@ -482,6 +548,19 @@ func (s *sqlStore) Update(ctx context.Context, fn func(Tx) error) error {
 	return s.inTx(ctx, "transaction", func(tx *sql.Tx) error {
 		return fn(&sqlTx{ctx: ctx, tx: tx, s: s})
 	})
+}
+
+func (s *sqlStore) View(ctx context.Context, fn func(Tx) error) error {
+	opts := sql.TxOptions{ReadOnly: true}
+	if s.d.txOptions != nil {
+		opts.Isolation = s.d.txOptions.Isolation
+	}
+	if err := s.tryTxOpts(ctx, &opts, func(tx *sql.Tx) error {
+		return fn(&sqlTx{ctx: ctx, tx: tx, s: s})
+	}); err != nil {
+		return wrapOp("read", err)
+	}
+	return nil
 }
 
 func (s *sqlStore) Online(ctx context.Context) ([]Presence, error) {

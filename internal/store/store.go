@@ -129,12 +129,16 @@ type User struct {
 	CreatedAt    time.Time
 }
 
-// Group is a chat group. Members is filled by ListGroups only.
+// Group is a chat group. Members is filled by ListGroups, UserGroups and
+// UserInvites only. An invite-only group is joined only with an invitation
+// (Invite); CreatedBy is its creator (0 if unknown).
 type Group struct {
-	ID        int64
-	Name      string
-	Members   int
-	CreatedAt time.Time
+	ID         int64
+	Name       string
+	Members    int
+	CreatedAt  time.Time
+	InviteOnly bool
+	CreatedBy  int64
 }
 
 // Presence says that a user is logged in at a node.
@@ -174,11 +178,19 @@ type Message struct {
 type Delivery struct {
 	RecipientID int64
 	Recipient   string
+	// GroupID is set for a group message that waits behind the
+	// recipient's cursor on the group (0: a recipient row).
+	GroupID int64
+	// Own: the recipient sent this group message. Nobody is shown it;
+	// marking it moves the recipient's cursor past it.
+	Own bool
 	Message
 }
 
-// Row is the recipient row the delivery is.
-func (d Delivery) Row() RecipientSeq { return RecipientSeq{RecipientID: d.RecipientID, Seq: d.Seq} }
+// Row is the recipient row (or group cursor position) the delivery is.
+func (d Delivery) Row() RecipientSeq {
+	return RecipientSeq{RecipientID: d.RecipientID, Seq: d.Seq, GroupID: d.GroupID}
+}
 
 // Inserted is the outcome of one message of InsertMessages.
 type Inserted struct {
@@ -186,19 +198,24 @@ type Inserted struct {
 	Dup bool
 }
 
-// RecipientSeq names one row of the recipients table: a message (by its
-// sequence) that waits for one recipient.
+// RecipientSeq names one message (by its sequence) that waits for one
+// recipient: a row of the recipients table, or, with GroupID set, a
+// position on the recipient's cursor of that group (marking or
+// acknowledging it covers the group's earlier messages for that member).
 type RecipientSeq struct {
 	RecipientID int64
 	Seq         int64
+	GroupID     int64
 }
 
 // Conversation selects a history: a group, or the direct messages between
-// two users.
+// two users. With Member set, a group's history holds only the messages
+// stored after Member joined it (none if Member is not a member).
 type Conversation struct {
 	GroupID int64
 	UserA   int64
 	UserB   int64
+	Member  int64
 }
 
 // Store is the persistent state shared by all nodes. All methods are safe
@@ -264,6 +281,10 @@ type Store interface {
 	// Update runs fn in one unfenced transaction, for operations that do not
 	// need the token (logins, group membership).
 	Update(ctx context.Context, fn func(Tx) error) error
+	// View runs fn in one read-only transaction (on SQLite a deferred one:
+	// it never takes the write lock, so it does not compete with visits).
+	// fn must only read: on MariaDB a write fails.
+	View(ctx context.Context, fn func(Tx) error) error
 
 	// Online lists every logged-in user and their node, ordered by node then
 	// user name.
@@ -293,8 +314,9 @@ type Tx interface {
 	GroupMembers(groupID int64) ([]int64, error)
 	// UserGroups lists the groups a user belongs to, by name.
 	UserGroups(userID int64) ([]Group, error)
-	// ListGroups lists every group with its member count, by name.
-	ListGroups() ([]Group, error)
+	// ListGroups lists up to limit groups (at most MaxGroupsPage) whose
+	// names sort after after, by name, with their member counts: one page.
+	ListGroups(after string, limit int) ([]Group, error)
 
 	// SetPresence records that the user is logged in at nodeID. It is
 	// idempotent for the same node and fails with ErrUserOnline (wrapped
@@ -308,9 +330,10 @@ type Tx interface {
 	// PresenceOf returns the node a user is logged in at, or ErrNotFound.
 	PresenceOf(userID int64) (Presence, error)
 
-	// InsertMessage stores m once with one pending row per recipient (the
-	// group expanded at send time by the caller) and returns its global
-	// sequence number. A message whose ID is already stored is not stored
+	// InsertMessage stores m once and returns its global sequence number.
+	// A direct message gets one pending row per recipient; a group message
+	// gets none (recipients is ignored): it is stored once, and each
+	// member's cursor on the group decides who still waits for it. A message whose ID is already stored is not stored
 	// again: its existing sequence is returned with dup=true.
 	InsertMessage(m NewMessage, recipients []int64) (seq int64, dup bool, err error)
 	// InsertMessages is InsertMessage for several messages, in order, in a
@@ -319,6 +342,14 @@ type Tx interface {
 	// that fails validation fails the call (ErrInvalid) and the caller's
 	// transaction must be rolled back.
 	InsertMessages(ms []NewMessage, recipients [][]int64) ([]Inserted, error)
+	// PendingFor returns what waits for these users (logged in at nodeID,
+	// at most MaxPendingUsers): up to perUser each and limit in all, each
+	// user's share a prefix of what waits for them in global order, ordered
+	// by (Seq, RecipientID). Group messages come through the users'
+	// cursors; a user's own group messages come back with Own set. Every
+	// statement reads at most perUser rows per user and source, whatever
+	// the backlog, the history or the groups' sizes.
+	PendingFor(nodeID int64, users []int64, perUser, limit int) ([]Delivery, error)
 	// PendingForNode returns up to limit undelivered rows for users present
 	// at nodeID, in global order.
 	PendingForNode(nodeID int64, limit int) ([]Delivery, error)
@@ -331,7 +362,7 @@ type Tx interface {
 	// present: the nodes that have new work after those messages were
 	// inserted.
 	NodesWithPending(fromSeq, toSeq int64) ([]int64, error)
-	// MarkDelivered records that these messages were handed to the
+	// MarkDelivered records that these direct messages were handed to the
 	// recipient's connection; they are not returned by PendingForNode again
 	// until ResetDelivered.
 	MarkDelivered(recipientID int64, seqs []int64) error
@@ -365,12 +396,35 @@ type Tx interface {
 	// History returns the last limit messages of a conversation, oldest
 	// first.
 	History(c Conversation, limit int) ([]Message, error)
-	// PruneMessages deletes messages stored before cutoff that no recipient
-	// still waits for, and returns how many.
-	PruneMessages(cutoff time.Time) (int, error)
+	// PruneMessages examines up to limit messages (at most MaxPruneSlice)
+	// after sequence afterSeq, deletes those stored before cutoff that no
+	// recipient still waits for, and says where to continue: one bounded
+	// slice of the history.
+	PruneMessages(cutoff time.Time, afterSeq int64, limit int) (PruneSlice, error)
 
 	// ProbeCounter reads the mutual-exclusion probe's counter and
 	// SetProbeCounter writes it (two statements on purpose).
 	ProbeCounter() (int64, error)
 	SetProbeCounter(v int64) error
+
+	// CreateUser creates a user with this name and password hash (empty:
+	// none) if the name has never been used, and reports whether it did;
+	// for a name in use it returns the existing user and changes nothing.
+	CreateUser(name, hash string) (u User, created bool, err error)
+	// SetPassword sets or replaces the user's password hash (ErrNotFound
+	// for an unknown user).
+	SetPassword(userID int64, hash string) error
+	// CreateGroup returns the group with this name, creating it if needed
+	// as invite-only or open, created by creatorID; an existing group is
+	// returned as it is (created=false).
+	CreateGroup(name string, inviteOnly bool, creatorID int64) (g Group, created bool, err error)
+	// Invite records that byID invites userID to groupID and reports
+	// whether the invitation is new. JoinGroup uses it up.
+	Invite(groupID, userID, byID int64) (bool, error)
+	// Invited reports whether userID holds an invitation to groupID.
+	Invited(groupID, userID int64) (bool, error)
+	// IsMember reports whether userID is a member of groupID.
+	IsMember(groupID, userID int64) (bool, error)
+	// UserInvites lists the groups userID is invited to, by name.
+	UserInvites(userID int64) ([]Group, error)
 }

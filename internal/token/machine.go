@@ -189,18 +189,38 @@ func (m *Machine) VisitDone(t Token, worked bool) {
 	m.setPhase(phaseIdling)
 }
 
-// VisitFenced reports that the store refused t's critical section: a newer
-// generation exists, so t is dropped, and a coordinator makes a new token
-// soon if the newer one does not show up.
-func (m *Machine) VisitFenced(t Token) {
+// VisitFenced reports that the store refused t's critical section. cur is
+// the store's fence as read after the refusal (the newest stamp used, of the
+// last generation the store issued), or nil if it could not be read.
+//
+// A token of a generation the store never issued (above cur's) was forged:
+// it is dropped, and the newest stamp seen goes back to the store's, so the
+// real token is taken again when it comes. Otherwise a newer generation
+// exists: t is dropped, and a coordinator makes a new token soon if the
+// newer one does not show up.
+func (m *Machine) VisitFenced(t Token, cur *Stamp) {
 	if m.held == nil || t.Stamp != m.held.Stamp {
 		return
 	}
-	m.SetMinGen(t.Gen + 1)
+	if cur != nil && t.Gen > cur.Gen {
+		m.drop()
+		if !cur.Newer(m.last) {
+			m.last = *cur
+		}
+		return
+	}
+	if t.Gen == maxGen {
+		m.drop() // no generation above it: nothing to refuse
+	} else {
+		m.SetMinGen(t.Gen + 1)
+	}
 	if m.coordinator {
 		m.lossDeadline = min(m.lossDeadline, m.now+int64(m.cfg.RotationBound(m.ringSize)+m.cfg.HopTicks))
 	}
 }
+
+// maxGen is the largest generation a stamp can carry.
+const maxGen = int64(^uint64(0) >> 1)
 
 // SetMinGen tells the machine the store's current generation: older tokens
 // are dropped and refused from now on.

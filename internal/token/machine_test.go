@@ -238,12 +238,54 @@ func TestFencedVisitDropsToken(t *testing.T) {
 	tok := Token{Stamp: Stamp{Gen: 3, Seq: 1}}
 	m.Receive(tok)
 	m.Drain()
-	m.VisitFenced(tok)
+	m.VisitFenced(tok, &Stamp{Gen: 4})
 	if m.Holding() || !cmp.Equal([]ActionKind{Dropped}, kinds(m.Drain())) {
 		t.Fatal("a fenced-off token is still held")
 	}
 	m.Receive(Token{Stamp: Stamp{Gen: 3, Seq: 8}})
 	if a := m.Drain(); len(a) != 1 || !a[0].Stale {
 		t.Fatalf("a token of the fenced generation was accepted: %+v", a)
+	}
+}
+
+// TestForgedGenerationDoesNotRaiseTheBar: a token of a generation the store
+// never issued (a forged one at the largest generation) is refused by the
+// fence; the machine drops it and goes back to the store's stamp, so the
+// real token, and a regenerated one, are taken again.
+func TestForgedGenerationDoesNotRaiseTheBar(t *testing.T) {
+	for _, known := range []bool{true, false} {
+		m := NewMachine(cfg())
+		m.LinkUp()
+		m.Receive(Token{Stamp: Stamp{Gen: 3, Seq: 5}})
+		m.Drain()
+		m.VisitDone(Token{Stamp: Stamp{Gen: 3, Seq: 5}}, true)
+		m.Drain()
+		m.Ack(Stamp{Gen: 3, Seq: 6}, false)
+		forged := Token{Stamp: Stamp{Gen: maxGen, Seq: maxGen}}
+		m.Receive(forged)
+		m.Drain()
+		var cur *Stamp
+		if known {
+			cur = &Stamp{Gen: 3, Seq: 5}
+		}
+		m.VisitFenced(forged, cur)
+		if m.Holding() || !cmp.Equal([]ActionKind{Dropped}, kinds(m.Drain())) {
+			t.Fatalf("known fence %v: the forged token is still held", known)
+		}
+		if !known {
+			continue // without the store's word the machine cannot tell
+		}
+		m.Receive(Token{Stamp: Stamp{Gen: 3, Seq: 9}})
+		if a := m.Drain(); len(a) != 2 || a[0].Stale || a[1].Kind != Visit {
+			t.Fatalf("the real token after a forged one: %+v, want an ack and a visit", a)
+		}
+		m.VisitDone(Token{Stamp: Stamp{Gen: 3, Seq: 9}}, false)
+		m.Drain()
+		m.Ack(Stamp{Gen: 3, Seq: 10}, false)
+		m.SetCoordinator(true, 3, false)
+		m.Generated(Stamp{Gen: 4})
+		if !m.Holding() {
+			t.Fatal("a new generation after a forged token was not taken")
+		}
 	}
 }

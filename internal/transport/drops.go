@@ -21,8 +21,9 @@ const (
 	ReasonReplay        = "replay"          // nonce already seen
 	ReasonNoHello       = "no_hello"        // connection closed or timed out before its HELLO
 	ReasonNotHello      = "not_hello"       // first frame on a connection is not a HELLO
-	ReasonMisdirected   = "misdirected"     // HELLO meant for another node
-	ReasonTooManyHellos = "too_many_hellos" // too many connections waiting for their HELLO
+	ReasonMisdirected   = "misdirected"     // HELLO or datagram meant for another node
+	ReasonWrongSource   = "wrong_source"    // a frame on a link in the name of a node other than the link's peer
+	ReasonTooManyHellos = "too_many_hellos" // closed to make room: too many connections waiting for their HELLO
 	ReasonReadError     = "read_error"      // a socket read failed (UDP)
 )
 

@@ -240,9 +240,10 @@ func (m *MemNetwork) encode(from *memTransport, f wire.Frame) (message, error) {
 	return message{b: b}, nil
 }
 
-// deliver hands msg to node to as a frame arriving via via. Callers hold
-// m.mu.
-func (m *MemNetwork) deliver(to *memTransport, via Via, msg message) {
+// deliver hands msg to node to as a frame arriving via via, from the link
+// peer peer (0 for a datagram). As on Net, a datagram meant for another node
+// and a link frame in another node's name are dropped. Callers hold m.mu.
+func (m *MemNetwork) deliver(to *memTransport, via Via, msg message, peer int64) {
 	f := msg.f
 	if to.codec != nil {
 		var err error
@@ -256,6 +257,18 @@ func (m *MemNetwork) deliver(to *memTransport, via Via, msg message) {
 	}
 	if f.Type == HelloType && via != ViaDatagram {
 		return // as on TCP: handshake traffic only
+	}
+	switch {
+	case via == ViaDatagram && f.Dst != to.id:
+		m.stats.Dropped++
+		to.drops.drop(ReasonMisdirected, via.String(), "",
+			fmt.Errorf("transport: %s from node %d is meant for node %d", f.Type, f.Src, f.Dst))
+		return
+	case via != ViaDatagram && f.Src != peer:
+		m.stats.Dropped++
+		to.drops.drop(ReasonWrongSource, via.String(), "",
+			fmt.Errorf("transport: %s in the name of node %d on the link of node %d", f.Type, f.Src, peer))
+		return
 	}
 	m.stats.Delivered++
 	to.emit(Event{Kind: EventFrame, Via: via, Frame: f, Peer: f.Src})

@@ -49,6 +49,7 @@ func (t *memTransport) Events() <-chan Event { return t.q.out }
 // with ErrUnknownNode (as an unresolvable id does on Net); one to a closed,
 // isolated or partitioned node is dropped silently.
 func (t *memTransport) Send(to int64, f wire.Frame) error {
+	f.Dst = to // as on Net: every datagram names its destination
 	m := t.net
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -72,10 +73,10 @@ func (t *memTransport) Send(to int64, f wire.Frame) error {
 		m.stats.Lost++
 		return nil
 	}
-	m.deliver(dst, ViaDatagram, msg)
+	m.deliver(dst, ViaDatagram, msg, 0)
 	if m.dup > 0 && m.rng.Float64() < m.dup {
 		m.stats.Duplicated++
-		m.deliver(dst, ViaDatagram, msg)
+		m.deliver(dst, ViaDatagram, msg, 0)
 	}
 	return nil
 }
@@ -172,7 +173,7 @@ func (t *memTransport) sendLink(f wire.Frame, name string, pick func() (*memLink
 	if err != nil {
 		return err
 	}
-	m.deliver(dst, via, msg)
+	m.deliver(dst, via, msg, t.id)
 	return nil
 }
 

@@ -39,9 +39,15 @@ type Config struct {
 	HelloTimeout time.Duration
 	// MaxFrame bounds a line or datagram, in bytes; 0 means Codec.MaxSize().
 	MaxFrame int
-	// MaxHandshakes bounds the inbound connections waiting for their HELLO;
-	// more are closed at once.
+	// MaxHandshakes bounds the inbound connections waiting for their HELLO.
+	// A connection beyond it closes the oldest one waiting: a new dialer
+	// always gets its HELLO's worth of time, so connections that never
+	// speak cannot shut a real predecessor out.
 	MaxHandshakes int
+	// MaxHandshakesPerSource bounds the connections waiting for their
+	// HELLO from one source address; beyond it the oldest from that
+	// address is closed.
+	MaxHandshakesPerSource int
 	// EventBuffer is the capacity of the Events channel.
 	EventBuffer int
 }
@@ -50,13 +56,16 @@ type Config struct {
 // Resolve.
 func DefaultConfig() Config {
 	return Config{
-		Log:           zerolog.Nop(),   // silent unless the caller wants logs
-		DialTimeout:   2 * time.Second, // a peer on the LAN answers in ms; longer means dead or partitioned
-		WriteTimeout:  2 * time.Second, // a successor that cannot take a small frame this long is stalled: failed
-		HelloTimeout:  2 * time.Second, // an honest dialer sends HELLO at once; bounds what a silent connection costs
-		MaxFrame:      0,               // the codec's limit: a longer frame would be refused anyway
-		MaxHandshakes: 64,              // a ring has one predecessor; bounds unauthenticated connections held open
-		EventBuffer:   4096,            // absorbs bursts of frames while the node's loop is busy (a store write)
+		Log:           zerolog.Nop(),          // silent unless the caller wants logs
+		DialTimeout:   2 * time.Second,        // a peer on the LAN answers in ms; longer means dead or partitioned
+		WriteTimeout:  2 * time.Second,        // a successor that cannot take a small frame this long is stalled: failed
+		HelloTimeout:  500 * time.Millisecond, // an honest dialer writes HELLO with its first packet; bounds what a silent connection costs
+		MaxFrame:      0,                      // the codec's limit: a longer frame would be refused anyway
+		MaxHandshakes: 64,                     // a ring has one predecessor; bounds unauthenticated connections held open
+		// A predecessor redials about once per failure; a few at once from
+		// one address are plenty, and one address cannot fill the table.
+		MaxHandshakesPerSource: 8,
+		EventBuffer:            4096, // absorbs bursts of frames while the node's loop is busy (a store write)
 	}
 }
 
@@ -78,6 +87,8 @@ func (c Config) Validate() error {
 		msg = fmt.Sprintf("max frame %d: want 0 to the codec's %d", c.MaxFrame, c.Codec.MaxSize())
 	case c.MaxHandshakes < 1:
 		msg = fmt.Sprintf("max handshakes %d: want >= 1", c.MaxHandshakes)
+	case c.MaxHandshakesPerSource < 1 || c.MaxHandshakesPerSource > c.MaxHandshakes:
+		msg = fmt.Sprintf("max handshakes per source %d: want 1 to max handshakes %d", c.MaxHandshakesPerSource, c.MaxHandshakes)
 	case c.EventBuffer < 1:
 		msg = fmt.Sprintf("event buffer %d: want >= 1", c.EventBuffer)
 	default:
@@ -110,9 +121,17 @@ type Net struct {
 	succ   *tcpLink // outbound link, possibly still dialing
 	pred   *tcpLink // inbound link
 	// conns holds every open connection, whatever its state, so that
-	// shutdown closes them all; hellos counts those awaiting their HELLO.
-	conns  map[net.Conn]struct{}
-	hellos int
+	// shutdown closes them all; pending lists those awaiting their HELLO,
+	// oldest first.
+	conns   map[net.Conn]struct{}
+	pending []*inbound
+}
+
+// inbound is an accepted connection waiting for its HELLO.
+type inbound struct {
+	conn    net.Conn
+	source  string // the remote IP address
+	evicted bool   // closed to make room for a newer one; guarded by Net.mu
 }
 
 var _ Transport = (*Net)(nil)
@@ -238,8 +257,10 @@ func (n *Net) isClosed() bool {
 	}
 }
 
-// Send implements Transport: one datagram, addressed through Resolve.
+// Send implements Transport: one datagram, addressed through Resolve. The
+// frame names to as its destination (Frame.Dst), whatever f.Dst said.
 func (n *Net) Send(to int64, f wire.Frame) error {
+	f.Dst = to
 	if n.isClosed() {
 		return ErrClosed
 	}
@@ -283,6 +304,11 @@ func (n *Net) readUDP() {
 			n.drops.drop(reasonOf(err), "udp", from.String(), err)
 			continue
 		}
+		if f.Dst != n.cfg.ID {
+			n.drops.drop(ReasonMisdirected, "udp", from.String(),
+				fmt.Errorf("transport: %s from node %d is meant for node %d", f.Type, f.Src, f.Dst))
+			continue
+		}
 		n.q.push(Event{Kind: EventFrame, Via: ViaDatagram, Frame: f, Peer: f.Src})
 	}
 }
@@ -308,24 +334,75 @@ func (n *Net) acceptLoop() {
 			continue
 		}
 		delay = 0
-		n.mu.Lock()
-		switch {
-		case n.closed:
-			n.mu.Unlock()
-			_ = conn.Close()
-			return
-		case n.hellos >= n.cfg.MaxHandshakes:
-			n.mu.Unlock()
-			n.drops.drop(ReasonTooManyHellos, "inbound", conn.RemoteAddr().String(),
-				fmt.Errorf("%d connections already waiting for their HELLO", n.cfg.MaxHandshakes))
-			_ = conn.Close()
-			continue
-		}
-		n.conns[conn] = struct{}{}
-		n.hellos++
-		n.goFunc(func() { n.serveInbound(conn) })
-		n.mu.Unlock()
+		n.admit(conn)
 	}
+}
+
+// admit registers an accepted connection as waiting for its HELLO, closing
+// the oldest waiting one from the same address, or the oldest of all, if
+// that is needed to make room.
+func (n *Net) admit(conn net.Conn) {
+	src := remoteHost(conn)
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		_ = conn.Close()
+		return
+	}
+	var evict *inbound
+	fromSrc := 0
+	for _, p := range n.pending {
+		if p.source == src {
+			if fromSrc == 0 {
+				evict = p // the oldest from this address
+			}
+			fromSrc++
+		}
+	}
+	why := ""
+	switch {
+	case fromSrc >= n.cfg.MaxHandshakesPerSource:
+		why = fmt.Sprintf("%d connections from %s already waiting for their HELLO", fromSrc, src)
+	case len(n.pending) >= n.cfg.MaxHandshakes:
+		evict = n.pending[0]
+		why = fmt.Sprintf("%d connections already waiting for their HELLO", len(n.pending))
+	default:
+		evict = nil
+	}
+	if evict != nil {
+		evict.evicted = true
+		n.unpend(evict)
+	}
+	in := &inbound{conn: conn, source: src}
+	n.pending = append(n.pending, in)
+	n.conns[conn] = struct{}{}
+	n.goFunc(func() { n.serveInbound(in) })
+	n.mu.Unlock()
+	if evict != nil {
+		n.drops.drop(ReasonTooManyHellos, "inbound", evict.conn.RemoteAddr().String(),
+			fmt.Errorf("transport: closed the oldest: %s", why))
+		_ = evict.conn.Close()
+	}
+}
+
+// unpend removes in from the connections waiting for their HELLO. Callers
+// hold n.mu.
+func (n *Net) unpend(in *inbound) {
+	if i := slices.Index(n.pending, in); i >= 0 {
+		n.pending = slices.Delete(n.pending, i, i+1)
+	}
+}
+
+// remoteHost is the IP address of a connection's remote end.
+func remoteHost(conn net.Conn) string {
+	if a, ok := conn.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	host, _, err := net.SplitHostPort(conn.RemoteAddr().String())
+	if err != nil {
+		return conn.RemoteAddr().String()
+	}
+	return host
 }
 
 // track registers a dialed connection so that shutdown closes it. It

@@ -45,7 +45,9 @@ func TestNetListenSharesPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	b, _ := newTestCodec(t, testKey).Encode(frame("JOIN", 7, 1))
+	f := frame("JOIN", 7, 1)
+	f.Dst = 1
+	b, _ := newTestCodec(t, testKey).Encode(f)
 	if _, err := conn.Write(b); err != nil {
 		t.Fatal(err)
 	}
@@ -215,8 +217,9 @@ func TestNetForgedDatagrams(t *testing.T) {
 	defer conn.Close()
 	forger := newTestCodec(t, []byte("not-the-cluster-key-at-all-0123456789"))
 	good := newTestCodec(t, testKey)
-	forged, _ := forger.Encode(frame("SUCCESSOR", 9, 0))
-	valid, _ := good.Encode(frame("SUCCESSOR", 9, 1))
+	to1 := func(f wire.Frame) wire.Frame { f.Dst = 1; return f }
+	forged, _ := forger.Encode(to1(frame("SUCCESSOR", 9, 0)))
+	valid, _ := good.Encode(to1(frame("SUCCESSOR", 9, 1)))
 	for _, b := range [][]byte{forged, []byte("]]"), bytes.Repeat([]byte("z"), 5000), valid, valid} {
 		if _, err := conn.Write(b); err != nil {
 			t.Fatal(err)

@@ -189,12 +189,14 @@ func (n *Net) runSuccessor(ctx context.Context, l *tcpLink) {
 
 // serveInbound waits for an inbound connection's HELLO, makes it the
 // predecessor link (replacing the previous one) and reads frames from it.
-func (n *Net) serveInbound(conn net.Conn) {
+func (n *Net) serveInbound(in *inbound) {
+	conn := in.conn
 	defer n.forget(conn)
-	peer, lr, err := n.handshake(conn)
+	peer, lr, err := n.handshake(in)
 	n.mu.Lock()
-	n.hellos--
-	if err != nil || n.closed {
+	evicted := in.evicted
+	n.unpend(in)
+	if err != nil || n.closed || evicted {
 		n.mu.Unlock()
 		return
 	}
@@ -222,13 +224,20 @@ func (n *Net) serveInbound(conn net.Conn) {
 // handshake reads the first frame of an inbound connection, which must be
 // an authenticated HELLO meant for this node, within HelloTimeout. It
 // returns the sender and the reader to go on with.
-func (n *Net) handshake(conn net.Conn) (int64, *wire.LineReader, error) {
+func (n *Net) handshake(in *inbound) (int64, *wire.LineReader, error) {
+	conn := in.conn
 	remote := conn.RemoteAddr().String()
 	_ = conn.SetReadDeadline(time.Now().Add(n.cfg.HelloTimeout))
 	lr := wire.NewLineReader(conn, n.cfg.MaxFrame)
 	line, err := lr.Next()
 	if err != nil && n.isClosed() {
 		return 0, nil, ErrClosed
+	}
+	n.mu.Lock()
+	evicted := in.evicted
+	n.mu.Unlock()
+	if err != nil && evicted {
+		return 0, nil, err // counted as too_many_hellos when it was closed
 	}
 	if err != nil {
 		reason := ReasonNoHello
@@ -283,6 +292,13 @@ func (n *Net) readLink(l *tcpLink, conn net.Conn, lr *wire.LineReader) {
 		}
 		if f.Type == HelloType {
 			continue // handshake traffic, never protocol traffic
+		}
+		if f.Src != l.peer {
+			// The HELLO authenticated the link's peer; a frame in another
+			// node's name on it is forged or misrouted.
+			n.drops.drop(ReasonWrongSource, via, peerName(l.peer),
+				fmt.Errorf("transport: %s in the name of node %d on the link of node %d", f.Type, f.Src, l.peer))
+			continue
 		}
 		if f.Type == UnlinkType && l.via == ViaSuccessor {
 			n.closeLink(l, fmt.Errorf("transport: successor %d: %w", l.peer, ErrReplaced))

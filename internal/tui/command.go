@@ -14,6 +14,7 @@ const HelpText = `  /msg USER TEXT     send TEXT to USER (/msg #GROUP TEXT sends
   /g GROUP TEXT      send TEXT to GROUP
   /to USER|#GROUP    talk to USER or GROUP: plain lines go there
   /join GROUP        join a group (and talk to it)
+  /private GROUP     new invite-only group; /invite USER [#GROUP]; /passwd (hidden)
   /leave GROUP       leave a group
   /who               who is online, and at which node
   /groups            every group, its size, and the ones you are in
@@ -37,6 +38,9 @@ const (
 	ActWho                   // list the users online
 	ActGroups                // list the groups
 	ActHistory               // show the last Limit messages with To (zero: the current conversation)
+	ActPrivate               // create (or join) the invite-only Group
+	ActInvite                // invite User to Group (empty: the current conversation's)
+	ActPasswd                // ask for a new password
 	ActHelp                  // show the commands
 	ActQuit                  // leave
 )
@@ -52,6 +56,7 @@ type Command struct {
 	Text      string           // ActSend
 	ToCurrent bool             // ActSend to the current conversation
 	Limit     int              // ActHistory
+	User      string           // ActInvite
 }
 
 // Parse reads one input line. Its errors are for people to read.
@@ -102,6 +107,21 @@ func Parse(line string) (Command, error) {
 			return Command{}, fmt.Errorf("usage: /to USER or /to #GROUP")
 		}
 		return Command{Act: ActTo, To: to}, nil
+	case "/private":
+		if word == "" || text != "" {
+			return Command{}, fmt.Errorf("usage: /private GROUP")
+		}
+		return Command{Act: ActPrivate, Group: strings.TrimPrefix(word, "#")}, nil
+	case "/invite":
+		if word == "" || strings.Contains(text, " ") || (text != "" && !strings.HasPrefix(text, "#")) {
+			return Command{}, fmt.Errorf("usage: /invite USER [#GROUP]")
+		}
+		return Command{Act: ActInvite, User: word, Group: strings.TrimPrefix(text, "#")}, nil
+	case "/passwd", "/password":
+		if rest != "" {
+			return Command{}, fmt.Errorf("usage: /passwd (the password is asked for on the next line, hidden)")
+		}
+		return Command{Act: ActPasswd}, nil
 	case "/who":
 		return Command{Act: ActWho}, nil
 	case "/groups":

@@ -31,6 +31,9 @@ type Backend interface {
 	User() string
 	Post(to client.Recipient, text string) (client.Outgoing, error)
 	Join(ctx context.Context, group string) error
+	JoinInviteOnly(ctx context.Context, group string) error
+	Invite(ctx context.Context, group, user string) error
+	SetPassword(ctx context.Context, password string) error
 	Leave(ctx context.Context, group string) error
 	Who(ctx context.Context) ([]client.OnlineUser, error)
 	Groups(ctx context.Context) ([]client.GroupInfo, error)
@@ -92,11 +95,17 @@ type EventsClosedMsg struct{}
 // Answers to requests.
 type (
 	joinMsg struct {
-		group string
-		leave bool
-		err   error
+		group   string
+		leave   bool
+		private bool // /private: created or joined invite-only
+		err     error
 	}
-	whoMsg struct {
+	inviteMsg struct {
+		user, group string
+		err         error
+	}
+	passwdMsg struct{ err error }
+	whoMsg    struct {
 		users []client.OnlineUser
 		err   error
 	}
@@ -199,6 +208,10 @@ type Model struct {
 	quitting bool
 	unsent   error // what /quit could not send
 
+	// pwPrompt: the input line asks for a new password (hidden, not
+	// kept in the input history).
+	pwPrompt bool
+
 	typed   []string // input history, oldest first
 	typedAt int      // position while browsing it with up/down
 	draft   string   // the line being typed before browsing
@@ -272,6 +285,20 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.joined(msg)
 		return m, cmd
+	case inviteMsg:
+		if msg.err != nil {
+			m.addErr(m.open(client.ToGroup(msg.group)), "%s", errText(msg.err))
+		} else {
+			m.addInfo(m.open(client.ToGroup(msg.group)), "invited %s to #%s: they can /join %s now", Clean(msg.user), Clean(msg.group), Clean(msg.group))
+		}
+		return m, nil
+	case passwdMsg:
+		if msg.err != nil {
+			m.errorf("password not set: %s", errText(msg.err))
+		} else {
+			m.info("password set: log in with it from now on")
+		}
+		return m, nil
 	case whoMsg:
 		m.who(msg)
 		return m, nil
@@ -304,6 +331,9 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	case "enter":
 		line := m.input.Value()
 		m.input.Reset()
+		if m.pwPrompt {
+			return m.passwd(line)
+		}
 		m.remember(line)
 		m.pane.GotoBottom() // what the line does shows at the bottom
 		m.newBelow = 0
@@ -328,10 +358,19 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		m.pane.ScrollDown(1)
 		return nil
 	case "esc":
+		if m.pwPrompt {
+			m.input.Reset()
+			m.endPrompt()
+			m.info("password unchanged")
+			return nil
+		}
 		m.pane.GotoBottom()
 		m.newBelow = 0
 		return nil
 	case "up", "down":
+		if m.pwPrompt {
+			return nil
+		}
 		m.browse(s == "up")
 		return nil
 	default:
@@ -402,6 +441,27 @@ func (m *Model) submit(line string) tea.Cmd {
 		return m.request(func(ctx context.Context) tea.Msg {
 			return joinMsg{group: c.Group, err: b.Join(ctx, c.Group)}
 		})
+	case ActPrivate:
+		return m.request(func(ctx context.Context) tea.Msg {
+			return joinMsg{group: c.Group, private: true, err: b.JoinInviteOnly(ctx, c.Group)}
+		})
+	case ActInvite:
+		group := c.Group
+		if group == "" {
+			if to := m.convs[m.cur].to; to.Group {
+				group = to.Name
+			} else {
+				m.errorf("invite to which group? /invite USER #GROUP, or go to the group's tab first")
+				return nil
+			}
+		}
+		return m.request(func(ctx context.Context) tea.Msg {
+			return inviteMsg{user: c.User, group: group, err: b.Invite(ctx, group, c.User)}
+		})
+	case ActPasswd:
+		m.pwPrompt = true
+		m.input.EchoMode = textinput.EchoPassword
+		m.info("new password (hidden; Enter sets it, Esc cancels):")
 	case ActLeave:
 		return m.request(func(ctx context.Context) tea.Msg {
 			return joinMsg{group: c.Group, leave: true, err: b.Leave(ctx, c.Group)}
@@ -448,6 +508,24 @@ func (m *Model) submit(line string) tea.Cmd {
 		return m.quit()
 	}
 	return nil
+}
+
+// passwd sets the password typed at the password prompt.
+func (m *Model) passwd(password string) tea.Cmd {
+	m.endPrompt()
+	if password == "" {
+		m.info("password unchanged")
+		return nil
+	}
+	b := m.cfg.Backend
+	return m.request(func(ctx context.Context) tea.Msg {
+		return passwdMsg{err: b.SetPassword(ctx, password)}
+	})
+}
+
+func (m *Model) endPrompt() {
+	m.pwPrompt = false
+	m.input.EchoMode = textinput.EchoNormal
 }
 
 // request runs f as a command bounded by the request timeout.
@@ -572,7 +650,14 @@ func (m *Model) joined(r joinMsg) {
 	}
 	if r.err != nil {
 		m.errorf("%s", errText(r.err))
+		var se *client.ServerError
+		if errors.As(r.err, &se) && se.Code == client.CodeNotInvited {
+			m.info("#%s is private: ask one of its members to /invite %s, then /join %s again", Clean(r.group), Clean(m.me), Clean(r.group))
+		}
 		return
+	}
+	if r.private {
+		verb = "joined invite-only"
 	}
 	if r.leave {
 		delete(m.groups, r.group)
@@ -611,9 +696,19 @@ func (m *Model) groupList(r groupsMsg) {
 		if g.Member {
 			m.groups[g.Group] = true
 		}
-		p := fmt.Sprintf("#%s (%d)", Clean(g.Group), g.Members)
+		var notes []string
 		if g.Member {
-			p = fmt.Sprintf("#%s (%d, joined)", Clean(g.Group), g.Members)
+			notes = append(notes, "joined")
+		}
+		if g.InviteOnly {
+			notes = append(notes, "invite-only")
+		}
+		if g.Invited {
+			notes = append(notes, "you are invited: /join "+Clean(g.Group))
+		}
+		p := fmt.Sprintf("#%s (%d)", Clean(g.Group), g.Members)
+		if len(notes) > 0 {
+			p = fmt.Sprintf("#%s (%d, %s)", Clean(g.Group), g.Members, strings.Join(notes, ", "))
 		}
 		parts = append(parts, p)
 	}

@@ -136,10 +136,10 @@ func (c *Codec) Encode(f Frame) ([]byte, error) {
 	if ts < 0 {
 		return nil, fmt.Errorf("%w: clock %d ms is before 1970", ErrInvalidFrame, ts)
 	}
-	size := len(`{"h":,"mac":""}`) + len(f.Type) + 4*20 + 40 + len(p) + macHexLen
+	size := len(`{"h":,"mac":""}`) + len(f.Type) + 5*20 + 46 + len(p) + macHexLen
 	b := make([]byte, 0, size)
 	b = append(b, `{"h":`...)
-	b = appendHeader(b, f.Type, f.Src, f.Epoch, ts, c.nonce(), p)
+	b = appendHeader(b, f.Type, f.Src, f.Dst, f.Epoch, ts, c.nonce(), p)
 	var sum [sha256.Size]byte
 	mac := c.sum(sum[:0], b[len(`{"h":`):])
 	b = append(b, `,"mac":"`...)

@@ -35,7 +35,8 @@ func splitCanonical(b []byte) (h, mac []byte, ok bool) {
 }
 
 // parseCanonicalHeader reads a header spelled as appendHeader spells it:
-// {"t":"TYPE","src":N,"ep":N,"ts":N,"n":"NONCE"} with an optional ,"p":VALUE
+// {"t":"TYPE","src":N,"ep":N,"ts":N,"n":"NONCE"} with an optional ,"dst":N
+// after src and an optional ,"p":VALUE
 // before the closing brace, the type unescaped printable ASCII and VALUE
 // valid JSON other than null with no white space around it. It fills r, or
 // returns false.
@@ -48,6 +49,10 @@ func parseCanonicalHeader(h []byte, r *rawHeader) bool {
 	src, ok := p.num(`,"src":`)
 	if !ok {
 		return false
+	}
+	var dst *int64
+	if d, ok := p.num(`,"dst":`); ok {
+		dst = &d
 	}
 	ep, ok := p.num(`,"ep":`)
 	if !ok {
@@ -77,7 +82,7 @@ func parseCanonicalHeader(h []byte, r *rawHeader) bool {
 	default:
 		return false
 	}
-	*r = rawHeader{T: &t, Src: &src, Ep: &ep, TS: &ts, N: &n, P: payload}
+	*r = rawHeader{T: &t, Src: &src, Dst: dst, Ep: &ep, TS: &ts, N: &n, P: payload}
 	return true
 }
 

@@ -39,6 +39,7 @@ func TestEncodedFramesTakeFastPath(t *testing.T) {
 	frames := []Frame{
 		{Type: "TOKEN", Src: 3, Epoch: 7, Payload: []byte(`{"token":{"gen":12,"seq":123456,"coord":5,"epoch":7,"quiet":3}}`)},
 		{Type: "TOKEN_ACK", Src: 9223372036854775807, Epoch: 0},
+		{Type: "SUCCESSOR", Src: 1, Dst: 9223372036854775807, Epoch: 3, Payload: []byte(`{"succ":2}`)},
 		{Type: "JOIN", Src: 12, Payload: []byte(`{"addr":"10.0.0.12:7001","x":[1,{"y":"}"}]}`)},
 		{Type: "ELECTION", Src: 1, Epoch: 9223372036854775807, Payload: []byte(`[9,3,1]`)},
 		{Type: "X!#$%&'()*+,-./:;<=>?@[]^_`{|}~", Src: 1, Payload: []byte(`"\u00e9 \" \\ }"`)},

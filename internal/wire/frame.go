@@ -20,6 +20,12 @@ type Frame struct {
 	Type string
 	// Src is the sender's node id, >= 1.
 	Src int64
+	// Dst is the node the frame is meant for, >= 0; 0 means none named
+	// (frames on a TCP link, whose HELLO named the receiver). Every UDP
+	// datagram names its destination, and a node drops datagrams meant for
+	// another (a frame replayed to the wrong node). Encoded as "dst" only
+	// when not 0.
+	Dst int64
 	// Epoch is the sender's coordinator epoch, >= 0.
 	Epoch int64
 	// Payload is an optional JSON value, carried byte for byte. Encode drops
@@ -60,6 +66,9 @@ func checkFrame(f Frame) (json.RawMessage, error) {
 	if f.Src < 1 {
 		return nil, fmt.Errorf("%w: src %d: want >= 1", ErrInvalidFrame, f.Src)
 	}
+	if f.Dst < 0 {
+		return nil, fmt.Errorf("%w: dst %d: want >= 0", ErrInvalidFrame, f.Dst)
+	}
 	if f.Epoch < 0 {
 		return nil, fmt.Errorf("%w: epoch %d: want >= 0", ErrInvalidFrame, f.Epoch)
 	}
@@ -79,11 +88,15 @@ func checkFrame(f Frame) (json.RawMessage, error) {
 // appendHeader appends the JSON header of a frame. Its fields have been
 // checked: t needs no escaping beyond what strconv gives printable ASCII,
 // which is the same as JSON's.
-func appendHeader(b []byte, t string, src, ep, ts int64, nonce uint64, p json.RawMessage) []byte {
+func appendHeader(b []byte, t string, src, dst, ep, ts int64, nonce uint64, p json.RawMessage) []byte {
 	b = append(b, `{"t":`...)
 	b = strconv.AppendQuote(b, t)
 	b = append(b, `,"src":`...)
 	b = strconv.AppendInt(b, src, 10)
+	if dst != 0 {
+		b = append(b, `,"dst":`...)
+		b = strconv.AppendInt(b, dst, 10)
+	}
 	b = append(b, `,"ep":`...)
 	b = strconv.AppendInt(b, ep, 10)
 	b = append(b, `,"ts":`...)
@@ -120,6 +133,7 @@ type header struct {
 type rawHeader struct {
 	T   *string         `json:"t"`
 	Src *int64          `json:"src"`
+	Dst *int64          `json:"dst"` // optional
 	Ep  *int64          `json:"ep"`
 	TS  *int64          `json:"ts"`
 	N   *string         `json:"n"`
@@ -156,6 +170,8 @@ func checkHeader(r rawHeader) (header, error) {
 			ErrMalformed, quoteShort(*r.T), MaxTypeLen)
 	case *r.Src < 1:
 		return header{}, fmt.Errorf("%w: src %d: want >= 1", ErrMalformed, *r.Src)
+	case r.Dst != nil && *r.Dst < 0:
+		return header{}, fmt.Errorf("%w: dst %d: want >= 0", ErrMalformed, *r.Dst)
 	case *r.Ep < 0:
 		return header{}, fmt.Errorf("%w: ep %d: want >= 0", ErrMalformed, *r.Ep)
 	case *r.TS < 0:
@@ -165,8 +181,12 @@ func checkHeader(r rawHeader) (header, error) {
 	if !ok {
 		return header{}, fmt.Errorf("%w: nonce %s: want 16 lowercase hex digits", ErrMalformed, quoteShort(*r.N))
 	}
+	var dst int64
+	if r.Dst != nil {
+		dst = *r.Dst
+	}
 	return header{
-		frame: Frame{Type: *r.T, Src: *r.Src, Epoch: *r.Ep, Payload: r.P},
+		frame: Frame{Type: *r.T, Src: *r.Src, Dst: dst, Epoch: *r.Ep, Payload: r.P},
 		ts:    *r.TS,
 		nonce: n,
 	}, nil

@@ -321,7 +321,8 @@ func (s *Sim) finishVisits(p *Proc) {
 			p.Visits++
 			p.Node.VisitDone(v.tok, false)
 		default:
-			p.Node.VisitFenced(v.tok)
+			cur := s.Store.Fence
+			p.Node.VisitFenced(v.tok, &cur)
 		}
 	}
 	p.visits = keep
@@ -511,6 +512,28 @@ func (s *Sim) sendMsg(p *Proc, m ring.Msg) {
 			}
 		})
 	}
+}
+
+// Inject delivers m to node to as a hostile peer holding the cluster key
+// would: m.From, m.To and m.Epoch are whatever it forged. Via ViaUDP it is
+// a datagram (from any address: UDP sources are not checked). Via ViaPred
+// or ViaSucc it is a frame on to's inbound or outbound ring link, which the
+// transport lets through only in the name of the node at the other end of
+// that link (the one its HELLO authenticated): otherwise it is dropped
+// here, as the transport would.
+func (s *Sim) Inject(to int64, m ring.Msg) {
+	q := s.Procs[to]
+	if q == nil {
+		return
+	}
+	switch {
+	case m.Via == ring.ViaPred && (q.pred == 0 || m.From != q.pred),
+		m.Via == ring.ViaSucc && (q.succ == 0 || m.From != q.succ):
+		s.tracef("inject %d: %s dropped by the transport (not the link's peer)", to, m)
+		return
+	}
+	s.tracef("inject %d: %s", to, m)
+	s.datagram(q, 1, "forged "+m.String(), func(q *Proc) { q.Node.Step(m) })
 }
 
 // Live returns the running node ids, ascending.

@@ -329,8 +329,8 @@ func TestStaleCoordinatorCommandIgnored(t *testing.T) {
 	n := s.Procs[1].Node
 	succ, _ := n.Successor()
 	_, epoch := n.Coordinator()
-	n.Step(ring.Msg{Type: ring.MsgSuccessor, From: 2, Epoch: epoch - 1, Succ: 3, Ver: 99})
-	n.Step(ring.Msg{Type: ring.MsgRejoin, From: 2, Epoch: epoch - 1})
+	n.Step(ring.Msg{Type: ring.MsgSuccessor, From: 2, To: 1, Epoch: epoch - 1, Succ: 3, Ver: 99})
+	n.Step(ring.Msg{Type: ring.MsgRejoin, From: 2, To: 1, Epoch: epoch - 1})
 	s.flush(s.Procs[1])
 	if got, _ := n.Successor(); got != succ || n.Phase() != ring.PhaseInRing {
 		t.Errorf("a stale command changed the node: successor %d, phase %s", got, n.Phase())
@@ -384,8 +384,8 @@ func TestCommandFromNonCoordinatorIgnored(t *testing.T) {
 	for _, id := range []int64{coord, 6 - coord - other} { // the coordinator, and a third node
 		n := s.Procs[id].Node
 		succ, _ := n.Successor()
-		n.Step(ring.Msg{Type: ring.MsgSuccessor, From: other, Epoch: epoch, Succ: other, Ver: 1 << 40})
-		n.Step(ring.Msg{Type: ring.MsgRejoin, From: other, Epoch: epoch})
+		n.Step(ring.Msg{Type: ring.MsgSuccessor, From: other, To: id, Epoch: epoch, Succ: other, Ver: 1 << 40})
+		n.Step(ring.Msg{Type: ring.MsgRejoin, From: other, To: id, Epoch: epoch})
 		s.flush(s.Procs[id])
 		if got, _ := n.Successor(); got != succ || n.Phase() != ring.PhaseInRing {
 			t.Errorf("node %d obeyed node %d at coordinator %d's epoch: successor %d, phase %s", id, other, coord, got, n.Phase())
@@ -410,7 +410,7 @@ func TestDeposedWhileChangeRuns(t *testing.T) {
 	if coord == 1 {
 		other = 2
 	}
-	n.Step(ring.Msg{Type: ring.MsgSuccessorRequest, From: other, Epoch: epoch, Failed: 6 - coord - other})
+	n.Step(ring.Msg{Type: ring.MsgSuccessorRequest, From: other, To: coord, Epoch: epoch, Failed: 6 - coord - other})
 	r := n.Ready()
 	var op *ring.Op
 	for i := range r.Ops {
@@ -421,13 +421,34 @@ func TestDeposedWhileChangeRuns(t *testing.T) {
 	if op == nil {
 		t.Fatalf("no repair operation for the request: %+v", r.Ops)
 	}
-	n.Step(ring.Msg{Type: ring.MsgCoordinator, From: other, Epoch: epoch + 1})
-	n.Ready()
-	if n.IsCoordinator() {
-		t.Fatal("not deposed by a newer epoch")
+	// The newer epoch only proposes: the node asks the store, after the
+	// change that runs, and sends nothing stamped with the newer epoch.
+	n.Step(ring.Msg{Type: ring.MsgCoordinator, From: other, To: coord, Epoch: epoch + 1})
+	r = n.Ready()
+	if !n.IsCoordinator() {
+		t.Fatal("deposed by a frame before the store confirmed it")
 	}
 	n.StoreDone(ring.Result{Op: *op, Outcome: ring.OK,
 		Changes: []ring.Change{{Node: other, Succ: coord}, {Node: 6 - coord - other, Succ: 0}}, Members: []int64{coord, other}})
+	r = n.Ready()
+	var read *ring.Op
+	for i := range r.Ops {
+		if r.Ops[i].Kind == ring.OpReadCoordinator {
+			read = &r.Ops[i]
+		}
+	}
+	for _, m := range r.Msgs {
+		if m.Epoch != epoch {
+			t.Errorf("coordinator of epoch %d sent %s to %d stamped with epoch %d", epoch, m.Type, m.To, m.Epoch)
+		}
+	}
+	if read == nil {
+		t.Fatalf("no store read to confirm the newer epoch: %+v", r.Ops)
+	}
+	n.StoreDone(ring.Result{Op: *read, Outcome: ring.OK, Coord: other, Epoch: epoch + 1})
+	if n.IsCoordinator() {
+		t.Fatal("not deposed by a newer epoch the store confirmed")
+	}
 	for _, m := range n.Ready().Msgs {
 		if m.Type == ring.MsgSuccessor || m.Type == ring.MsgRejoin || m.Type == ring.MsgLeaveOK {
 			t.Errorf("deposed coordinator sent %s to %d at epoch %d", m.Type, m.To, m.Epoch)
@@ -644,7 +665,7 @@ func TestDeposedByTheSuccessorThatFailed(t *testing.T) {
 	if repair == nil {
 		t.Fatal("the coordinator did not repair around its failed successor")
 	}
-	n.Step(ring.Msg{Type: ring.MsgCoordinator, From: succ, Epoch: epoch + 1})
+	n.Step(ring.Msg{Type: ring.MsgCoordinator, From: succ, To: coord, Epoch: epoch + 1})
 	r := n.Ready()
 	// The repair in flight comes back (and is dropped: the node was deposed).
 	n.StoreDone(ring.Result{Op: *repair, Outcome: ring.OK})

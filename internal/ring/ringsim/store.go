@@ -134,9 +134,10 @@ func (s *Store) lease(from int64, op ring.Op) ring.Result {
 }
 
 // Accepts reports whether a critical section of node with stamp would
-// commit now.
+// commit now: the stamp is of the generation the store issued last (never
+// above it), not older than the fence, and not a stamp another node used.
 func (s *Store) Accepts(node int64, stamp token.Stamp) bool {
-	return !s.Down && !s.Fence.Newer(stamp) && (s.Fence != stamp || s.Holder == node || s.Holder == 0)
+	return !s.Down && stamp.Gen <= s.Gen && !s.Fence.Newer(stamp) && (s.Fence != stamp || s.Holder == node || s.Holder == 0)
 }
 
 // Commit runs a fenced critical section for node with stamp at tick: it

@@ -72,6 +72,7 @@ func Run(t *testing.T, newDSN NewDSN) {
 		{"FenceGenerations", testFenceGenerations},
 		{"FencedSerialises", testFencedSerialises},
 		{"FencedRollback", testFencedRollback},
+		{"FenceRefusesUnissued", testFenceRefusesUnissued},
 		{"Users", testUsers},
 		{"Groups", testGroups},
 		{"Presence", testPresence},
@@ -89,6 +90,9 @@ func Run(t *testing.T, newDSN NewDSN) {
 		{"Prune", testPrune},
 		{"ConcurrentHandles", testConcurrentHandles},
 		{"ProbeCounter", testProbeCounter},
+		{"Accounts", testAccounts},
+		{"InviteOnlyGroups", testInviteOnlyGroups},
+		{"HistorySinceJoin", testHistorySinceJoin},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newDSN) })
@@ -149,13 +153,9 @@ func testMigrateConcurrently(t *testing.T, newDSN NewDSN) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newest, err := store.SchemaVersion()
+	want, err := store.SchemaVersions()
 	if err != nil {
 		t.Fatal(err)
-	}
-	var want []int64
-	for v := int64(1); v <= newest; v++ {
-		want = append(want, v)
 	}
 	if diff := cmp.Diff(want, applied); diff != "" {
 		t.Errorf("each version must be applied exactly once (-want +got):\n%s", diff)
@@ -676,9 +676,19 @@ func testGroups(t *testing.T, newDSN NewDSN) {
 		if err != nil || len(ug) != 2 || ug[0].Name != "g1" || ug[1].Name != h.Name {
 			t.Errorf("user groups = %+v, %v", ug, err)
 		}
-		all, err := tx.ListGroups()
+		all, err := tx.ListGroups("", 10)
 		if err != nil || len(all) != 2 || all[0].Members != 1 || all[1].Members != 1 {
 			t.Errorf("groups = %+v, %v", all, err)
+		}
+		// Pages: after a name, at most limit.
+		if page, err := tx.ListGroups("", 1); err != nil || len(page) != 1 || page[0].Name != "g1" {
+			t.Errorf("first page = %+v, %v", page, err)
+		}
+		if page, err := tx.ListGroups("g1", 5); err != nil || len(page) != 1 || page[0].Name != h.Name {
+			t.Errorf("page after g1 = %+v, %v", page, err)
+		}
+		if _, err := tx.ListGroups("", store.MaxGroupsPage+1); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("oversized page: err = %v", err)
 		}
 		if _, err := tx.GroupByName("nope"); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("unknown group: %v", err)
@@ -774,7 +784,7 @@ func testMessages(t *testing.T, newDSN NewDSN) {
 		for _, want := range []struct {
 			u store.User
 			n int
-		}{{p.a, 1}, {p.b, 2}, {p.c, 1}} {
+		}{{p.a, 0}, {p.b, 2}, {p.c, 1}} { // a sent the group message: not for a
 			if n, err := tx.PendingCount(want.u.ID); err != nil || n != want.n {
 				t.Errorf("pending for %s = %d, %v; want %d", want.u.Name, n, err, want.n)
 			}
@@ -966,7 +976,7 @@ func testNodesWithPending(t *testing.T, newDSN NewDSN) {
 			t.Errorf("nodes for both messages = %v, want [2 4]", got)
 		}
 		if got, _ := tx.NodesWithPending(s2, s2); !slices.Equal(got, []int64{4}) {
-			t.Errorf("nodes for the group message = %v, want [4] (a is offline)", got)
+			t.Errorf("nodes for the group message = %v, want [4] (a is offline, b sent it)", got)
 		}
 		if err := tx.MarkDelivered(p.c.ID, []int64{s2}); err != nil {
 			return err
@@ -1052,7 +1062,7 @@ func testRowsOfManyRecipients(t *testing.T, newDSN NewDSN) {
 				return err
 			}
 			for _, u := range []store.User{p.a, p.b, p.c} {
-				all = append(all, store.RecipientSeq{RecipientID: u.ID, Seq: seq})
+				all = append(all, store.RecipientSeq{RecipientID: u.ID, Seq: seq, GroupID: g.ID})
 			}
 		}
 		return nil
@@ -1080,7 +1090,7 @@ func testRowsOfManyRecipients(t *testing.T, newDSN NewDSN) {
 		for _, want := range []struct {
 			u store.User
 			n int
-		}{{p.a, 150}, {p.b, 0}, {p.c, 150}} {
+		}{{p.a, 0}, {p.b, 0}, {p.c, 150}} { // a sent them
 			if n, _ := tx.PendingCount(want.u.ID); n != want.n {
 				t.Errorf("rows of %s = %d, want %d", want.u.Name, n, want.n)
 			}
@@ -1151,9 +1161,9 @@ func testPrune(t *testing.T, newDSN NewDSN) {
 	clock = clock.Add(48 * time.Hour)
 	update(t, st, func(tx store.Tx) error {
 		_, _, _ = tx.InsertMessage(store.NewMessage{ID: "recent", SenderID: p.a.ID, ToUserID: p.b.ID, SentAt: clock}, nil)
-		n, err := tx.PruneMessages(clock.Add(-24 * time.Hour))
-		if err != nil || n != 1 {
-			t.Errorf("pruned %d, %v; want only the old acknowledged message", n, err)
+		n, err := tx.PruneMessages(clock.Add(-24*time.Hour), 0, 100)
+		if err != nil || n.Deleted != 1 || !n.Done {
+			t.Errorf("pruned %+v, %v; want only the old acknowledged message, and done", n, err)
 		}
 		h, _ := tx.History(store.Conversation{UserA: p.a.ID, UserB: p.c.ID}, 10)
 		if len(h) != 1 {
@@ -1391,4 +1401,204 @@ func testMarkRacesLoginElsewhere(t *testing.T, newDSN NewDSN) {
 		}
 		return nil
 	})
+}
+
+// testFenceRefusesUnissued: the fence refuses a stamp of a generation the
+// store never issued (a forged token at the largest generation), runs
+// nothing for it, and stays where it was: the real token's next stamp and
+// the next generation go through.
+func testFenceRefusesUnissued(t *testing.T, newDSN NewDSN) {
+	const maxInt64 = 1<<63 - 1
+	st := Open(t, newDSN(t))
+	mustNodes(t, st)
+	e, err := st.ClaimCoordinator(ctx, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	coord := store.Coordinator{NodeID: 1, Epoch: e}
+	g1, err := st.NewGeneration(ctx, coord)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	body := func(store.Tx) error { ran++; return nil }
+	if err := st.Fenced(ctx, store.Fence{Generation: g1.Generation, Seq: 3, Holder: 2}, body); err != nil {
+		t.Fatalf("the real token: %v", err)
+	}
+	for _, f := range []store.Fence{
+		{Generation: maxInt64, Seq: 0, Holder: 3},
+		{Generation: maxInt64, Seq: maxInt64, Holder: 3},
+		{Generation: g1.Generation + 1, Seq: 1, Holder: 3},
+	} {
+		if err := st.Fenced(ctx, f, body); !errors.Is(err, store.ErrFenced) {
+			t.Fatalf("generation %d, never issued: err = %v, want ErrFenced", f.Generation, err)
+		}
+	}
+	if ran != 1 {
+		t.Errorf("critical sections run = %d, want 1 (refused ones must not run)", ran)
+	}
+	if f, _ := st.Fence(ctx); f != (store.Fence{Generation: g1.Generation, Seq: 3, Holder: 2}) {
+		t.Errorf("fence = %v after refused stamps, want %d/3 of node 2", f, g1.Generation)
+	}
+	if err := st.Fenced(ctx, store.Fence{Generation: g1.Generation, Seq: 4, Holder: 3}, body); err != nil {
+		t.Errorf("the real token's next stamp: %v", err)
+	}
+	g2, err := st.NewGeneration(ctx, coord)
+	if err != nil || g2.Generation != g1.Generation+1 {
+		t.Fatalf("next generation = %v, %v; want %d", g2, err, g1.Generation+1)
+	}
+	if err := st.Fenced(ctx, store.Fence{Generation: g2.Generation, Seq: 1, Holder: 2}, body); err != nil {
+		t.Errorf("the new generation's token: %v", err)
+	}
+}
+
+func testAccounts(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	update(t, st, func(tx store.Tx) error {
+		u, created, err := tx.CreateUser("alice", "hash-1")
+		if err != nil || !created || u.PasswordHash != "hash-1" {
+			t.Errorf("CreateUser = %+v, %v, %v", u, created, err)
+		}
+		again, created, err := tx.CreateUser("alice", "hash-2")
+		if err != nil || created || again.ID != u.ID || again.PasswordHash != "hash-1" {
+			t.Errorf("CreateUser of a taken name = %+v, %v, %v; want the old user unchanged", again, created, err)
+		}
+		b, created, err := tx.CreateUser("bob", "")
+		if err != nil || !created || b.PasswordHash != "" {
+			t.Errorf("CreateUser without a password = %+v, %v, %v", b, created, err)
+		}
+		if _, _, err := tx.CreateUser("", "h"); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("CreateUser(\"\") err = %v", err)
+		}
+		for _, h := range []string{"hash-3", "hash-3"} { // the same again is fine
+			if err := tx.SetPassword(b.ID, h); err != nil {
+				t.Errorf("SetPassword: %v", err)
+			}
+		}
+		if err := tx.SetPassword(u.ID, "hash-4"); err != nil {
+			t.Errorf("SetPassword replacing a hash: %v", err)
+		}
+		if err := tx.SetPassword(b.ID, ""); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("empty hash: %v", err)
+		}
+		if err := tx.SetPassword(99999, "h"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("unknown user: %v", err)
+		}
+		for name, want := range map[string]string{"alice": "hash-4", "bob": "hash-3"} {
+			if got, _ := tx.UserByName(name); got.PasswordHash != want {
+				t.Errorf("%s hash = %q, want %q", name, got.PasswordHash, want)
+			}
+		}
+		return nil
+	})
+}
+
+func testInviteOnlyGroups(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	update(t, st, func(tx store.Tx) error {
+		a, _, _ := tx.EnsureUser("a")
+		b, _, _ := tx.EnsureUser("b")
+		c, _, _ := tx.EnsureUser("c")
+		g, created, err := tx.CreateGroup("secret", true, a.ID)
+		if err != nil || !created || !g.InviteOnly || g.CreatedBy != a.ID {
+			t.Fatalf("CreateGroup = %+v, %v, %v", g, created, err)
+		}
+		if again, created, _ := tx.CreateGroup("secret", false, b.ID); created || !again.InviteOnly || again.CreatedBy != a.ID {
+			t.Errorf("CreateGroup of an existing group = %+v, %v; want it unchanged", again, created)
+		}
+		open, _, _ := tx.EnsureGroup("open")
+		if open.InviteOnly || open.CreatedBy != 0 {
+			t.Errorf("EnsureGroup = %+v", open)
+		}
+		if ok, err := tx.Invite(g.ID, b.ID, a.ID); err != nil || !ok {
+			t.Errorf("Invite = %v, %v", ok, err)
+		}
+		if ok, _ := tx.Invite(g.ID, b.ID, a.ID); ok {
+			t.Error("a second invitation is new")
+		}
+		if ok, _ := tx.Invited(g.ID, b.ID); !ok {
+			t.Error("b not invited")
+		}
+		if ok, _ := tx.Invited(g.ID, c.ID); ok {
+			t.Error("c invited")
+		}
+		inv, err := tx.UserInvites(b.ID)
+		if err != nil || len(inv) != 1 || inv[0].Name != "secret" || !inv[0].InviteOnly {
+			t.Errorf("UserInvites = %+v, %v", inv, err)
+		}
+		if ok, _ := tx.IsMember(g.ID, b.ID); ok {
+			t.Error("invited is not a member yet")
+		}
+		if _, err := tx.JoinGroup(g.ID, b.ID); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := tx.IsMember(g.ID, b.ID); !ok {
+			t.Error("b not a member after joining")
+		}
+		if ok, _ := tx.Invited(g.ID, b.ID); ok {
+			t.Error("the invitation is not used up by joining")
+		}
+		all, _ := tx.ListGroups("", 10)
+		if len(all) != 2 || all[1].Name != "secret" || !all[1].InviteOnly || all[0].InviteOnly {
+			t.Errorf("ListGroups = %+v", all)
+		}
+		mine, _ := tx.UserGroups(b.ID)
+		if len(mine) != 1 || !mine[0].InviteOnly {
+			t.Errorf("UserGroups = %+v", mine)
+		}
+		return nil
+	})
+}
+
+func testHistorySinceJoin(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	p, g := setupPeople(t, st) // a, b and c members
+	send := func(tx store.Tx, id string) {
+		if _, _, err := tx.InsertMessage(store.NewMessage{ID: id, SenderID: p.a.ID, ToGroupID: g.ID, Content: id, SentAt: time.Now()}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var d store.User
+	update(t, st, func(tx store.Tx) error {
+		send(tx, "before")
+		d, _, _ = tx.EnsureUser("d")
+		if _, err := tx.JoinGroup(g.ID, d.ID); err != nil {
+			return err
+		}
+		send(tx, "after")
+		return nil
+	})
+	contents := func(c store.Conversation) []string {
+		var out []string
+		update(t, st, func(tx store.Tx) error {
+			h, err := tx.History(c, 10)
+			for _, m := range h {
+				out = append(out, m.Content)
+			}
+			return err
+		})
+		return out
+	}
+	if diff := cmp.Diff([]string{"after"}, contents(store.Conversation{GroupID: g.ID, Member: d.ID})); diff != "" {
+		t.Errorf("history of the late member (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"before", "after"}, contents(store.Conversation{GroupID: g.ID, Member: p.b.ID})); diff != "" {
+		t.Errorf("history of an early member (-want +got):\n%s", diff)
+	}
+	var e store.User
+	update(t, st, func(tx store.Tx) error { e, _, _ = tx.EnsureUser("e"); return nil })
+	if got := contents(store.Conversation{GroupID: g.ID, Member: e.ID}); len(got) != 0 {
+		t.Errorf("history of a non-member = %v", got)
+	}
+	// Leaving and joining again starts the history anew.
+	update(t, st, func(tx store.Tx) error {
+		if _, err := tx.LeaveGroup(g.ID, d.ID); err != nil {
+			return err
+		}
+		_, err := tx.JoinGroup(g.ID, d.ID)
+		return err
+	})
+	if got := contents(store.Conversation{GroupID: g.ID, Member: d.ID}); len(got) != 0 {
+		t.Errorf("history after rejoining = %v", got)
+	}
 }

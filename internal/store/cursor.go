@@ -1,0 +1,601 @@
+package store
+
+import (
+	"cmp"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Group messages are stored once. A member's delivery state is a cursor on
+// the group's timeline (table group_cursors): acked_seq (the member has
+// every message up to it), sent_seq (handed to a connection up to it) and,
+// after the member left, until_seq (the last message sent while a member).
+// What waits for a member is the group's messages in (sent_seq, end], end
+// being until_seq or the group's last_seq; what a visit reads and writes for
+// the members online at its node is in proportion to those members and the
+// batch, never to the group's size.
+
+// Bounds of the pending fetch. Each statement of it reads a bounded number
+// of rows whatever the size of the history, the backlog or a group.
+const (
+	// pendingUserChunk bounds the users of one statement (one UNION ALL
+	// part each: an index range of at most perUser rows).
+	pendingUserChunk = 40
+	// pendingGroupChunk bounds the groups of one timeline statement.
+	pendingGroupChunk = 20
+	// MaxPendingUsers bounds the users of one PendingFor call.
+	MaxPendingUsers = 2000
+	// maxCursorRows bounds the pending cursors read for one chunk of
+	// users (a user in very many groups is served over several visits).
+	maxCursorRows = 1000
+)
+
+// cursorRow is one member's pending window on a group's timeline.
+type cursorRow struct {
+	group, user, sent, end int64
+}
+
+// groupKey names one member's cursor.
+type groupKey struct{ group, user int64 }
+
+// userSource is one source of a user's pending messages (their direct rows,
+// or one group cursor): its messages in order, and whether it had more than
+// were read (then nothing after its last one may be taken this time).
+type userSource struct {
+	items     []Delivery
+	truncated bool
+}
+
+// PendingFor returns what waits for these users (logged in at nodeID): up
+// to perUser each and limit in all, every user's a prefix of what waits for
+// them in global order (per-sender FIFO holds across direct and group
+// messages), ordered by (Seq, RecipientID). A user's own group messages come
+// back with Own set: marking them moves the cursor past them, nobody is
+// shown them. Every statement is bounded: at most perUser rows per user and
+// source, whatever the backlog.
+func (t *sqlTx) PendingFor(nodeID int64, users []int64, perUser, limit int) ([]Delivery, error) {
+	if limit <= 0 || perUser <= 0 || len(users) > MaxPendingUsers {
+		return nil, fmt.Errorf("%w: limit %d, per user %d, %d users (at most %d)", ErrInvalid, limit, perUser, len(users), MaxPendingUsers)
+	}
+	users = slices.Clone(users)
+	slices.Sort(users)
+	users = slices.Compact(users)
+	names, err := t.userNames(users)
+	if err != nil {
+		return nil, fmt.Errorf("store: pending messages: %w", err)
+	}
+	sources := map[int64][]userSource{}
+	if err := t.pendingDirect(users, perUser, names, sources); err != nil {
+		return nil, fmt.Errorf("store: pending messages: %w", err)
+	}
+	if err := t.pendingGroups(users, perUser, names, sources); err != nil {
+		return nil, fmt.Errorf("store: pending messages: %w", err)
+	}
+	var out []Delivery
+	for _, u := range users {
+		out = append(out, userPrefix(sources[u], perUser)...)
+	}
+	slices.SortFunc(out, func(a, b Delivery) int {
+		return cmp.Or(cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.RecipientID, b.RecipientID))
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// userPrefix merges one user's sources in order and keeps what may be
+// taken: nothing past the first truncated source's last message, and at
+// most perUser.
+func userPrefix(srcs []userSource, perUser int) []Delivery {
+	cut := int64(-1)
+	var all []Delivery
+	for _, s := range srcs {
+		if s.truncated && len(s.items) > 0 {
+			last := s.items[len(s.items)-1].Seq
+			if cut < 0 || last < cut {
+				cut = last
+			}
+		}
+		all = append(all, s.items...)
+	}
+	slices.SortFunc(all, func(a, b Delivery) int { return cmp.Compare(a.Seq, b.Seq) })
+	if cut >= 0 {
+		all = slices.DeleteFunc(all, func(d Delivery) bool { return d.Seq > cut })
+	}
+	if len(all) > perUser {
+		all = all[:perUser]
+	}
+	return all
+}
+
+// userNames maps user ids to names.
+func (t *sqlTx) userNames(users []int64) (map[int64]string, error) {
+	out := make(map[int64]string, len(users))
+	for chunk := range slices.Chunk(users, inChunk) {
+		rows, err := t.query("SELECT user_id, name FROM users WHERE user_id IN ("+placeholders(len(chunk))+")",
+			anySlice(chunk)...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id int64
+			var name string
+			if err := rows.Scan(&id, &name); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[id] = name
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// pendingDirect reads each user's oldest perUser pending recipient rows
+// (one index range per user: ix_recipients_pending), then their messages.
+func (t *sqlTx) pendingDirect(users []int64, perUser int, names map[int64]string, sources map[int64][]userSource) error {
+	var rows []RecipientSeq
+	for chunk := range slices.Chunk(users, pendingUserChunk) {
+		var b strings.Builder
+		args := make([]any, 0, 2*len(chunk))
+		for i, u := range chunk {
+			if i > 0 {
+				b.WriteString(" UNION ALL ")
+			}
+			fmt.Fprintf(&b, "SELECT user_id, msg_seq FROM (SELECT r.user_id, r.msg_seq FROM recipients r"+
+				" WHERE r.user_id = ? AND r.delivered_us IS NULL ORDER BY r.msg_seq LIMIT ?) q%d", i)
+			args = append(args, u, perUser)
+		}
+		rs, err := t.query(b.String(), args...)
+		if err != nil {
+			return err
+		}
+		for rs.Next() {
+			var r RecipientSeq
+			if err := rs.Scan(&r.RecipientID, &r.Seq); err != nil {
+				rs.Close()
+				return err
+			}
+			rows = append(rows, r)
+		}
+		err = rs.Err()
+		rs.Close()
+		if err != nil {
+			return err
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	seqs := make([]int64, 0, len(rows))
+	for _, r := range rows {
+		seqs = append(seqs, r.Seq)
+	}
+	slices.Sort(seqs)
+	seqs = slices.Compact(seqs)
+	msgs, err := t.messagesBySeq(seqs)
+	if err != nil {
+		return err
+	}
+	per := map[int64]*userSource{}
+	for _, r := range rows {
+		m, ok := msgs[r.Seq]
+		if !ok {
+			continue // pruned under us: cannot happen while a row waits
+		}
+		s := per[r.RecipientID]
+		if s == nil {
+			s = &userSource{}
+			per[r.RecipientID] = s
+		}
+		s.items = append(s.items, Delivery{RecipientID: r.RecipientID, Recipient: names[r.RecipientID], Message: m.Message})
+	}
+	for u, s := range per {
+		slices.SortFunc(s.items, func(a, b Delivery) int { return cmp.Compare(a.Seq, b.Seq) })
+		s.truncated = len(s.items) >= perUser
+		sources[u] = append(sources[u], *s)
+	}
+	return nil
+}
+
+// storedMessage is a message with its sender's id.
+type storedMessage struct {
+	Message
+	senderID int64
+	groupID  int64
+}
+
+const messageColsIDs = "m.sender_id, COALESCE(m.to_group_id, 0), " + messageCols
+
+// messagesBySeq reads messages by sequence.
+func (t *sqlTx) messagesBySeq(seqs []int64) (map[int64]storedMessage, error) {
+	out := make(map[int64]storedMessage, len(seqs))
+	for chunk := range slices.Chunk(seqs, inChunk) {
+		rows, err := t.query("SELECT "+messageColsIDs+" FROM messages m"+messageJoins+
+			" WHERE m.msg_seq IN ("+placeholders(len(chunk))+")", anySlice(chunk)...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var m storedMessage
+			if err := scanMessage(rows, &m.Message, &m.senderID, &m.groupID); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[m.Seq] = m
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// pendingGroups reads the users' pending group cursors, then each group's
+// timeline once for all of its members here: from the lowest of their
+// cursors, at most perUser messages.
+func (t *sqlTx) pendingGroups(users []int64, perUser int, names map[int64]string, sources map[int64][]userSource) error {
+	var cursors []cursorRow
+	for chunk := range slices.Chunk(users, inChunk) {
+		rows, err := t.query(
+			"SELECT c.group_id, c.user_id, c.sent_seq, COALESCE(c.until_seq, g.last_seq) FROM group_cursors c"+
+				" JOIN chat_groups g ON g.group_id = c.group_id"+
+				" WHERE c.user_id IN ("+placeholders(len(chunk))+") AND c.sent_seq < COALESCE(c.until_seq, g.last_seq)"+
+				" ORDER BY c.user_id, c.group_id LIMIT ?", append(anySlice(chunk), maxCursorRows)...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var c cursorRow
+			if err := rows.Scan(&c.group, &c.user, &c.sent, &c.end); err != nil {
+				rows.Close()
+				return err
+			}
+			cursors = append(cursors, c)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return err
+		}
+	}
+	if len(cursors) == 0 {
+		return nil
+	}
+	// Each group's window: from its lowest cursor here to its highest end.
+	type window struct {
+		from, to  int64
+		msgs      []storedMessage
+		truncated bool
+	}
+	windows := map[int64]*window{}
+	for _, c := range cursors {
+		w := windows[c.group]
+		if w == nil {
+			windows[c.group] = &window{from: c.sent, to: c.end}
+			continue
+		}
+		w.from, w.to = min(w.from, c.sent), max(w.to, c.end)
+	}
+	groups := slices.Sorted(func(yield func(int64) bool) {
+		for g := range windows {
+			if !yield(g) {
+				return
+			}
+		}
+	})
+	for chunk := range slices.Chunk(groups, pendingGroupChunk) {
+		var b strings.Builder
+		args := make([]any, 0, 4*len(chunk))
+		for i, g := range chunk {
+			if i > 0 {
+				b.WriteString(" UNION ALL ")
+			}
+			// The inner select reads only the timeline's index range
+			// (ix_messages_to_group); the names are joined after it.
+			fmt.Fprintf(&b, "SELECT "+messageColsIDs+" FROM (SELECT msg_seq FROM messages"+
+				" WHERE to_group_id = ? AND msg_seq > ? AND msg_seq <= ? ORDER BY msg_seq LIMIT ?) w%d"+
+				" JOIN messages m ON m.msg_seq = w%d.msg_seq"+messageJoins, i, i)
+			w := windows[g]
+			args = append(args, g, w.from, w.to, perUser)
+		}
+		rows, err := t.query(b.String(), args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var m storedMessage
+			if err := scanMessage(rows, &m.Message, &m.senderID, &m.groupID); err != nil {
+				rows.Close()
+				return err
+			}
+			w := windows[m.groupID]
+			w.msgs = append(w.msgs, m)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return err
+		}
+	}
+	for _, w := range windows {
+		slices.SortFunc(w.msgs, func(a, b storedMessage) int { return cmp.Compare(a.Seq, b.Seq) })
+		w.truncated = len(w.msgs) >= perUser
+	}
+	for _, c := range cursors {
+		w := windows[c.group]
+		src := userSource{}
+		for _, m := range w.msgs {
+			if m.Seq <= c.sent || m.Seq > c.end {
+				continue
+			}
+			src.items = append(src.items, Delivery{RecipientID: c.user, Recipient: names[c.user], GroupID: c.group,
+				Own: m.senderID == c.user, Message: m.Message})
+		}
+		// The window stopped early: this member may have more after it.
+		last := c.sent
+		if len(w.msgs) > 0 {
+			last = w.msgs[len(w.msgs)-1].Seq
+		}
+		src.truncated = w.truncated && last < c.end
+		if len(src.items) == 0 {
+			continue
+		}
+		sources[c.user] = append(sources[c.user], src)
+	}
+	return nil
+}
+
+// groupTargets returns, per member's cursor, the highest sequence of rows
+// (group rows only).
+func groupTargets(rows []RecipientSeq, pick func(old, seq int64) int64) map[groupKey]int64 {
+	out := map[groupKey]int64{}
+	for _, r := range rows {
+		if r.GroupID == 0 {
+			continue
+		}
+		k := groupKey{r.GroupID, r.RecipientID}
+		if old, ok := out[k]; ok {
+			out[k] = pick(old, r.Seq)
+		} else {
+			out[k] = r.Seq
+		}
+	}
+	return out
+}
+
+// splitRows separates recipient rows from group (cursor) rows.
+func splitRows(rows []RecipientSeq) (direct, group []RecipientSeq) {
+	for _, r := range rows {
+		if r.GroupID != 0 {
+			group = append(group, r)
+		} else {
+			direct = append(direct, r)
+		}
+	}
+	return direct, group
+}
+
+// markCursors moves the cursors of group rows to the highest of their
+// rows (forward only), and returns the rows whose cursor moved.
+func (t *sqlTx) markCursors(rows []RecipientSeq) ([]RecipientSeq, error) {
+	targets := groupTargets(rows, func(a, b int64) int64 { return max(a, b) })
+	moved := map[groupKey]bool{}
+	// One statement per (group, target): the members of a group here read
+	// the same window, so their cursors move together.
+	type gt struct{ group, target int64 }
+	batches := map[gt][]any{}
+	for k, seq := range targets {
+		batches[gt{k.group, seq}] = append(batches[gt{k.group, seq}], k.user)
+	}
+	for b, us := range batches {
+		slices.SortFunc(us, func(x, y any) int { return cmp.Compare(x.(int64), y.(int64)) })
+		for chunk := range slices.Chunk(us, inChunk) {
+			k, err := t.exec("UPDATE group_cursors SET sent_seq = ? WHERE group_id = ? AND sent_seq < ? AND user_id IN ("+
+				placeholders(len(chunk))+")", append([]any{b.target, b.group, b.target}, chunk...)...)
+			if err != nil {
+				return nil, err
+			}
+			if int(k) == len(chunk) {
+				for _, u := range chunk {
+					moved[groupKey{b.group, u.(int64)}] = true
+				}
+				continue
+			}
+			// Some did not move (their cursor was already there): find
+			// which did not, one by one (rare: only under a race the fence
+			// excludes).
+			for _, u := range chunk {
+				var sent int64
+				err := t.queryRow("SELECT sent_seq FROM group_cursors WHERE group_id = ? AND user_id = ?",
+					b.group, u).Scan(&sent)
+				if err == nil && sent == b.target {
+					moved[groupKey{b.group, u.(int64)}] = true
+				} else if err != nil && err != sql.ErrNoRows {
+					return nil, err
+				}
+			}
+		}
+	}
+	var out []RecipientSeq
+	for _, r := range rows {
+		if r.GroupID != 0 && moved[groupKey{r.GroupID, r.RecipientID}] {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// unmarkCursors moves the cursors of group rows back to just before the
+// lowest of their rows (never behind what was acknowledged): those
+// messages are handed out again. It returns how many cursors moved.
+func (t *sqlTx) unmarkCursors(rows []RecipientSeq) (int, error) {
+	n := 0
+	for k, seq := range groupTargets(rows, func(a, b int64) int64 { return min(a, b) }) {
+		m, err := t.exec("UPDATE group_cursors SET sent_seq = "+t.s.d.greatest+"(acked_seq, ?) WHERE group_id = ? AND user_id = ? AND sent_seq >= ?",
+			seq-1, k.group, k.user, seq)
+		if err != nil {
+			return n, err
+		}
+		n += int(m)
+	}
+	return n, nil
+}
+
+// ackCursors moves the acknowledged part of cursors up to the highest of
+// their rows (a member's client takes a group's messages in order: having
+// one, it has those before it), and removes the cursors of
+// members who left once they have everything. It returns how many of the
+// rows had their cursor moved.
+func (t *sqlTx) ackCursors(rows []RecipientSeq) (int, error) {
+	n := 0
+	per := map[groupKey]int{}
+	for _, r := range rows {
+		per[groupKey{r.GroupID, r.RecipientID}]++
+	}
+	for k, seq := range groupTargets(rows, func(a, b int64) int64 { return max(a, b) }) {
+		m, err := t.exec("UPDATE group_cursors SET acked_seq = ?, sent_seq = "+t.s.d.greatest+"(sent_seq, ?)"+
+			" WHERE group_id = ? AND user_id = ? AND acked_seq < ?", seq, seq, k.group, k.user, seq)
+		if err != nil {
+			return n, err
+		}
+		if m == 0 {
+			continue
+		}
+		n += per[k]
+		if _, err := t.exec("DELETE FROM group_cursors WHERE group_id = ? AND user_id = ? AND until_seq IS NOT NULL AND acked_seq >= until_seq",
+			k.group, k.user); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// groupNodesWithPending returns the nodes at which a member of a group
+// that has a message in [fromSeq, toSeq] is present. It reads the batch's
+// messages, then for each of their groups the presence rows joined to the
+// group's cursors (presence first: as many rows as users online, not as
+// members).
+func (t *sqlTx) groupNodesWithPending(fromSeq, toSeq int64) ([]int64, error) {
+	// Per group, its senders in the range: a member who sent all of them
+	// has nothing new (their own messages are not shown to them).
+	rows, err := t.query("SELECT to_group_id, MIN(sender_id), MAX(sender_id) FROM messages"+
+		" WHERE msg_seq BETWEEN ? AND ? AND to_group_id IS NOT NULL GROUP BY to_group_id", fromSeq, toSeq)
+	if err != nil {
+		return nil, err
+	}
+	type groupSenders struct{ group, lo, hi int64 }
+	var groups []groupSenders
+	for rows.Next() {
+		var g groupSenders
+		if err := rows.Scan(&g.group, &g.lo, &g.hi); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		groups = append(groups, g)
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return nil, err
+	}
+	var out []int64
+	for _, g := range groups {
+		sole := int64(0)
+		if g.lo == g.hi {
+			sole = g.lo
+		}
+		ids, err := t.queryIDs("SELECT DISTINCT p.node_id FROM presence p "+t.s.d.straightJoin+" group_cursors c"+
+			" WHERE c.group_id = ? AND c.user_id = p.user_id AND c.sent_seq < ? AND c.user_id <> ?", g.group, toSeq, sole)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ids...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// PruneSlice is what one PruneMessages call did.
+type PruneSlice struct {
+	// Deleted counts the messages removed.
+	Deleted int
+	// Next is the sequence to continue from (the last one examined).
+	Next int64
+	// Done: the slice reached messages newer than the cutoff, or the end;
+	// a new round starts from sequence 0 after the prune interval.
+	Done bool
+}
+
+// pruneOne examines up to limit messages after afterSeq in sequence order
+// (a primary-key range: bounded whatever the history's size) and deletes
+// those stored before cutoffUS that nobody waits for.
+func (t *sqlTx) pruneSlice(cutoffUS, afterSeq int64, limit int) (PruneSlice, error) {
+	type cand struct{ seq, stored, group int64 }
+	rows, err := t.query("SELECT msg_seq, stored_us, COALESCE(to_group_id, 0) FROM messages"+
+		" WHERE msg_seq > ? ORDER BY msg_seq LIMIT ?", afterSeq, limit)
+	if err != nil {
+		return PruneSlice{}, err
+	}
+	var cands []cand
+	for rows.Next() {
+		var c cand
+		if err := rows.Scan(&c.seq, &c.stored, &c.group); err != nil {
+			rows.Close()
+			return PruneSlice{}, err
+		}
+		cands = append(cands, c)
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return PruneSlice{}, err
+	}
+	res := PruneSlice{Next: afterSeq, Done: len(cands) < limit}
+	// Each group's oldest unacknowledged position, once per group.
+	lowest := map[int64]int64{}
+	var old []any
+	for _, c := range cands {
+		res.Next = c.seq
+		if c.stored >= cutoffUS {
+			res.Done = true // messages are stored in sequence order: the rest are newer
+			break
+		}
+		if c.group != 0 {
+			low, ok := lowest[c.group]
+			if !ok {
+				var v sql.NullInt64
+				if err := t.queryRow("SELECT MIN(acked_seq) FROM group_cursors WHERE group_id = ?", c.group).Scan(&v); err != nil {
+					return PruneSlice{}, err
+				}
+				low = v.Int64
+				if !v.Valid {
+					low = 1<<63 - 1
+				}
+				lowest[c.group] = low
+			}
+			if c.seq > low {
+				continue // a member has not had it yet
+			}
+		}
+		old = append(old, c.seq)
+	}
+	for chunk := range slices.Chunk(old, inChunk) {
+		k, err := t.exec("DELETE FROM messages WHERE msg_seq IN ("+placeholders(len(chunk))+
+			") AND NOT EXISTS (SELECT 1 FROM recipients r WHERE r.msg_seq = messages.msg_seq)", chunk...)
+		if err != nil {
+			return PruneSlice{}, err
+		}
+		res.Deleted += int(k)
+	}
+	return res, nil
+}
