@@ -343,7 +343,7 @@ func startScaleRing(bin, dir, dsn string, o scaleOpts) (*procRing, []nodelist.No
 		}
 		held[i], addrs[i] = l, l.Addr().String()
 	}
-	flags := []string{"--client-rate", "0", "--history-retention", o.retention.String()}
+	flags := []string{"--client-rate", "0", "--max-clients-per-ip", "10000" /* every client is on 127.0.0.1 */, "--history-retention", o.retention.String()}
 	r, err := newProcRing(bin, dir, dsn, o.nodes, flags)
 	if err != nil {
 		release()

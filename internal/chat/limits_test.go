@@ -2,11 +2,14 @@ package chat
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ringchat/ringchat/internal/client"
 	"github.com/ringchat/ringchat/internal/testutil"
 )
 
@@ -127,5 +130,22 @@ func TestChatOverTLS(t *testing.T) {
 		if strings.Contains(l, "LOGIN") {
 			t.Errorf("a plain-text client was served: %q", l)
 		}
+	}
+}
+
+// A client refused for its address (or a full node) is told why: the
+// login fails at once with the server's reason and code, on every node it
+// was given, not with a lost connection after retrying until its deadline.
+func TestRefusedClientToldWhy(t *testing.T) {
+	r := newRing(t, 2, func(c *Config) { c.MaxClientsPerIP = 1 })
+	_ = dialV2(t, r.addr(1), "a", "", client.Options{})
+	_ = dialV2(t, r.addr(2), "b", "", client.Options{})
+	_, err := client.DialV2(ctxT(t), []string{r.addr(1), r.addr(2)}, "c", "", client.Options{Timeout: waitLimit})
+	var se *client.ServerError
+	if !errors.As(err, &se) || se.Code != client.CodeTooManyConns || !strings.Contains(se.Message, "at most 1 per address") {
+		t.Fatalf("login over the cap: %v, want TOO_MANY_CONNECTIONS with the reason", err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the refusal took the whole deadline: %v", err)
 	}
 }

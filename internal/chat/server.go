@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -338,13 +339,26 @@ func (s *Server) refuse(nc net.Conn, e *Error) {
 	s.stats.refused.Add(1)
 	s.goFunc(func() {
 		_ = nc.SetDeadline(time.Now().Add(refuseTimeout))
-		_, _ = nc.Write(encodeError(V1, e))
+		// The code rides along (the connection's protocol is not known
+		// yet; the original client's JSON reader ignores a field it does
+		// not know), so a client can tell a full node from a lost one.
+		_, _ = nc.Write(encodeError(V2, e))
+		// Closing with the client's first lines unread would reset the
+		// connection, and the client could lose the reason: shut our side,
+		// read what comes (a little, within the deadline), then close.
+		if cw, ok := nc.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(nc, refuseDrain))
+		}
 		nc.Close()
 	})
 }
 
 // refuseTimeout bounds writing the reason to a refused connection.
 const refuseTimeout = time.Second
+
+// refuseDrain bounds what is read from a refused connection before it is
+// closed.
+const refuseDrain = 64 << 10
 
 // sourceIP is the address connections are counted by: the remote IP.
 func sourceIP(a net.Addr) string {

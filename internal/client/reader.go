@@ -68,6 +68,11 @@ func (c *Conn) readLoop() {
 
 	br := bufio.NewReaderSize(c.nc, 64<<10)
 	var err error
+	// refusal is an error naming no request, with a code, when it was the
+	// last line: the server's reason for closing (a full node, too many
+	// connections from this address, the login deadline). Requests still
+	// waiting when the connection closes get it.
+	var refusal *ServerError
 	for {
 		var line []byte
 		line, err = wire.ReadTextLine(br, MaxLineBytes, ErrLineTooLong)
@@ -78,6 +83,10 @@ func (c *Conn) readLoop() {
 			continue
 		}
 		ev, derr := Decode(line)
+		refusal = nil
+		if e, ok := ev.(ErrorMessage); ok && derr == nil && e.ID == "" && e.Code != "" {
+			refusal = &ServerError{Message: e.Message, Code: e.Code}
+		}
 		c.dispatchMu.Lock()
 		if derr != nil {
 			c.emit(ProtocolError{Line: string(line), Err: derr})
@@ -101,9 +110,13 @@ func (c *Conn) readLoop() {
 		err = fmt.Errorf("read: %w", err)
 	}
 	c.err = err
+	answer := err
+	if refusal != nil && errors.Is(err, ErrServerClosed) {
+		answer = fmt.Errorf("%w: %w", ErrServerClosed, refusal)
+	}
 	for _, r := range c.pending {
 		r.queued = false
-		r.done <- err
+		r.done <- answer
 	}
 	c.pending = nil
 	c.mu.Unlock()

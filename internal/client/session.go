@@ -449,13 +449,15 @@ func (s *Session) finishQueue() {
 }
 
 // retryable tells login refusals that pass (the previous connection is
-// still being closed, the node is stopping or busy) from final ones.
+// still being closed, the node is stopping, busy or full) from final ones.
+// A session keeps trying a full node (with the reason shown each round);
+// a one-shot DialV2 gives up once every node refused.
 func retryable(err error) bool {
 	var se *ServerError
 	if !errors.As(err, &se) {
 		return true // network errors, timeouts
 	}
-	return slices.Contains([]string{CodeUserOnline, CodeShutdown, CodeUnavailable, CodeBusy}, se.Code)
+	return slices.Contains([]string{CodeUserOnline, CodeShutdown, CodeUnavailable, CodeBusy, CodeServerFull, CodeTooManyConns}, se.Code)
 }
 
 // connect runs rounds of login attempts over addrs until one succeeds, a

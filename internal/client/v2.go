@@ -22,6 +22,10 @@ const (
 	CodeBusy        = "BUSY"
 	CodeUnavailable = "UNAVAILABLE"
 	CodeNotInvited  = "NOT_INVITED"
+	// CodeServerFull and CodeTooManyConns: the node refused the connection
+	// (too many clients, or too many from this address) and closed it.
+	CodeServerFull   = "SERVER_FULL"
+	CodeTooManyConns = "TOO_MANY_CONNECTIONS"
 )
 
 // maxAckBatch bounds the ids of one ACK line (the server takes 1000).
@@ -484,6 +488,7 @@ func DialV2(ctx context.Context, addrs []string, user, password string, opts Opt
 	}
 	pause := 50 * time.Millisecond
 	var last error
+	refused := 0 // nodes in a row that refused the connection (full)
 	for i := 0; ; i++ {
 		addr := addrs[i%len(addrs)]
 		c, err := Dial(ctx, addr, opts)
@@ -493,8 +498,16 @@ func DialV2(ctx context.Context, addrs []string, user, password string, opts Opt
 			}
 			c.Close()
 			var se *ServerError
-			if errors.As(err, &se) && !slices.Contains([]string{CodeUserOnline, CodeShutdown, CodeUnavailable, CodeBusy}, se.Code) {
+			switch {
+			case errors.As(err, &se) && (se.Code == CodeServerFull || se.Code == CodeTooManyConns):
+				// Another node may have room; when none has, say why.
+				if refused++; refused >= len(addrs) {
+					return nil, err
+				}
+			case errors.As(err, &se) && !slices.Contains([]string{CodeUserOnline, CodeShutdown, CodeUnavailable, CodeBusy}, se.Code):
 				return nil, err
+			default:
+				refused = 0
 			}
 		}
 		last = err

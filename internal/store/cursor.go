@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"database/sql"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -115,22 +116,14 @@ func userPrefix(srcs []userSource, perUser int) []Delivery {
 func (t *sqlTx) userNames(users []int64) (map[int64]string, error) {
 	out := make(map[int64]string, len(users))
 	for chunk := range slices.Chunk(users, inChunk) {
-		rows, err := t.query("SELECT user_id, name FROM users WHERE user_id IN ("+placeholders(len(chunk))+")",
-			anySlice(chunk)...)
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			var id int64
-			var name string
-			if err := rows.Scan(&id, &name); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			out[id] = name
-		}
-		err = rows.Err()
-		rows.Close()
+		err := t.each("SELECT user_id, name FROM users WHERE user_id IN ("+placeholders(len(chunk))+")", anySlice(chunk),
+			func(rows *sql.Rows) error {
+				var id int64
+				var name string
+				err := rows.Scan(&id, &name)
+				out[id] = name
+				return err
+			})
 		if err != nil {
 			return nil, err
 		}
@@ -153,20 +146,12 @@ func (t *sqlTx) pendingDirect(users []int64, perUser int, names map[int64]string
 				" WHERE r.user_id = ? AND r.delivered_us IS NULL ORDER BY r.msg_seq LIMIT ?) q%d", i)
 			args = append(args, u, perUser)
 		}
-		rs, err := t.query(b.String(), args...)
-		if err != nil {
-			return err
-		}
-		for rs.Next() {
+		err := t.each(b.String(), args, func(rs *sql.Rows) error {
 			var r RecipientSeq
-			if err := rs.Scan(&r.RecipientID, &r.Seq); err != nil {
-				rs.Close()
-				return err
-			}
+			err := rs.Scan(&r.RecipientID, &r.Seq)
 			rows = append(rows, r)
-		}
-		err = rs.Err()
-		rs.Close()
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -218,21 +203,13 @@ const messageColsIDs = "m.sender_id, COALESCE(m.to_group_id, 0), " + messageCols
 func (t *sqlTx) messagesBySeq(seqs []int64) (map[int64]storedMessage, error) {
 	out := make(map[int64]storedMessage, len(seqs))
 	for chunk := range slices.Chunk(seqs, inChunk) {
-		rows, err := t.query("SELECT "+messageColsIDs+" FROM messages m"+messageJoins+
-			" WHERE m.msg_seq IN ("+placeholders(len(chunk))+")", anySlice(chunk)...)
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
+		err := t.each("SELECT "+messageColsIDs+" FROM messages m"+messageJoins+
+			" WHERE m.msg_seq IN ("+placeholders(len(chunk))+")", anySlice(chunk), func(rows *sql.Rows) error {
 			var m storedMessage
-			if err := scanMessage(rows, &m.Message, &m.senderID, &m.groupID); err != nil {
-				rows.Close()
-				return nil, err
-			}
+			err := scanMessage(rows, &m.Message, &m.senderID, &m.groupID)
 			out[m.Seq] = m
-		}
-		err = rows.Err()
-		rows.Close()
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -246,24 +223,19 @@ func (t *sqlTx) messagesBySeq(seqs []int64) (map[int64]storedMessage, error) {
 func (t *sqlTx) pendingGroups(users []int64, perUser int, names map[int64]string, sources map[int64][]userSource) error {
 	var cursors []cursorRow
 	for chunk := range slices.Chunk(users, inChunk) {
-		rows, err := t.query(
-			"SELECT c.group_id, c.user_id, c.sent_seq, COALESCE(c.until_seq, g.last_seq) FROM group_cursors c"+
-				" JOIN chat_groups g ON g.group_id = c.group_id"+
+		err := t.each(
+			// The users' cursors first (ix_group_cursors_user), then their
+			// groups by key: from the group's side, the join would read
+			// every member's cursor of a big group.
+			"SELECT c.group_id, c.user_id, c.sent_seq, COALESCE(c.until_seq, g.last_seq) FROM group_cursors c "+
+				t.s.d.straightJoin+" chat_groups g ON g.group_id = c.group_id"+
 				" WHERE c.user_id IN ("+placeholders(len(chunk))+") AND c.sent_seq < COALESCE(c.until_seq, g.last_seq)"+
-				" ORDER BY c.user_id, c.group_id LIMIT ?", append(anySlice(chunk), maxCursorRows)...)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var c cursorRow
-			if err := rows.Scan(&c.group, &c.user, &c.sent, &c.end); err != nil {
-				rows.Close()
+				" ORDER BY c.user_id, c.group_id LIMIT ?", append(anySlice(chunk), maxCursorRows), func(rows *sql.Rows) error {
+				var c cursorRow
+				err := rows.Scan(&c.group, &c.user, &c.sent, &c.end)
+				cursors = append(cursors, c)
 				return err
-			}
-			cursors = append(cursors, c)
-		}
-		err = rows.Err()
-		rows.Close()
+			})
 		if err != nil {
 			return err
 		}
@@ -271,72 +243,69 @@ func (t *sqlTx) pendingGroups(users []int64, perUser int, names map[int64]string
 	if len(cursors) == 0 {
 		return nil
 	}
-	// Each group's window: from its lowest cursor here to its highest end.
+	// One window per group and cursor position: the members of a group
+	// here usually share their position (they are up to date), and one
+	// far behind must not hold back the others' new messages. A window
+	// reads at most perUser messages of the group's index range.
 	type window struct {
-		from, to  int64
-		msgs      []storedMessage
-		truncated bool
+		group, from, to int64
+		msgs            []storedMessage
+		truncated       bool
 	}
-	windows := map[int64]*window{}
+	type wkey struct{ group, from int64 }
+	windows := map[wkey]*window{}
 	for _, c := range cursors {
-		w := windows[c.group]
-		if w == nil {
-			windows[c.group] = &window{from: c.sent, to: c.end}
+		k := wkey{c.group, c.sent}
+		if w := windows[k]; w != nil {
+			w.to = max(w.to, c.end)
 			continue
 		}
-		w.from, w.to = min(w.from, c.sent), max(w.to, c.end)
+		windows[k] = &window{group: c.group, from: c.sent, to: c.end}
 	}
-	groups := slices.Sorted(func(yield func(int64) bool) {
-		for g := range windows {
-			if !yield(g) {
-				return
-			}
-		}
+	list := slices.SortedFunc(maps.Values(windows), func(a, b *window) int {
+		return cmp.Or(cmp.Compare(a.group, b.group), cmp.Compare(a.from, b.from))
 	})
-	for chunk := range slices.Chunk(groups, pendingGroupChunk) {
+	for start := 0; start < len(list); start += pendingGroupChunk {
+		chunk := list[start:min(len(list), start+pendingGroupChunk)]
 		var b strings.Builder
 		args := make([]any, 0, 4*len(chunk))
-		for i, g := range chunk {
+		for i, w := range chunk {
 			if i > 0 {
 				b.WriteString(" UNION ALL ")
 			}
 			// The inner select reads only the timeline's index range
 			// (ix_messages_to_group); the names are joined after it.
-			fmt.Fprintf(&b, "SELECT "+messageColsIDs+" FROM (SELECT msg_seq FROM messages"+
+			fmt.Fprintf(&b, "SELECT %d, "+messageColsIDs+" FROM (SELECT msg_seq FROM messages"+
 				" WHERE to_group_id = ? AND msg_seq > ? AND msg_seq <= ? ORDER BY msg_seq LIMIT ?) w%d"+
-				" JOIN messages m ON m.msg_seq = w%d.msg_seq"+messageJoins, i, i)
-			w := windows[g]
-			args = append(args, g, w.from, w.to, perUser)
+				" JOIN messages m ON m.msg_seq = w%d.msg_seq"+messageJoins, i, i, i)
+			args = append(args, w.group, w.from, w.to, perUser)
 		}
-		rows, err := t.query(b.String(), args...)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
+		err := t.each(b.String(), args, func(rows *sql.Rows) error {
 			var m storedMessage
-			if err := scanMessage(rows, &m.Message, &m.senderID, &m.groupID); err != nil {
-				rows.Close()
+			var i int
+			if err := scanMessage(rows, &m.Message, &i, &m.senderID, &m.groupID); err != nil {
 				return err
 			}
-			w := windows[m.groupID]
-			w.msgs = append(w.msgs, m)
-		}
-		err = rows.Err()
-		rows.Close()
+			if i < 0 || i >= len(chunk) {
+				return fmt.Errorf("group window %d of %d", i, len(chunk))
+			}
+			chunk[i].msgs = append(chunk[i].msgs, m)
+			return nil
+		})
 		if err != nil {
 			return err
 		}
 	}
-	for _, w := range windows {
+	for _, w := range list {
 		slices.SortFunc(w.msgs, func(a, b storedMessage) int { return cmp.Compare(a.Seq, b.Seq) })
 		w.truncated = len(w.msgs) >= perUser
 	}
 	for _, c := range cursors {
-		w := windows[c.group]
+		w := windows[wkey{c.group, c.sent}]
 		src := userSource{}
 		for _, m := range w.msgs {
-			if m.Seq <= c.sent || m.Seq > c.end {
-				continue
+			if m.Seq > c.end {
+				break
 			}
 			src.items = append(src.items, Delivery{RecipientID: c.user, Recipient: names[c.user], GroupID: c.group,
 				Own: m.senderID == c.user, Message: m.Message})
@@ -488,23 +457,16 @@ func (t *sqlTx) ackCursors(rows []RecipientSeq) (int, error) {
 func (t *sqlTx) groupNodesWithPending(fromSeq, toSeq int64) ([]int64, error) {
 	// Per group, its senders in the range: a member who sent all of them
 	// has nothing new (their own messages are not shown to them).
-	rows, err := t.query("SELECT to_group_id, MIN(sender_id), MAX(sender_id) FROM messages"+
-		" WHERE msg_seq BETWEEN ? AND ? AND to_group_id IS NOT NULL GROUP BY to_group_id", fromSeq, toSeq)
-	if err != nil {
-		return nil, err
-	}
 	type groupSenders struct{ group, lo, hi int64 }
 	var groups []groupSenders
-	for rows.Next() {
-		var g groupSenders
-		if err := rows.Scan(&g.group, &g.lo, &g.hi); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		groups = append(groups, g)
-	}
-	err = rows.Err()
-	rows.Close()
+	err := t.each("SELECT to_group_id, MIN(sender_id), MAX(sender_id) FROM messages"+
+		" WHERE msg_seq BETWEEN ? AND ? AND to_group_id IS NOT NULL GROUP BY to_group_id", []any{fromSeq, toSeq},
+		func(rows *sql.Rows) error {
+			var g groupSenders
+			err := rows.Scan(&g.group, &g.lo, &g.hi)
+			groups = append(groups, g)
+			return err
+		})
 	if err != nil {
 		return nil, err
 	}
@@ -541,22 +503,14 @@ type PruneSlice struct {
 // those stored before cutoffUS that nobody waits for.
 func (t *sqlTx) pruneSlice(cutoffUS, afterSeq int64, limit int) (PruneSlice, error) {
 	type cand struct{ seq, stored, group int64 }
-	rows, err := t.query("SELECT msg_seq, stored_us, COALESCE(to_group_id, 0) FROM messages"+
-		" WHERE msg_seq > ? ORDER BY msg_seq LIMIT ?", afterSeq, limit)
-	if err != nil {
-		return PruneSlice{}, err
-	}
 	var cands []cand
-	for rows.Next() {
+	err := t.each("SELECT msg_seq, stored_us, COALESCE(to_group_id, 0) FROM messages"+
+		" WHERE msg_seq > ? ORDER BY msg_seq LIMIT ?", []any{afterSeq, limit}, func(rows *sql.Rows) error {
 		var c cand
-		if err := rows.Scan(&c.seq, &c.stored, &c.group); err != nil {
-			rows.Close()
-			return PruneSlice{}, err
-		}
+		err := rows.Scan(&c.seq, &c.stored, &c.group)
 		cands = append(cands, c)
-	}
-	err = rows.Err()
-	rows.Close()
+		return err
+	})
 	if err != nil {
 		return PruneSlice{}, err
 	}

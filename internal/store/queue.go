@@ -27,6 +27,9 @@ type sqlTx struct {
 }
 
 func (t *sqlTx) exec(q string, args ...any) (int64, error) {
+	if t.s.inspect != nil {
+		t.s.inspect(t, q, args)
+	}
 	res, err := t.tx.ExecContext(t.ctx, t.bound(q), args...)
 	if err != nil {
 		return 0, err
@@ -35,10 +38,16 @@ func (t *sqlTx) exec(q string, args ...any) (int64, error) {
 }
 
 func (t *sqlTx) query(q string, args ...any) (*sql.Rows, error) {
+	if t.s.inspect != nil {
+		t.s.inspect(t, q, args)
+	}
 	return t.tx.QueryContext(t.ctx, t.bound(q), args...)
 }
 
 func (t *sqlTx) queryRow(q string, args ...any) *sql.Row {
+	if t.s.inspect != nil {
+		t.s.inspect(t, q, args)
+	}
 	return t.tx.QueryRowContext(t.ctx, t.bound(q), args...)
 }
 
@@ -192,41 +201,31 @@ func (t *sqlTx) LeaveGroup(groupID, userID int64) (bool, error) {
 }
 
 func (t *sqlTx) GroupMembers(groupID int64) ([]int64, error) {
-	rows, err := t.query("SELECT user_id FROM group_members WHERE group_id = ? ORDER BY user_id", groupID)
+	out, err := t.queryIDs("SELECT user_id FROM group_members WHERE group_id = ? ORDER BY user_id", groupID)
 	if err != nil {
 		return nil, fmt.Errorf("store: group members: %w", err)
 	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("store: group members: %w", err)
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func (t *sqlTx) queryGroups(op, q string, args ...any) ([]Group, error) {
-	rows, err := t.query(q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: %s: %w", op, err)
-	}
-	defer rows.Close()
 	var out []Group
-	for rows.Next() {
+	err := t.each(q, args, func(rows *sql.Rows) error {
 		var g Group
 		var us int64
 		var by sql.NullInt64
 		if err := rows.Scan(&g.ID, &g.Name, &us, &g.InviteOnly, &by, &g.Members); err != nil {
-			return nil, fmt.Errorf("store: %s: %w", op, err)
+			return err
 		}
 		g.CreatedAt = time.UnixMicro(us).UTC()
 		g.CreatedBy = by.Int64
 		out = append(out, g)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", op, err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 const groupCols = "SELECT g.group_id, g.name, g.created_us, g.invite_only, g.created_by, " +
@@ -504,22 +503,14 @@ func (t *sqlTx) InsertMessages(ms []NewMessage, recipients [][]int64) ([]Inserte
 func (t *sqlTx) seqsOf(ids []string) (map[string]int64, error) {
 	out := map[string]int64{}
 	for chunk := range slices.Chunk(ids, inChunk) {
-		ph := placeholders(len(chunk))
-		rows, err := t.query("SELECT msg_id, msg_seq FROM messages WHERE msg_id IN ("+ph+")", anySlice(chunk)...)
-		if err != nil {
-			return nil, fmt.Errorf("store: message sequences: %w", err)
-		}
-		for rows.Next() {
-			var id string
-			var seq int64
-			if err := rows.Scan(&id, &seq); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("store: message sequences: %w", err)
-			}
-			out[id] = seq
-		}
-		err = rows.Err()
-		rows.Close()
+		err := t.each("SELECT msg_id, msg_seq FROM messages WHERE msg_id IN ("+placeholders(len(chunk))+")", anySlice(chunk),
+			func(rows *sql.Rows) error {
+				var id string
+				var seq int64
+				err := rows.Scan(&id, &seq)
+				out[id] = seq
+				return err
+			})
 		if err != nil {
 			return nil, fmt.Errorf("store: message sequences: %w", err)
 		}
@@ -621,21 +612,13 @@ func (t *sqlTx) MarkDelivered(recipientID int64, seqs []int64) error {
 func (t *sqlTx) groupRowsOf(recipientID int64, seqs []int64) ([]RecipientSeq, error) {
 	var rows []RecipientSeq
 	for chunk := range slices.Chunk(seqs, inChunk) {
-		rs, err := t.query("SELECT msg_seq, to_group_id FROM messages WHERE to_group_id IS NOT NULL AND msg_seq IN ("+
-			placeholders(len(chunk))+")", anySlice(chunk)...)
-		if err != nil {
-			return nil, err
-		}
-		for rs.Next() {
+		err := t.each("SELECT msg_seq, to_group_id FROM messages WHERE to_group_id IS NOT NULL AND msg_seq IN ("+
+			placeholders(len(chunk))+")", anySlice(chunk), func(rs *sql.Rows) error {
 			r := RecipientSeq{RecipientID: recipientID}
-			if err := rs.Scan(&r.Seq, &r.GroupID); err != nil {
-				rs.Close()
-				return nil, err
-			}
+			err := rs.Scan(&r.Seq, &r.GroupID)
 			rows = append(rows, r)
-		}
-		err = rs.Err()
-		rs.Close()
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -683,22 +666,32 @@ func rowsClause(head string, args []any, rows []RecipientSeq) (string, []any) {
 	return b.String(), a
 }
 
-// queryIDs runs q and returns its one integer column.
-func (t *sqlTx) queryIDs(q string, args ...any) ([]int64, error) {
+// each runs q and calls scan for each row of its result; the rows are
+// closed whatever happens.
+func (t *sqlTx) each(q string, args []any, scan func(*sql.Rows) error) error {
 	rows, err := t.query(q, args...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rows.Close()
-	var out []int64
 	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
+		if err := scan(rows); err != nil {
+			return err
 		}
-		out = append(out, id)
 	}
-	return out, rows.Err()
+	return rows.Err()
+}
+
+// queryIDs runs q and returns its one integer column.
+func (t *sqlTx) queryIDs(q string, args ...any) ([]int64, error) {
+	var out []int64
+	err := t.each(q, args, func(rows *sql.Rows) error {
+		var id int64
+		err := rows.Scan(&id)
+		out = append(out, id)
+		return err
+	})
+	return out, err
 }
 
 func (t *sqlTx) MarkDeliveredRows(nodeID int64, rows []RecipientSeq) ([]RecipientSeq, int64, error) {
@@ -767,19 +760,13 @@ func (t *sqlTx) markRows(stamp int64, want []RecipientSeq) ([]RecipientSeq, erro
 	marked := map[RecipientSeq]bool{}
 	for chunk := range slices.Chunk(want, rowChunk) {
 		q, args := rowsClause("SELECT user_id, msg_seq FROM recipients WHERE delivered_us = ? AND", []any{stamp}, chunk)
-		rs, err := t.query(q, args...)
-		if err != nil {
-			return nil, fmt.Errorf("store: mark delivered: %w", err)
-		}
-		for rs.Next() {
+		err := t.each(q, args, func(rs *sql.Rows) error {
 			var r RecipientSeq
-			if err := rs.Scan(&r.RecipientID, &r.Seq); err != nil {
-				rs.Close()
-				return nil, fmt.Errorf("store: mark delivered: %w", err)
-			}
+			err := rs.Scan(&r.RecipientID, &r.Seq)
 			marked[r] = true
-		}
-		if err := rs.Close(); err != nil {
+			return err
+		})
+		if err != nil {
 			return nil, fmt.Errorf("store: mark delivered: %w", err)
 		}
 	}
@@ -892,21 +879,15 @@ func (t *sqlTx) History(c Conversation, limit int) ([]Message, error) {
 	default:
 		return nil, fmt.Errorf("%w: a history needs a group or two users", ErrInvalid)
 	}
-	rows, err := t.query("SELECT "+messageCols+" FROM messages m"+messageJoins+
-		" WHERE "+where+" ORDER BY m.msg_seq DESC LIMIT ?", append(args, limit)...)
-	if err != nil {
-		return nil, fmt.Errorf("store: history: %w", err)
-	}
-	defer rows.Close()
 	var out []Message
-	for rows.Next() {
+	err := t.each("SELECT "+messageCols+" FROM messages m"+messageJoins+
+		" WHERE "+where+" ORDER BY m.msg_seq DESC LIMIT ?", append(args, limit), func(rows *sql.Rows) error {
 		var m Message
-		if err := scanMessage(rows, &m); err != nil {
-			return nil, fmt.Errorf("store: history: %w", err)
-		}
+		err := scanMessage(rows, &m)
 		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("store: history: %w", err)
 	}
 	slices.Reverse(out)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -104,6 +105,7 @@ func TestScaleLargeGroup(t *testing.T) {
 			// 60 members online here, the rest elsewhere or offline.
 			"INSERT INTO presence (user_id, node_id, since_us) "+series(60)+"SELECT i * 50, 1, 0 FROM seq",
 			"INSERT INTO presence (user_id, node_id, since_us) VALUES (5001, 1, 0)")
+		checkPlans(t, s)
 		rowsBefore := count(t, s, "SELECT COUNT(*) FROM recipients") + count(t, s, "SELECT COUNT(*) FROM group_cursors")
 		var ms []NewMessage
 		var rcpts [][]int64
@@ -212,6 +214,7 @@ func TestScaleBacklogAndHistory(t *testing.T) {
 				fmt.Sprintf("SELECT i, CONCAT('m', i), 1 + i %% 9, 10, 'history', i, %d + i, 1 FROM seq", time.Now().UnixMicro()),
 			"INSERT INTO recipients (user_id, msg_seq) "+series(backlog)+fmt.Sprintf("SELECT 10, %d + i FROM seq", total-backlog),
 			"INSERT INTO presence (user_id, node_id, since_us) VALUES (10, 1, 0), (2, 1, 0), (3, 1, 0)")
+		checkPlans(t, s)
 		var seq int64
 		if err := visit(t, s, 1, func(tx *sqlTx) error {
 			res, err := tx.InsertMessages([]NewMessage{{ID: "new", SenderID: 3, ToUserID: 2, Content: "hi", SentAt: time.Now(), NodeID: 1}},
@@ -221,6 +224,9 @@ func TestScaleBacklogAndHistory(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
+		var marked []RecipientSeq
+		var stamp int64
+		var ids []string
 		for i := range 3 {
 			var ds []Delivery
 			if err := visit(t, s, int64(2+i), func(tx *sqlTx) error {
@@ -233,7 +239,7 @@ func TestScaleBacklogAndHistory(t *testing.T) {
 				for i, d := range ds {
 					rows[i] = d.Row()
 				}
-				_, _, err = tx.MarkDeliveredRows(1, rows)
+				marked, stamp, err = tx.MarkDeliveredRows(1, rows)
 				return err
 			}); err != nil {
 				t.Fatalf("fetch %d from a %d-message backlog in a %d-message store: %v", i, backlog, total, err)
@@ -249,6 +255,31 @@ func TestScaleBacklogAndHistory(t *testing.T) {
 			if back != 256 || (i == 0 && other != 1) {
 				t.Errorf("fetch %d: %d of the backlog (want 256), the new message %d times", i, back, other)
 			}
+			if i == 0 {
+				for _, d := range ds[:10] {
+					ids = append(ids, d.ID)
+				}
+			}
+		}
+		// The rest of a visit's statements, on the same store: ACKs by id
+		// and by row, deliveries made pending again, the hint, a prune slice.
+		if err := visit(t, s, 5, func(tx *sqlTx) error {
+			if _, err := tx.Ack(10, ids); err != nil {
+				return err
+			}
+			if _, err := tx.AckRows(marked[:100]); err != nil {
+				return err
+			}
+			if _, err := tx.UnmarkDelivered(stamp, marked[100:]); err != nil {
+				return err
+			}
+			if _, err := tx.NodesWithPending(seq, seq); err != nil {
+				return err
+			}
+			_, err := tx.PruneMessages(time.Now().Add(-7*24*time.Hour), 0, pruneTestSlice)
+			return err
+		}); err != nil {
+			t.Fatal(err)
 		}
 	})
 }
@@ -268,6 +299,7 @@ func TestScalePruneWeek(t *testing.T) {
 			"INSERT INTO messages (msg_seq, msg_id, sender_id, to_user_id, content, sent_us, stored_us, node_id) "+series(n)+
 				fmt.Sprintf("SELECT i, CONCAT('w', i), 1, 2, 'old', %d, %d + i, 1 FROM seq", old, old),
 			"INSERT INTO recipients (user_id, msg_seq) VALUES (2, 1), (2, 30000)")
+		checkPlans(t, s)
 		cutoff := time.Now().Add(-7 * 24 * time.Hour)
 		var next int64
 		deleted, slices := 0, 0
@@ -349,4 +381,69 @@ func TestMariaDBStatementStopsAtBudget(t *testing.T) {
 	if errors.Is(err, ErrFenced) {
 		t.Fatal(err)
 	}
+}
+
+// One member of a group back from a month away (50,000 group messages
+// behind) and two members up to date, all at this node: a fetch gives the
+// up-to-date members the group's new message at once, and the one away
+// its oldest messages, a batch at a time. One window per group, from its
+// lowest cursor, would show the others nothing until the one away caught
+// up.
+func TestScaleGroupMemberBackFromAway(t *testing.T) {
+	scaleStores(t, func(t *testing.T, s *sqlStore) {
+		const history = 50_000
+		seedUsers(t, s, 4)
+		now := time.Now().UnixMicro()
+		seed(t, s,
+			fmt.Sprintf("INSERT INTO chat_groups (group_id, name, created_us, last_seq) VALUES (1, 'lab', 0, %d)", history+1),
+			"INSERT INTO group_members (group_id, user_id, joined_us) VALUES (1, 1, 0), (1, 2, 0), (1, 3, 0), (1, 4, 0)",
+			fmt.Sprintf("INSERT INTO group_cursors (group_id, user_id, acked_seq, sent_seq) VALUES (1, 1, 0, 0), (1, 2, %d, %d), (1, 3, %d, %d), (1, 4, %d, %d)",
+				history, history, history, history, history+1, history+1),
+			"INSERT INTO messages (msg_seq, msg_id, sender_id, to_group_id, content, sent_us, stored_us, node_id) "+series(history+1)+
+				fmt.Sprintf("SELECT i, CONCAT('g', i), 4, 1, 'to all', %d + i, %d + i, 2 FROM seq", now, now),
+			"INSERT INTO presence (user_id, node_id, since_us) VALUES (1, 1, 0), (2, 1, 0), (3, 1, 0)")
+		checkPlans(t, s)
+		var ds []Delivery
+		if err := visit(t, s, 1, func(tx *sqlTx) error {
+			res, err := tx.InsertMessages([]NewMessage{{ID: "next", SenderID: 2, ToGroupID: 1, Content: "hi", SentAt: time.Now(), NodeID: 1}}, [][]int64{nil})
+			if err != nil {
+				return err
+			}
+			if _, err := tx.NodesWithPending(res[0].Seq, res[0].Seq); err != nil {
+				return err
+			}
+			ds, err = tx.PendingFor(1, []int64{1, 2, 3}, 256, 2000)
+			if err != nil {
+				return err
+			}
+			rows := make([]RecipientSeq, len(ds))
+			for i, d := range ds {
+				rows[i] = d.Row()
+			}
+			marked, stamp, err := tx.MarkDeliveredRows(1, rows)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.AckRows(marked[:10]); err != nil {
+				return err
+			}
+			_, err = tx.UnmarkDelivered(stamp, marked[10:])
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		ds = slices.DeleteFunc(ds, func(d Delivery) bool { return d.Seq > history+1 })
+		got := map[int64][]int64{}
+		for _, d := range ds {
+			got[d.RecipientID] = append(got[d.RecipientID], d.Seq)
+		}
+		for _, u := range []int64{2, 3} {
+			if !slices.Equal(got[u], []int64{history + 1}) {
+				t.Errorf("member %d up to date got %v, want [%d]", u, got[u], history+1)
+			}
+		}
+		if len(got[1]) != 256 || got[1][0] != 1 || got[1][255] != 256 {
+			t.Errorf("member back from away got %d messages (%v...), want 1..256", len(got[1]), got[1][:min(3, len(got[1]))])
+		}
+	})
 }

@@ -87,6 +87,9 @@ type sqlStore struct {
 	// statementTime: the server stops a statement at its context's
 	// deadline (MariaDB's max_statement_time; not in MySQL).
 	statementTime bool
+	// inspect, when set (tests), sees every statement of a transaction
+	// before it runs, with the transaction: plan checks.
+	inspect func(t *sqlTx, q string, args []any)
 }
 
 // boundStatement prefixes q, on a server that can, with the time left
