@@ -178,9 +178,8 @@ func runScale(ctx context.Context, stdout, log io.Writer, o scaleOpts) error {
 	}
 	progress("seeded %d users and a group of %d", o.users, o.groupSize)
 	seedStart := time.Now()
-	if err := sd.history(ctx, st, o.messages, "h", true); err != nil {
-		return err
-	}
+	// The week that expires is the oldest history, as in a store that
+	// grew over time: the lowest sequence numbers, stored eight days ago.
 	if o.expired > 0 {
 		old, err := store.Open(ctx, dsn, store.Options{Now: func() time.Time { return time.Now().Add(-8 * 24 * time.Hour) }})
 		if err != nil {
@@ -191,6 +190,9 @@ func runScale(ctx context.Context, stdout, log io.Writer, o scaleOpts) error {
 		if err != nil {
 			return err
 		}
+	}
+	if err := sd.history(ctx, st, o.messages, "h", true); err != nil {
+		return err
 	}
 	if err := sd.history(ctx, st, o.backlog, "b", false); err != nil {
 		return err
@@ -227,6 +229,7 @@ func runScale(ctx context.Context, stdout, log io.Writer, o scaleOpts) error {
 	defer stopDM()
 
 	// The online members.
+	dm.setPhase(fmt.Sprintf("%d members logging in", o.online))
 	g := &groupBench{o: o}
 	if err := g.connect(ctx, nodeAddr); err != nil {
 		return fmt.Errorf("scale: %w (node logs: %s)", err, dumpLogs(ring, "scale"))
@@ -236,6 +239,7 @@ func runScale(ctx context.Context, stdout, log io.Writer, o scaleOpts) error {
 
 	// Rows: a window with the probe alone gives its rows per message; then
 	// the group messages.
+	dm.setPhase("quiet")
 	rows0, err := countRows(ctx, raw)
 	if err != nil {
 		return err
@@ -253,6 +257,7 @@ func runScale(ctx context.Context, stdout, log io.Writer, o scaleOpts) error {
 	if d := dm1 - dm0; d > 0 {
 		perDM = float64(rows1.total()-rows0.total()) / float64(d)
 	}
+	dm.setPhase("group messages")
 	g.send(ctx, progress)
 	waitQuiet(ctx, raw, 15*time.Second, perDM, dm.sent.Load)
 	rows2, err := countRows(ctx, raw)
@@ -272,6 +277,7 @@ func runScale(ctx context.Context, stdout, log io.Writer, o scaleOpts) error {
 
 	// The backlog.
 	progress("backlog: %s logs in", backlogUser)
+	dm.setPhase("backlog draining")
 	got, took, drainErr := drainBacklog(ctx, nodeAddr(3), o)
 	rate := 0.0
 	if took > 0 {
@@ -298,6 +304,17 @@ func runScale(ctx context.Context, stdout, log io.Writer, o scaleOpts) error {
 	stopDM()
 	rep.latency(fmt.Sprintf("direct message during it all (%d, one at a time), p50", dm.lat.count()), &dm.lat, 0.5, scaleDMP99, o.wait)
 	rep.latency("direct message, p99", &dm.lat, 0.99, scaleDMP99, o.wait)
+	for _, name := range dm.phases {
+		w := dm.byPhase[name]
+		p50, p99 := "—", "—"
+		if d, ok := w.pct(0.5); ok {
+			p50 = fmtDur(d)
+		}
+		if d, ok := w.pct(0.99); ok {
+			p99 = fmtDur(d)
+		}
+		rep.figure(fmt.Sprintf("direct message while %s (%d)", name, w.count()), fmt.Sprintf("p50 %s, p99 %s, max %s", p50, p99, fmtDur(w.max())))
+	}
 
 	after, err := scrapeAll(ctx, addrs)
 	failed := "unknown: " + fmt.Sprint(err)
@@ -558,6 +575,38 @@ type dmProbe struct {
 	sent atomic.Int64
 	lat  waits // written by run only; read after it ends
 	wg   sync.WaitGroup
+	// phase names what the bench is doing (setPhase); each sample is
+	// also kept under it (byPhase, in order of phases; run only).
+	phase   atomic.Pointer[string]
+	phases  []string
+	byPhase map[string]*waits
+}
+
+// setPhase names what the samples from now on are taken during.
+func (p *dmProbe) setPhase(name string) { p.phase.Store(&name) }
+
+// sample keeps one sample, overall and under the current phase.
+func (p *dmProbe) sample(d time.Duration, missed bool) {
+	name := "start"
+	if ph := p.phase.Load(); ph != nil {
+		name = *ph
+	}
+	w := p.byPhase[name]
+	if w == nil {
+		if p.byPhase == nil {
+			p.byPhase = map[string]*waits{}
+		}
+		w = &waits{}
+		p.byPhase[name] = w
+		p.phases = append(p.phases, name)
+	}
+	for _, t := range []*waits{&p.lat, w} {
+		if missed {
+			t.miss()
+		} else {
+			t.add(d)
+		}
+	}
 }
 
 func newDMProbe(ctx context.Context, addrA, addrB string, o scaleOpts) (*dmProbe, error) {
@@ -607,9 +656,9 @@ func (p *dmProbe) run(ctx context.Context) {
 		case ctx.Err() != nil:
 			return
 		case err != nil:
-			p.lat.miss()
+			p.sample(0, true)
 		default:
-			p.lat.add(time.Since(start))
+			p.sample(time.Since(start), false)
 		}
 		if sleepCtx(ctx, p.o.dmInterval) != nil {
 			return

@@ -18,6 +18,14 @@ type waits struct {
 func (w *waits) add(d time.Duration) { w.done = append(w.done, d) }
 func (w *waits) miss()               { w.missed++ }
 func (w *waits) count() int          { return len(w.done) + w.missed }
+
+// max is the longest sample (0 with none).
+func (w *waits) max() time.Duration {
+	if len(w.done) == 0 {
+		return 0
+	}
+	return slices.Max(w.done)
+}
 func (w *waits) merge(o waits) *waits {
 	w.done = append(w.done, o.done...)
 	w.missed += o.missed

@@ -168,7 +168,7 @@ func DefaultConfig(id int64) Config {
 		BatchStart:        64,               // fits a 100 ms visit on MariaDB with room
 		BatchMax:          1000,             // the adaptive batch never exceeds this
 		FetchLimit:        2000,             // deliveries per visit
-		FetchPerClient:    256,              // one backlog cannot fill a visit
+		FetchPerClient:    512,              // one backlog cannot fill a visit
 		SafetyFetch:       30 * time.Second, // a lost hint delays delivery by at most this
 		Retention:         7 * 24 * time.Hour,
 		PruneInterval:     10 * time.Minute,

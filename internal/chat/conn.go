@@ -179,7 +179,7 @@ func (c *conn) writeLoop() {
 			}
 			if sess := c.sessPtr.Load(); sess != nil && sess.starved.Load() && len(c.out) < cap(c.out)/4 {
 				sess.starved.Store(false)
-				c.s.requestFetch()
+				c.s.requestFetchFor(sess.userID)
 			}
 		case <-c.quit:
 			c.finish(bw)

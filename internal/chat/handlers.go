@@ -130,7 +130,7 @@ func (c *conn) login(req Request) {
 	// After the echo: deliveries follow it.
 	s.mu.Lock()
 	sess.ready = true
-	s.fetchReq++
+	s.fetchFor[sess.userID] = true
 	s.mu.Unlock()
 	s.want()
 	s.log.Debug().Str("user", u.Name).Int("version", version).Str("remote", c.remote).Msg("chat: logged in")

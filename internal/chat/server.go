@@ -41,8 +41,12 @@ type Server struct {
 	acks     []store.RecipientSeq
 	ackIDs   map[int64][]string // protocol-2 ACKs by user id
 	ackCount int
-	fetchReq uint64        // bumped when a local event needs a fetch (login, room in a queue)
-	more     bool          // the last fetch left deliveries behind
+	fetchReq uint64 // bumped when every local user needs a fetch (presence restored)
+	// fetchFor: users whose own pending messages the next visit reads
+	// (logged in, room again in their queue, got some in the last fetch):
+	// a fetch for them alone reads only their rows.
+	fetchFor map[int64]bool
+	more     bool          // the last fetch of every user left deliveries behind
 	draining bool          // shutting down: no new messages
 	closing  bool          // shutting down: no new connections or logins
 	dirty    bool          // a presence row of ours may be stale (a clear failed)
@@ -54,7 +58,12 @@ type Server struct {
 }
 
 type visitState struct {
-	batch     int
+	batch int
+	// fetchMax bounds the deliveries one fetch reads (and the users it
+	// reads, and so its rows: each user's share is fetchMax over the
+	// users). It adapts as the batch does: a quarter after a failed
+	// visit that fetched, back up by halves while visits are fast.
+	fetchMax  int
 	lastGen   int64
 	fetchDone uint64
 	lastFetch time.Time
@@ -156,6 +165,7 @@ func New(cfg Config) (*Server, error) {
 		guard:    newThrottle(cfg.Throttle),
 		conns:    map[*conn]struct{}{},
 		perIP:    map[string]int{},
+		fetchFor: map[int64]bool{},
 		sessions: map[int64]*session{},
 		ackIDs:   map[int64][]string{},
 		visited:  make(chan struct{}),
@@ -163,6 +173,7 @@ func New(cfg Config) (*Server, error) {
 		runCtx:   context.Background(),
 	}
 	s.v.batch = cfg.BatchStart
+	s.v.fetchMax = cfg.FetchLimit
 	s.names.init()
 	return s, nil
 }
@@ -388,7 +399,15 @@ func (s *Server) want() {
 	}
 }
 
-// requestFetch makes the next visit fetch deliveries for this node.
+// requestFetchFor makes the next visit fetch the user's deliveries.
+func (s *Server) requestFetchFor(userID int64) {
+	s.mu.Lock()
+	s.fetchFor[userID] = true
+	s.mu.Unlock()
+	s.want()
+}
+
+// requestFetch makes the next visit fetch deliveries for every user here.
 func (s *Server) requestFetch() {
 	s.mu.Lock()
 	s.fetchReq++

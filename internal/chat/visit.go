@@ -60,15 +60,18 @@ type delivery struct {
 
 // visitWork is what one visit found to do, and did.
 type visitWork struct {
-	batch   []*outMsg
-	acks    []store.RecipientSeq
-	ackIDs  map[int64][]string
-	unmark  []marked
-	ready   map[int64]*session
-	users   []int64 // whose pending messages the fetch reads (ready ones)
-	fetch   bool
-	prune   bool
-	fetchRq uint64
+	batch  []*outMsg
+	acks   []store.RecipientSeq
+	ackIDs map[int64][]string
+	unmark []marked
+	ready  map[int64]*session
+	users  []int64 // whose pending messages the fetch reads (ready ones)
+	fetch  bool
+	// fetchAll: the fetch reads every ready user (taking turns past
+	// store.MaxPendingUsers), not only those in Server.fetchFor.
+	fetchAll bool
+	prune    bool
+	fetchRq  uint64
 	// shrunk: a visit after failures, doing one kind of work, smaller;
 	// probe: run an empty fenced transaction first, to tell a store that
 	// fails from work that fails (the suspect).
@@ -80,7 +83,8 @@ type visitWork struct {
 	deliveries []delivery
 	stamp      int64 // of the fetch's delivery marks
 	nodes      []int64
-	more       bool
+	more       bool    // the fetch of every user left some behind
+	moreFor    []int64 // users the fetch gave a full share: read again next visit
 	pruned     store.PruneSlice
 }
 
@@ -89,12 +93,15 @@ type visitWork struct {
 //  1. apply acknowledgements (protocol-2 ACKs, protocol-1 writes), and make
 //     pending again what earlier visits marked delivered but never handed
 //     to a connection;
-//  2. store the messages queued here since the last visit, in order, each
-//     group expanded to its members now (the sender excluded);
-//  3. if there is reason to (the token's hint names this node, a login, a
-//     new token generation, messages just stored for local users, a
-//     previous fetch that left some behind, or the safety interval), fetch
-//     what is pending for users logged in here and mark it delivered;
+//  2. store the messages queued here since the last visit, in order (a
+//     group message once: its members' cursors say who waits for it);
+//  3. fetch what is pending and mark it delivered: for every user logged
+//     in here if the token's hint names this node, the token generation is
+//     new, messages were just stored for local users, the last such fetch
+//     left some behind, or the safety interval passed; otherwise only for
+//     the users who asked (just logged in, room again in their queue, or a
+//     full share in the last fetch, so a backlog drains without reading
+//     everyone else's rows each visit);
 //  4. now and then prune old delivered messages.
 //
 // If the transaction fails, the queued messages stay for the next visit
@@ -155,6 +162,9 @@ func (s *Server) visit(ctx context.Context, tok token.Token, fenced node.Fenced)
 		}
 		s.v.fails++
 		s.v.batch = max(1, min(s.v.batch, len(w.batch))/2)
+		if w.fetch {
+			s.v.fetchMax = max(1, s.v.fetchMax/4)
+		}
 		s.v.suspect = s.v.suspect.again(w.single())
 		over := errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) || elapsed >= budget
 		s.log.Warn().Err(err).Bool("over_budget", over).Int("batch", s.v.batch).Int("failed_in_a_row", s.v.fails).
@@ -178,11 +188,19 @@ func (s *Server) visit(ctx context.Context, tok token.Token, fenced node.Fenced)
 	case elapsed > budget/2:
 		s.v.batch = max(min(minBatch, s.v.batch), s.v.batch*3/4)
 	}
+	switch {
+	case w.fetch && elapsed > budget/2:
+		s.v.fetchMax = max(1, s.v.fetchMax*3/4)
+	case w.fetch && elapsed < budget/4 && len(w.deliveries) >= s.v.fetchMax/2:
+		s.v.fetchMax = min(s.cfg.FetchLimit, s.v.fetchMax*3/2+1)
+	case elapsed < budget/4 && s.v.fetchMax < s.cfg.FetchLimit/4:
+		s.v.fetchMax = min(s.cfg.FetchLimit, s.v.fetchMax*2) // back from a failure
+	}
 	s.dispatch(w)
 	s.stats.stored.Add(uint64(len(w.batch)))
 	s.stats.delivered.Add(uint64(len(w.deliveries)))
 	s.mu.Lock()
-	again := len(s.outbox) > 0 || s.more
+	again := len(s.outbox) > 0 || s.more || s.askedReady()
 	s.mu.Unlock()
 	if again {
 		s.want()
@@ -212,8 +230,22 @@ func (s *Server) collect(now time.Time, tok token.Token, hinted bool) *visitWork
 		}
 		delete(w.ready, id)
 	}
-	w.fetch = len(w.ready) > 0 && (hinted || tok.Gen != s.v.lastGen || s.fetchReq != s.v.fetchDone || s.more ||
+	// Every user's messages are read after a hint (messages were stored for
+	// users here), a new token generation, a fetch that left some behind,
+	// or the safety interval; otherwise only those of users who asked.
+	w.fetchAll = len(w.ready) > 0 && (hinted || tok.Gen != s.v.lastGen || s.fetchReq != s.v.fetchDone || s.more ||
 		now.Sub(s.v.lastFetch) >= s.cfg.SafetyFetch)
+	for id := range s.fetchFor {
+		if s.sessions[id] == nil {
+			delete(s.fetchFor, id) // gone: its next login asks again
+		}
+	}
+	if w.fetchAll {
+		w.users = s.fetchUsers(w.ready)
+	} else {
+		w.users = s.askedUsers(w.ready)
+	}
+	w.fetch = len(w.users) > 0 // it may also turn on in the visit (messages stored for users here)
 	n := min(len(s.outbox), s.v.batch)
 	w.batch = slices.Clone(s.outbox[:n])
 	ackRows, ackIDs := maxAckRows, maxAckIDs
@@ -226,7 +258,6 @@ func (s *Server) collect(now time.Time, tok token.Token, hinted bool) *visitWork
 	w.ackIDs = s.takeAckIDs(ackIDs)
 	w.prune = s.cfg.Retention > 0 && (s.v.pruneNext > 0 || now.Sub(s.v.lastPrune) >= s.cfg.PruneInterval) &&
 		(len(w.batch) > 0 || w.fetch || len(w.acks) > 0 || len(w.ackIDs) > 0 || len(w.unmark) > 0 || s.v.pruneNext > 0)
-	w.users = s.fetchUsers(w.ready) // the fetch may also turn on in the visit (messages for users here)
 	if s.v.fails > 0 {
 		s.shrink(w)
 	}
@@ -261,10 +292,7 @@ func (s *Server) takeAckIDs(n int) map[int64][]string {
 // (and after failures, fewer).
 func (s *Server) fetchUsers(ready map[int64]*session) []int64 {
 	users := slices.Sorted(maps.Keys(ready))
-	limit := store.MaxPendingUsers
-	if s.v.fails > 0 {
-		limit = max(1, len(users)>>(2*s.v.fails))
-	}
+	limit := s.fetchUserLimit(len(users))
 	if len(users) <= limit {
 		return users
 	}
@@ -272,6 +300,38 @@ func (s *Server) fetchUsers(ready map[int64]*session) []int64 {
 	s.v.fetchTurn += limit
 	out := append(slices.Clone(users[start:]), users[:start]...)
 	return out[:limit]
+}
+
+// fetchUserLimit is how many of n users one fetch reads: at most
+// store.MaxPendingUsers and the fetch's current size.
+func (s *Server) fetchUserLimit(n int) int {
+	return min(n, store.MaxPendingUsers, s.v.fetchMax)
+}
+
+// askedReady reports whether a user in fetchFor can be fetched now (ready,
+// not set aside; caller holds s.mu, on the visit goroutine).
+func (s *Server) askedReady() bool {
+	for id := range s.fetchFor {
+		if sess := s.sessions[id]; sess != nil && sess.ready {
+			if _, aside := s.v.setAside[id]; !aside {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// askedUsers picks the ready users in fetchFor, lowest ids first, as many
+// as one fetch reads (the rest stay asked; caller holds s.mu).
+func (s *Server) askedUsers(ready map[int64]*session) []int64 {
+	var users []int64
+	for id := range s.fetchFor {
+		if ready[id] != nil {
+			users = append(users, id)
+		}
+	}
+	slices.Sort(users)
+	return users[:s.fetchUserLimit(len(users))]
 }
 
 // shrink keeps one kind of work of a visit after failures (the first there
@@ -292,8 +352,8 @@ func (s *Server) shrink(w *visitWork) {
 			s.giveBackAcks(w)
 		}
 		if kind != "fetch" {
-			if w.fetch {
-				s.more = true // the fetch comes after this visit (caller holds s.mu)
+			if w.fetch && w.fetchAll {
+				s.more = true // the fetch comes after this visit (caller holds s.mu); asked users stay asked
 			}
 			w.fetch, w.users = false, nil
 		}
@@ -441,7 +501,7 @@ func (s *Server) poison(w *visitWork) {
 // work is the transaction's body. The store may run it again after a
 // deadlock, so it starts from scratch each time.
 func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
-	w.stored, w.deliveries, w.nodes, w.more, w.stamp = w.stored[:0], w.deliveries[:0], nil, false, 0
+	w.stored, w.deliveries, w.nodes, w.more, w.moreFor, w.stamp = w.stored[:0], w.deliveries[:0], nil, false, nil, 0
 	if err := s.unmarkRows(tx, w); err != nil {
 		return err
 	}
@@ -468,8 +528,12 @@ func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
 		}
 		w.nodes = append(w.nodes, nodes...)
 	}
-	if slices.Contains(w.nodes, s.cfg.NodeID) && len(w.users) > 0 {
-		w.fetch = true // our own users' messages go out in this visit
+	if slices.Contains(w.nodes, s.cfg.NodeID) && len(w.ready) > 0 && !w.shrunk {
+		// Our own users' messages go out in this visit.
+		if !w.fetchAll {
+			w.fetchAll, w.users = true, s.fetchUsers(w.ready)
+		}
+		w.fetch = true
 	}
 	if w.fetch {
 		if err := s.fetch(tx, w); err != nil {
@@ -558,16 +622,17 @@ func (r *seqRange) add(seq int64) {
 // fetch takes the pending deliveries for local users, as many as their
 // queues take, and marks them delivered.
 func (s *Server) fetch(tx store.Tx, w *visitWork) error {
-	limit := s.cfg.FetchLimit
-	if w.shrunk {
-		limit = max(1, limit>>(2*s.v.fails))
-	}
-	ds, err := tx.PendingFor(s.cfg.NodeID, w.users, s.cfg.FetchPerClient, limit)
+	// What the statements read is bounded by the fetch's size: each
+	// user's share is the size over the users, at most FetchPerClient.
+	limit := s.v.fetchMax
+	perUser := min(s.cfg.FetchPerClient, max(1, limit/max(1, len(w.users))))
+	ds, err := tx.PendingFor(s.cfg.NodeID, w.users, perUser, limit)
 	if err != nil {
 		return err
 	}
-	w.more = len(ds) >= limit || len(w.users) < len(w.ready)
-	taken := map[int64]int{}
+	w.more = len(ds) >= limit || (w.fetchAll && len(w.users) < len(w.ready))
+	taken := map[int64]int{}  // shown, against the queue's room
+	shares := map[int64]int{} // handed, own group messages too
 	full := map[int64]bool{}
 	for _, d := range ds {
 		sess := w.ready[d.RecipientID]
@@ -583,10 +648,10 @@ func (s *Server) fetch(tx store.Tx, w *visitWork) error {
 		if !d.Own {
 			taken[d.RecipientID] = n + 1
 		}
-		if n+1 >= s.cfg.FetchPerClient {
-			w.more = true
-		}
 		w.deliveries = append(w.deliveries, delivery{sess: sess, d: d})
+		if shares[d.RecipientID]++; shares[d.RecipientID] == perUser {
+			w.moreFor = append(w.moreFor, d.RecipientID) // it may have more
+		}
 	}
 	if len(w.deliveries) == 0 {
 		w.more = false // only full queues held them back: their writers ask again
@@ -687,7 +752,16 @@ func (s *Server) committed(now time.Time, w *visitWork) {
 		s.outbox = nil // let the backing array go
 	}
 	if w.fetch {
-		s.v.lastFetch, s.v.fetchDone, s.more = now, w.fetchRq, w.more
+		if w.fetchAll {
+			s.v.lastFetch, s.v.fetchDone = now, w.fetchRq
+		}
+		s.more = w.more
+		for _, id := range w.users {
+			delete(s.fetchFor, id)
+		}
+		for _, id := range w.moreFor {
+			s.fetchFor[id] = true
+		}
 	} else if slices.Contains(w.nodes, s.cfg.NodeID) {
 		s.more = true // deliveries made pending again for users here
 	}

@@ -203,7 +203,7 @@ const messageColsIDs = "m.sender_id, COALESCE(m.to_group_id, 0), " + messageCols
 func (t *sqlTx) messagesBySeq(seqs []int64) (map[int64]storedMessage, error) {
 	out := make(map[int64]storedMessage, len(seqs))
 	for chunk := range slices.Chunk(seqs, inChunk) {
-		err := t.each("SELECT "+messageColsIDs+" FROM messages m"+messageJoins+
+		err := t.each("SELECT "+messageColsIDs+" FROM messages m"+t.messageJoins()+
 			" WHERE m.msg_seq IN ("+placeholders(len(chunk))+")", anySlice(chunk), func(rows *sql.Rows) error {
 			var m storedMessage
 			err := scanMessage(rows, &m.Message, &m.senderID, &m.groupID)
@@ -277,7 +277,7 @@ func (t *sqlTx) pendingGroups(users []int64, perUser int, names map[int64]string
 			// (ix_messages_to_group); the names are joined after it.
 			fmt.Fprintf(&b, "SELECT %d, "+messageColsIDs+" FROM (SELECT msg_seq FROM messages"+
 				" WHERE to_group_id = ? AND msg_seq > ? AND msg_seq <= ? ORDER BY msg_seq LIMIT ?) w%d"+
-				" JOIN messages m ON m.msg_seq = w%d.msg_seq"+messageJoins, i, i, i)
+				" "+t.s.d.straightJoin+" messages m ON m.msg_seq = w%d.msg_seq"+t.messageJoins(), i, i, i)
 			args = append(args, w.group, w.from, w.to, perUser)
 		}
 		err := t.each(b.String(), args, func(rows *sql.Rows) error {

@@ -520,9 +520,18 @@ func (t *sqlTx) seqsOf(ids []string) (map[string]int64, error) {
 
 const messageCols = "m.msg_seq, m.msg_id, s.name, tu.name, g.name, m.content, m.sent_us, m.stored_us"
 
-const messageJoins = " JOIN users s ON s.user_id = m.sender_id" +
-	" LEFT JOIN users tu ON tu.user_id = m.to_user_id" +
-	" LEFT JOIN chat_groups g ON g.group_id = m.to_group_id"
+// messageJoins joins the names to messages m, in that order: the messages
+// are the few rows a statement picked, the users and groups are looked up
+// by key for each. The order is forced: after a crash early in a store's
+// life, InnoDB's statistics may say users holds two rows, and the
+// optimizer then scans every user and joins the messages to each (a
+// block nested loop of users × messages that ran past the visit's
+// budget in a fault-injection run).
+func (t *sqlTx) messageJoins() string {
+	return " " + t.s.d.straightJoin + " users s ON s.user_id = m.sender_id" +
+		" LEFT JOIN users tu ON tu.user_id = m.to_user_id" +
+		" LEFT JOIN chat_groups g ON g.group_id = m.to_group_id"
+}
 
 // scanMessage reads messageCols, after any leading columns in dest.
 func scanMessage(rows *sql.Rows, m *Message, lead ...any) error {
@@ -880,7 +889,7 @@ func (t *sqlTx) History(c Conversation, limit int) ([]Message, error) {
 		return nil, fmt.Errorf("%w: a history needs a group or two users", ErrInvalid)
 	}
 	var out []Message
-	err := t.each("SELECT "+messageCols+" FROM messages m"+messageJoins+
+	err := t.each("SELECT "+messageCols+" FROM messages m"+t.messageJoins()+
 		" WHERE "+where+" ORDER BY m.msg_seq DESC LIMIT ?", append(args, limit), func(rows *sql.Rows) error {
 		var m Message
 		err := scanMessage(rows, &m)

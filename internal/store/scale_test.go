@@ -392,7 +392,7 @@ func TestMariaDBStatementStopsAtBudget(t *testing.T) {
 func TestScaleGroupMemberBackFromAway(t *testing.T) {
 	scaleStores(t, func(t *testing.T, s *sqlStore) {
 		const history = 50_000
-		seedUsers(t, s, 4)
+		seedUsers(t, s, 5000) // members 1-4, and a lab of others
 		now := time.Now().UnixMicro()
 		seed(t, s,
 			fmt.Sprintf("INSERT INTO chat_groups (group_id, name, created_us, last_seq) VALUES (1, 'lab', 0, %d)", history+1),
