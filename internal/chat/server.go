@@ -63,7 +63,13 @@ type visitState struct {
 	// reads, and so its rows: each user's share is fetchMax over the
 	// users). It adapts as the batch does: a quarter after a failed
 	// visit that fetched, back up by halves while visits are fast.
-	fetchMax  int
+	fetchMax int
+	// pruneSlice is the messages the next prune slice examines (adapts
+	// like fetchMax; see pruneSliceStart).
+	pruneSlice int
+	// ackMax bounds the acknowledged rows the next visit removes (adapts
+	// like fetchMax, up to maxAckRows).
+	ackMax    int
 	lastGen   int64
 	fetchDone uint64
 	lastFetch time.Time
@@ -174,6 +180,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.v.batch = cfg.BatchStart
 	s.v.fetchMax = cfg.FetchLimit
+	s.v.pruneSlice = pruneSliceStart
+	s.v.ackMax = maxAckRows
 	s.names.init()
 	return s, nil
 }

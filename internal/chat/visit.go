@@ -29,9 +29,17 @@ const (
 	maxAckIDs  = 1000
 )
 
-// pruneSlice is the messages one visit examines for pruning: a primary-key
-// range, bounded whatever the history's size.
-const pruneSlice = 500
+// The messages one visit examines for pruning (a primary-key range,
+// bounded whatever the history's size): the slice starts at
+// pruneSliceStart and adapts as the batch does, between pruneSliceMin and
+// pruneSliceMax. Deleting old history reads cold pages and updates every
+// index of the messages, so its cost per message varies with the
+// machine's load far more than the rest of a visit.
+const (
+	pruneSliceMin   = 10
+	pruneSliceStart = 20
+	pruneSliceMax   = 500
+)
 
 // poisonPause is how long work that failed alone (a user's fetch) is set
 // aside before it is tried again.
@@ -165,6 +173,12 @@ func (s *Server) visit(ctx context.Context, tok token.Token, fenced node.Fenced)
 		if w.fetch {
 			s.v.fetchMax = max(1, s.v.fetchMax/4)
 		}
+		if w.prune {
+			s.v.pruneSlice = max(pruneSliceMin, s.v.pruneSlice/4)
+		}
+		if len(w.acks) > 0 {
+			s.v.ackMax = max(1, min(s.v.ackMax, len(w.acks))/4)
+		}
 		s.v.suspect = s.v.suspect.again(w.single())
 		over := errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) || elapsed >= budget
 		s.log.Warn().Err(err).Bool("over_budget", over).Int("batch", s.v.batch).Int("failed_in_a_row", s.v.fails).
@@ -187,6 +201,18 @@ func (s *Server) visit(ctx context.Context, tok token.Token, fenced node.Fenced)
 		s.v.batch = min(s.cfg.BatchMax, s.v.batch*3/2)
 	case elapsed > budget/2:
 		s.v.batch = max(min(minBatch, s.v.batch), s.v.batch*3/4)
+	}
+	switch {
+	case len(w.acks) > 0 && elapsed > budget/2:
+		s.v.ackMax = max(1, s.v.ackMax*3/4)
+	case elapsed < budget/4 && (len(w.acks) >= s.v.ackMax/2 || s.v.ackMax < maxAckRows/4):
+		s.v.ackMax = min(maxAckRows, s.v.ackMax*3/2+1)
+	}
+	switch {
+	case w.prune && elapsed > budget/2:
+		s.v.pruneSlice = max(pruneSliceMin, s.v.pruneSlice*3/4)
+	case w.prune && elapsed < budget/4:
+		s.v.pruneSlice = min(pruneSliceMax, s.v.pruneSlice*3/2)
 	}
 	switch {
 	case w.fetch && elapsed > budget/2:
@@ -248,9 +274,9 @@ func (s *Server) collect(now time.Time, tok token.Token, hinted bool) *visitWork
 	w.fetch = len(w.users) > 0 // it may also turn on in the visit (messages stored for users here)
 	n := min(len(s.outbox), s.v.batch)
 	w.batch = slices.Clone(s.outbox[:n])
-	ackRows, ackIDs := maxAckRows, maxAckIDs
+	ackRows, ackIDs := s.v.ackMax, maxAckIDs
 	if s.v.fails > 0 {
-		ackRows, ackIDs = max(1, maxAckRows>>(2*s.v.fails)), max(1, maxAckIDs>>(2*s.v.fails))
+		ackIDs = max(1, maxAckIDs>>(2*s.v.fails))
 	}
 	k := min(len(s.acks), ackRows)
 	w.acks = slices.Clone(s.acks[:k])
@@ -541,7 +567,7 @@ func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
 		}
 	}
 	if w.prune {
-		res, err := tx.PruneMessages(now.Add(-s.cfg.Retention), s.v.pruneNext, pruneSlice)
+		res, err := tx.PruneMessages(now.Add(-s.cfg.Retention), s.v.pruneNext, s.v.pruneSlice)
 		if err != nil {
 			return err
 		}

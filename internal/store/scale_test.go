@@ -284,7 +284,7 @@ func TestScaleBacklogAndHistory(t *testing.T) {
 	})
 }
 
-// pruneTestSlice is the chat service's prune slice.
+// pruneTestSlice is the chat service's largest prune slice.
 const pruneTestSlice = 500
 
 // A week of history expiring: pruning goes in slices that each fit in a
