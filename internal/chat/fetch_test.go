@@ -12,6 +12,7 @@ import (
 
 	"github.com/ringchat/ringchat/internal/client"
 	"github.com/ringchat/ringchat/internal/store"
+	"github.com/ringchat/ringchat/internal/store/storetest"
 )
 
 // pendingSpy records the users of every PendingFor a visit runs.
@@ -98,5 +99,94 @@ func TestFetchReadsOnlyTheUsersWhoAsked(t *testing.T) {
 		if !slices.Equal(users, []int64{awayID}) {
 			t.Fatalf("a fetch read users %v; want only the one logging in (%d): fetches %v", users, awayID, calls)
 		}
+	}
+}
+
+// Messages past the retention that everyone has are pruned by the visits,
+// a slice at a time, while the node chats on; a message still awaited is
+// kept.
+func TestVisitsPruneOldHistory(t *testing.T) {
+	r := newRing(t, 1, func(c *Config) { c.Retention, c.PruneInterval = time.Millisecond, 10*time.Millisecond })
+	ctx := ctxT(t)
+	a := dialV2(t, r.addr(1), "a", "", client.Options{AutoAck: true})
+	go func() {
+		for range a.Events() { // the receipts of what a posts
+		}
+	}()
+	b := dialV2(t, r.addr(1), "b", "", client.Options{AutoAck: true})
+	const n = 150 // more than the first slices take (under the rate limit's burst)
+	for k := range n {
+		if _, err := a.Post(ctx, client.ToUser("b"), fmt.Sprintf("m%d", k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := range n {
+		if m := nextChat(t, b); m.Content != fmt.Sprintf("m%d", k) {
+			t.Fatalf("b got %q", m.Content)
+		}
+	}
+	c := dialV2(t, r.addr(1), "c", "", client.Options{AutoAck: true})
+	c.Close()
+	kept, err := a.SendWait(ctx, client.ToUser("c"), "for c, offline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	history := func(x, y string) []store.Message {
+		var ms []store.Message
+		if err := r.st.View(ctx, func(tx store.Tx) error {
+			ux, err := tx.UserByName(x)
+			if err != nil {
+				return err
+			}
+			uy, err := tx.UserByName(y)
+			if err != nil {
+				return err
+			}
+			ms, err = tx.History(store.Conversation{UserA: ux.ID, UserB: uy.ID}, 1000)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return ms
+	}
+	eventually(t, "the delivered history pruned", func() bool { return len(history("a", "b")) == 0 })
+	if ms := history("a", "c"); len(ms) != 1 || ms[0].ID != kept.ID {
+		t.Fatalf("the awaited message was not kept: %v", ms)
+	}
+	if f := r.servers[0].Stats().FailedVisits; f != 0 {
+		t.Errorf("%d visits failed", f)
+	}
+}
+
+// A protocol-2 member's ACKs of group messages move its cursor: nothing
+// stays pending, and a new session of the member gets only what is new
+// (not the group's whole history again, to be deduplicated).
+func TestGroupAcksMoveTheCursor(t *testing.T) {
+	r := newRing(t, 2, nil)
+	ctx := ctxT(t)
+	a := dialV2(t, r.addr(1), "a", "", client.Options{AutoAck: true})
+	b := dialV2(t, r.addr(2), "b", "", client.Options{AutoAck: true})
+	for _, c := range []*client.Conn{a, b} {
+		if err := c.Join(ctx, "lab"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := range 3 {
+		if _, err := a.SendWait(ctx, client.ToGroup("lab"), fmt.Sprintf("g%d", k)); err != nil {
+			t.Fatal(err)
+		}
+		if m := nextChat(t, b); m.Content != fmt.Sprintf("g%d", k) {
+			t.Fatalf("b got %q", m.Content)
+		}
+	}
+	eventually(t, "b's group messages acknowledged in the store", func() bool { return storetest.PendingFor(t, r.st, "b") == 0 })
+	b.Close()
+	eventually(t, "b logged out", func() bool { return r.servers[1].Stats().Sessions == 0 })
+	b2 := dialV2(t, r.addr(1), "b", "", client.Options{AutoAck: true})
+	if _, err := a.SendWait(ctx, client.ToUser("b"), "new"); err != nil {
+		t.Fatal(err)
+	}
+	if m := nextChat(t, b2); m.Content != "new" {
+		t.Fatalf("b's new session got %q first, want only what is new", m.Content)
 	}
 }

@@ -675,9 +675,9 @@ func (c *conn) ack(req Request) {
 	if !full {
 		sess := c.sess
 		for _, id := range req.IDs {
-			if seq, ok := sess.unacked[id]; ok {
+			if row, ok := sess.unacked[id]; ok {
 				delete(sess.unacked, id)
-				s.acks = append(s.acks, store.RecipientSeq{RecipientID: sess.userID, Seq: seq})
+				s.acks = append(s.acks, row)
 				continue
 			}
 			// Not a delivery this session has open: looked up by id in

@@ -112,8 +112,9 @@ type session struct {
 	gone    chan struct{}
 	starved atomic.Bool // a visit left deliveries behind for lack of queue room
 	// unacked maps the ids of protocol-2 deliveries not yet acknowledged
-	// to their sequence (mu), so that ACKs become rows removed in bulk.
-	unacked map[string]int64
+	// to their row (mu; a group message's with its group), so that ACKs
+	// become rows removed, or cursors moved, in bulk.
+	unacked map[string]store.RecipientSeq
 }
 
 // maxUnacked bounds a session's unacked map; ACKs of ids beyond it are
@@ -181,6 +182,10 @@ func New(cfg Config) (*Server, error) {
 	s.v.batch = cfg.BatchStart
 	s.v.fetchMax = cfg.FetchLimit
 	s.v.pruneSlice = pruneSliceStart
+	// The first prune comes a minute after start (or after the interval,
+	// if shorter), not in the storm of reconnecting clients a (re)started
+	// node meets.
+	s.v.lastPrune = time.Now().Add(min(cfg.PruneInterval, firstPruneAfter) - cfg.PruneInterval)
 	s.v.ackMax = maxAckRows
 	s.names.init()
 	return s, nil

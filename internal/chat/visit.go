@@ -35,6 +35,9 @@ const (
 // pruneSliceMax. Deleting old history reads cold pages and updates every
 // index of the messages, so its cost per message varies with the
 // machine's load far more than the rest of a visit.
+// firstPruneAfter delays a node's first prune after its start.
+const firstPruneAfter = time.Minute
+
 const (
 	pruneSliceMin   = 10
 	pruneSliceStart = 20
@@ -171,7 +174,9 @@ func (s *Server) visit(ctx context.Context, tok token.Token, fenced node.Fenced)
 		s.v.fails++
 		s.v.batch = max(1, min(s.v.batch, len(w.batch))/2)
 		if w.fetch {
-			s.v.fetchMax = max(1, s.v.fetchMax/4)
+			// A quarter of what was tried: the users read, or the
+			// deliveries taken if more.
+			s.v.fetchMax = max(1, min(s.v.fetchMax, max(len(w.users), len(w.deliveries)))/4)
 		}
 		if w.prune {
 			s.v.pruneSlice = max(pruneSliceMin, s.v.pruneSlice/4)
@@ -217,7 +222,7 @@ func (s *Server) visit(ctx context.Context, tok token.Token, fenced node.Fenced)
 	switch {
 	case w.fetch && elapsed > budget/2:
 		s.v.fetchMax = max(1, s.v.fetchMax*3/4)
-	case w.fetch && elapsed < budget/4 && len(w.deliveries) >= s.v.fetchMax/2:
+	case w.fetch && elapsed < budget/4 && max(len(w.users), len(w.deliveries)) >= s.v.fetchMax/2:
 		s.v.fetchMax = min(s.cfg.FetchLimit, s.v.fetchMax*3/2+1)
 	case elapsed < budget/4 && s.v.fetchMax < s.cfg.FetchLimit/4:
 		s.v.fetchMax = min(s.cfg.FetchLimit, s.v.fetchMax*2) // back from a failure
@@ -823,10 +828,12 @@ func (s *Server) dispatch(w *visitWork) {
 	for _, d := range w.deliveries {
 		if sess := d.sess; sess.version >= V2 {
 			if sess.unacked == nil {
-				sess.unacked = map[string]int64{}
+				sess.unacked = map[string]store.RecipientSeq{}
 			}
 			if len(sess.unacked) < maxUnacked {
-				sess.unacked[d.d.ID] = d.d.Seq
+				// The row, with its group: an ACK of a group message
+				// moves the member's cursor.
+				sess.unacked[d.d.ID] = d.d.Row()
 			}
 		}
 	}
