@@ -426,24 +426,57 @@ func (t *sqlTx) unmarkCursors(rows []RecipientSeq) (int, error) {
 // members who left once they have everything. It returns how many of the
 // rows had their cursor moved.
 func (t *sqlTx) ackCursors(rows []RecipientSeq) (int, error) {
-	n := 0
 	per := map[groupKey]int{}
 	for _, r := range rows {
 		per[groupKey{r.GroupID, r.RecipientID}]++
 	}
+	// One statement per (group, target) for all the members acknowledging
+	// up to it (the members of a group at a node acknowledge the same
+	// messages): a group message acknowledged by 200 members here is one
+	// UPDATE, not 200.
+	type gt struct{ group, target int64 }
+	batches := map[gt][]any{}
 	for k, seq := range groupTargets(rows, func(a, b int64) int64 { return max(a, b) }) {
-		m, err := t.exec("UPDATE group_cursors SET acked_seq = ?, sent_seq = "+t.s.d.greatest+"(sent_seq, ?)"+
-			" WHERE group_id = ? AND user_id = ? AND acked_seq < ?", seq, seq, k.group, k.user, seq)
-		if err != nil {
-			return n, err
-		}
-		if m == 0 {
-			continue
-		}
-		n += per[k]
-		if _, err := t.exec("DELETE FROM group_cursors WHERE group_id = ? AND user_id = ? AND until_seq IS NOT NULL AND acked_seq >= until_seq",
-			k.group, k.user); err != nil {
-			return n, err
+		batches[gt{k.group, seq}] = append(batches[gt{k.group, seq}], k.user)
+	}
+	n := 0
+	for _, b := range slices.SortedFunc(maps.Keys(batches), func(x, y gt) int {
+		return cmp.Or(cmp.Compare(x.group, y.group), cmp.Compare(x.target, y.target))
+	}) {
+		us := batches[b]
+		slices.SortFunc(us, func(x, y any) int { return cmp.Compare(x.(int64), y.(int64)) })
+		for chunk := range slices.Chunk(us, inChunk) {
+			in := placeholders(len(chunk))
+			m, err := t.exec("UPDATE group_cursors SET acked_seq = ?, sent_seq = "+t.s.d.greatest+"(sent_seq, ?)"+
+				" WHERE group_id = ? AND acked_seq < ? AND user_id IN ("+in+")", append([]any{b.target, b.target, b.group, b.target}, chunk...)...)
+			if err != nil {
+				return n, err
+			}
+			if m == 0 {
+				continue
+			}
+			if int(m) == len(chunk) {
+				for _, u := range chunk {
+					n += per[groupKey{b.group, u.(int64)}]
+				}
+			} else {
+				// Some were there already: count those now at the target
+				// (a race the fence excludes; rare).
+				moved, err := t.queryIDs("SELECT user_id FROM group_cursors WHERE group_id = ? AND acked_seq = ? AND user_id IN ("+in+")",
+					append([]any{b.group, b.target}, chunk...)...)
+				if err != nil {
+					return n, err
+				}
+				for _, u := range moved {
+					n += per[groupKey{b.group, u}]
+				}
+			}
+			// Members who left keep their cursor only until they have
+			// what was sent while they were members.
+			if _, err := t.exec("DELETE FROM group_cursors WHERE group_id = ? AND until_seq IS NOT NULL AND acked_seq >= until_seq"+
+				" AND user_id IN ("+in+")", append([]any{b.group}, chunk...)...); err != nil {
+				return n, err
+			}
 		}
 	}
 	return n, nil
