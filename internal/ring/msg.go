@@ -27,7 +27,7 @@ const (
 	MsgTokenAck         MsgType = "TOKEN_ACK"         // successor -> predecessor (TCP)
 	MsgPing             MsgType = "PING"              // predecessor -> successor when the link is idle
 	MsgPong             MsgType = "PONG"              // successor -> predecessor
-	MsgWake             MsgType = "WAKE"              // any -> all: pass the token on without idling for a rotation
+	MsgWake             MsgType = "WAKE"              // any -> all: pass the token on without idling for two hurried rotations
 	MsgElection         MsgType = "ELECTION"          // any -> any: a message of the coordinator election (payload: method, kind, round)
 )
 

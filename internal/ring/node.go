@@ -246,15 +246,18 @@ func (n *Node) VisitFailed(t token.Token) {
 }
 
 // Want says this node has new work for the token: an idle token held here
-// moves on, and every node is asked (at most once per hurried rotation) to
-// pass the token on without idling, so it arrives within a hurried rotation.
+// moves on, a token visiting here does not rest here afterwards, and every
+// node is asked (at most once per hurried rotation) to pass the token on
+// without idling, so it arrives within a hurried rotation. A WAKE hurries
+// the token for two hurried rotations (token.Machine.Woken), so work that
+// arrives while the last WAKE is within its rate limit is covered by it.
 // After a failed critical section (VisitFailed) it waits for the token's
 // next visit instead.
 func (n *Node) Want() {
 	if n.now < n.calmUntil {
 		return
 	}
-	n.tok.Hurry()
+	n.tok.Urgent()
 	n.drainToken()
 	if n.now >= n.nextWake {
 		n.wakeAll()

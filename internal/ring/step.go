@@ -49,7 +49,7 @@ func (n *Node) Step(m Msg) {
 	case MsgPong:
 		n.pingOut = false
 	case MsgWake:
-		n.tok.Urgent()
+		n.tok.Woken()
 		n.drainToken()
 	case MsgJoin, MsgSuccessorRequest, MsgLeave:
 		n.stepRequest(m)

@@ -305,6 +305,16 @@ func (m *Machine) Urgent() {
 	m.Hurry()
 }
 
+// Woken handles a WAKE: another node wants the token. Its sender sends no
+// other WAKE for a hurried rotation, so the token skips its idle hold here
+// for two: work that arrives at the sender just before it may send again
+// still finds the token hurrying for a whole rotation. A resting token
+// moves on at once.
+func (m *Machine) Woken() {
+	m.urgentUntil = max(m.urgentUntil, m.now+int64(2*m.cfg.HurriedRotation(m.ringSize)))
+	m.Hurry()
+}
+
 // Calm ends any urgency here: a quiet token rests again at this node
 // (critical sections are failing, and hurrying the token would only make
 // more of them fail).

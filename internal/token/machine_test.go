@@ -167,6 +167,48 @@ func TestHurryMovesIdleToken(t *testing.T) {
 	}
 }
 
+// A WAKE moves a resting token on at once, and the token does not rest
+// here for two hurried rotations after it (its sender sends no other WAKE
+// for one, and work that arrives there meanwhile needs the token for a
+// rotation after that); then it rests again.
+func TestWakeHurriesForTwoRotations(t *testing.T) {
+	m := NewMachine(cfg())
+	m.LinkUp()
+	m.SetCoordinator(true, 3, false)
+	seq := int64(0)
+	lap := func() []ActionKind { // the token comes round quiet
+		seq += 10
+		tok := Token{Stamp: Stamp{Gen: 1, Seq: seq}, Quiet: 2}
+		m.Receive(tok)
+		m.Drain()
+		m.VisitDone(tok, false)
+		got := kinds(m.Drain())
+		if len(got) == 1 {
+			m.Ack(Stamp{Gen: 1, Seq: seq + 1}, false)
+		}
+		return got
+	}
+	if got := lap(); len(got) != 0 {
+		t.Fatalf("a quiet token did not rest at the coordinator: %v", got)
+	}
+	m.Woken()
+	if diff := cmp.Diff([]ActionKind{SendToken}, kinds(m.Drain())); diff != "" {
+		t.Fatalf("a WAKE did not end the rest (-want +got):\n%s", diff)
+	}
+	m.Ack(Stamp{Gen: 1, Seq: seq + 1}, false)
+	hurried := cfg().HurriedRotation(3)
+	for range 2*hurried - 1 {
+		m.Tick()
+		if got := lap(); len(got) != 1 {
+			t.Fatalf("t=%d, %d ticks after a WAKE: the token rested (%v)", m.now, m.now, got)
+		}
+	}
+	m.Tick()
+	if got := lap(); len(got) != 0 {
+		t.Fatalf("two hurried rotations after a WAKE the token still did not rest: %v", got)
+	}
+}
+
 func TestCoordinatorRegeneratesOnceAfterLoss(t *testing.T) {
 	c := cfg()
 	m := NewMachine(c)

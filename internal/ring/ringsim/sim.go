@@ -38,10 +38,15 @@ type Proc struct {
 	visits        []visit
 	Visits        int // critical sections committed
 	Failed        int // critical sections failed (the store down)
-	Exited        bool
-	inc           int   // incarnation: bumped at every start
-	base          int64 // sim time at which the node's clock read 0 (lazy mode)
-	stalledAt     int64
+	// Work done: the critical sections that did work (see Sim.Work), and
+	// the tick the last of them committed.
+	Worked    int
+	WorkedAt  int64
+	work      bool // work waits for the next critical section
+	Exited    bool
+	inc       int   // incarnation: bumped at every start
+	base      int64 // sim time at which the node's clock read 0 (lazy mode)
+	stalledAt int64
 }
 
 // clock is the node's own time at sim time now.
@@ -50,6 +55,7 @@ func (p *Proc) clock(now int64) int64 { return now - p.base }
 type visit struct {
 	tok  token.Token
 	done int64
+	work bool // this critical section does the work that waited
 }
 
 type envelope struct {
@@ -316,11 +322,17 @@ func (s *Sim) finishVisits(p *Proc) {
 		switch {
 		case s.Store.Down:
 			p.Failed++
+			p.work = p.work || v.work
 			p.Node.VisitFailed(v.tok)
 		case s.Store.Commit(p.ID, v.tok.Stamp, s.Now):
 			p.Visits++
-			p.Node.VisitDone(v.tok, false)
+			if v.work {
+				p.Worked++
+				p.WorkedAt = s.Now
+			}
+			p.Node.VisitDone(v.tok, v.work)
 		default:
+			p.work = p.work || v.work
 			cur := s.Store.Fence
 			p.Node.VisitFenced(v.tok, &cur)
 		}
@@ -332,9 +344,27 @@ func (s *Sim) finishVisits(p *Proc) {
 // Want tells node id it has work for the token (a client's message).
 func (s *Sim) Want(id int64) {
 	if p := s.Procs[id]; p != nil && p.State == Running {
-		p.Node.Want()
+		s.want(p)
+	}
+}
+
+// Work gives node id work (a client's message), as the chat layer does:
+// the work waits for the node's next critical section, which does it (and
+// reports that it worked), and the node wants the token (Want).
+func (s *Sim) Work(id int64) {
+	if p := s.Procs[id]; p != nil && p.State == Running {
+		p.work = true
+		s.want(p)
+	}
+}
+
+func (s *Sim) want(p *Proc) {
+	if s.Lazy { // the node's clock reads now, as it would for any input
+		p.Node.AdvanceTo(p.clock(s.Now))
 		s.flush(p)
 	}
+	p.Node.Want()
+	s.flush(p)
 }
 
 // Run steps n ticks.
@@ -386,7 +416,8 @@ func (s *Sim) flush(p *Proc) {
 		})
 	}
 	for _, t := range r.Visits {
-		p.visits = append(p.visits, visit{tok: t, done: s.Now + s.HoldTicks})
+		p.visits = append(p.visits, visit{tok: t, done: s.Now + s.HoldTicks, work: p.work})
+		p.work = false
 	}
 	if p.Node.Phase() == ring.PhaseLeft && !p.Exited {
 		p.Exited = true
