@@ -190,3 +190,27 @@ func TestGroupAcksMoveTheCursor(t *testing.T) {
 		t.Fatalf("b's new session got %q first, want only what is new", m.Content)
 	}
 }
+
+// A fetch of every user that reads them a slice at a time (its size is
+// small: here FetchLimit 4, as after failures) goes on to the next slice
+// even when one slice had nothing, until every user was read: a message
+// for a user in a later slice is not left for the safety fetch.
+func TestFetchSlicesReachEveryUser(t *testing.T) {
+	r := newRing(t, 1, func(c *Config) { c.FetchLimit, c.MaxClientsPerIP = 4, 100 })
+	ctx := ctxT(t)
+	a := dialV2(t, r.addr(1), "a", "", client.Options{AutoAck: true})
+	var users []*client.Conn
+	for i := range 12 {
+		users = append(users, dialV2(t, r.addr(1), fmt.Sprintf("u%02d", i), "", client.Options{AutoAck: true}))
+	}
+	r.rotations(2)
+	for i := len(users) - 1; i >= 0; i-- {
+		text := fmt.Sprintf("to u%02d", i)
+		if _, err := a.SendWait(ctx, client.ToUser(fmt.Sprintf("u%02d", i)), text); err != nil {
+			t.Fatal(err)
+		}
+		if m := nextChat(t, users[i]); m.Content != text {
+			t.Fatalf("u%02d got %q", i, m.Content)
+		}
+	}
+}

@@ -685,7 +685,9 @@ func (s *Server) fetch(tx store.Tx, w *visitWork) error {
 		}
 	}
 	if len(w.deliveries) == 0 {
-		w.more = false // only full queues held them back: their writers ask again
+		// Only full queues held them back (their writers ask again), unless
+		// this was one slice of every user's fetch: the next slice follows.
+		w.more = w.fetchAll && len(w.users) < len(w.ready)
 		return nil
 	}
 	// Only rows whose user is still present here are marked (a session
