@@ -35,14 +35,14 @@ const (
 // pruneSliceMax. Deleting old history reads cold pages and updates every
 // index of the messages, so its cost per message varies with the
 // machine's load far more than the rest of a visit.
-// firstPruneAfter delays a node's first prune after its start.
-const firstPruneAfter = time.Minute
-
 const (
 	pruneSliceMin   = 10
 	pruneSliceStart = 20
 	pruneSliceMax   = 500
 )
+
+// firstPruneAfter delays a node's first prune after its start.
+const firstPruneAfter = time.Minute
 
 // poisonPause is how long work that failed alone (a user's fetch) is set
 // aside before it is tried again.
@@ -319,8 +319,7 @@ func (s *Server) takeAckIDs(n int) map[int64][]string {
 }
 
 // fetchUsers picks the users whose pending messages this visit reads: all
-// the ready ones, at most store.MaxPendingUsers, taking turns beyond that
-// (and after failures, fewer).
+// the ready ones, at most fetchUserLimit, taking turns beyond that.
 func (s *Server) fetchUsers(ready map[int64]*session) []int64 {
 	users := slices.Sorted(maps.Keys(ready))
 	limit := s.fetchUserLimit(len(users))
