@@ -50,10 +50,18 @@ func (t spyTx) PendingFor(node int64, users []int64, perUser, limit int) ([]stor
 // A user logging in at a node where 30 others are logged in, with a
 // backlog of 1,200 messages stored while away: every fetch until the
 // backlog is drained reads that user's rows alone (not the 30 others'
-// at every visit), and the backlog arrives whole and in order.
+// at every visit), and the backlog arrives whole and in order. Also with a
+// fetch smaller than the user's share (FetchLimit 64): each fetch stops
+// at its limit, and the user is read again the next visit.
 func TestFetchReadsOnlyTheUsersWhoAsked(t *testing.T) {
+	for _, limit := range []int{DefaultConfig(1).FetchLimit, 64} {
+		t.Run(fmt.Sprintf("limit%d", limit), func(t *testing.T) { testFetchReadsOnlyAsked(t, limit) })
+	}
+}
+
+func testFetchReadsOnlyAsked(t *testing.T, limit int) {
 	spy := &pendingSpy{Store: newStore(t, 1)}
-	r := newRingOn(t, spy, 1, func(c *Config) { c.MaxClientsPerIP = 100 })
+	r := newRingOn(t, spy, 1, func(c *Config) { c.MaxClientsPerIP, c.FetchLimit = 100, limit })
 	ctx := ctxT(t)
 	for i := range 30 {
 		dialV2(t, r.addr(1), fmt.Sprintf("u%d", i), "", client.Options{AutoAck: true})
@@ -92,7 +100,7 @@ func TestFetchReadsOnlyTheUsersWhoAsked(t *testing.T) {
 	}
 	r.rotations(2)
 	calls := spy.take()
-	if len(calls) < backlog/DefaultConfig(1).FetchPerClient {
+	if len(calls) < backlog/min(limit, DefaultConfig(1).FetchPerClient) {
 		t.Fatalf("%d fetches for a backlog of %d", len(calls), backlog)
 	}
 	for _, users := range calls {

@@ -660,7 +660,11 @@ func (s *Server) fetch(tx store.Tx, w *visitWork) error {
 	if err != nil {
 		return err
 	}
-	w.more = len(ds) >= limit || (w.fetchAll && len(w.users) < len(w.ready))
+	// Past the limit some users may have had nothing read: after a fetch
+	// of every user, every user is read again; after one of the users who
+	// asked, those users.
+	cut := len(ds) >= limit
+	w.more = w.fetchAll && (cut || len(w.users) < len(w.ready))
 	taken := map[int64]int{}  // shown, against the queue's room
 	shares := map[int64]int{} // handed, own group messages too
 	full := map[int64]bool{}
@@ -688,6 +692,9 @@ func (s *Server) fetch(tx store.Tx, w *visitWork) error {
 		// this was one slice of every user's fetch: the next slice follows.
 		w.more = w.fetchAll && len(w.users) < len(w.ready)
 		return nil
+	}
+	if cut && !w.fetchAll {
+		w.moreFor = append(w.moreFor, w.users...)
 	}
 	// Only rows whose user is still present here are marked (a session
 	// that ended after the read above is not handed any).
