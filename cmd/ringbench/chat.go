@@ -110,32 +110,48 @@ type chatBench struct {
 	wg        sync.WaitGroup
 }
 
-func (b *chatBench) connect(ctx context.Context, addr func(int) string) error {
-	b.conns = make([]*client.Conn, b.o.clients)
-	errs := make(chan error, b.o.clients)
+// dialAll logs n protocol-2 clients in (acknowledging what they get), 32
+// at a time: the i-th as name(i) at addr(i). On an error it closes the
+// ones it made and returns the first error.
+func dialAll(ctx context.Context, n int, addr, name func(int) string) ([]*client.Conn, error) {
+	conns := make([]*client.Conn, n)
+	errs := make(chan error, n)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 32)
-	for i := range b.o.clients {
+	for i := range n {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 			defer cancel()
-			prefix := b.o.users
-			if prefix == "" {
-				prefix = "bench"
-			}
-			c, err := client.DialV2(cctx, []string{addr(i)}, fmt.Sprintf("%s%04d", prefix, i), "", client.Options{AutoAck: true, Timeout: 30 * time.Second})
+			c, err := client.DialV2(cctx, []string{addr(i)}, name(i), "", client.Options{AutoAck: true, Timeout: 30 * time.Second})
 			if err != nil {
-				errs <- err
+				errs <- fmt.Errorf("log in %s: %w", name(i), err)
 				return
 			}
-			b.conns[i] = c
+			conns[i] = c
 		})
 	}
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+		return nil, err
+	}
+	return conns, nil
+}
+
+func (b *chatBench) connect(ctx context.Context, addr func(int) string) error {
+	prefix := b.o.users
+	if prefix == "" {
+		prefix = "bench"
+	}
+	var err error
+	if b.conns, err = dialAll(ctx, b.o.clients, addr, func(i int) string { return fmt.Sprintf("%s%04d", prefix, i) }); err != nil {
 		return err
 	}
 	// Every node stores and delivers before the clock starts.

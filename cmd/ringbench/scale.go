@@ -722,30 +722,10 @@ type groupBench struct {
 }
 
 func (g *groupBench) connect(ctx context.Context, addr func(int) string) error {
-	g.conns = make([]*client.Conn, g.o.online)
 	g.arrived = map[string]int{}
 	g.full = make(chan string, 16)
-	errs := make(chan error, g.o.online)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 32)
-	for i := range g.o.online {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-			defer cancel()
-			c, err := client.DialV2(cctx, []string{addr(i)}, userName(i), "", client.Options{AutoAck: true, Timeout: 30 * time.Second})
-			if err != nil {
-				errs <- fmt.Errorf("log in %s: %w", userName(i), err)
-				return
-			}
-			g.conns[i] = c
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		g.close()
+	var err error
+	if g.conns, err = dialAll(ctx, g.o.online, addr, userName); err != nil {
 		return err
 	}
 	for i, c := range g.conns {
