@@ -480,16 +480,27 @@ func (c *conn) group(req Request) {
 		return err
 	})
 	switch {
-	case err != nil:
-		c.unavailable(req.ID, err)
-	case refusal != nil:
-		refusal.ID = req.ID
-		c.reply(refusal)
+	case c.failed(req.ID, err, refusal):
 	case c.version >= V2:
 		c.sendLine(encode(groupV2{req.Type, req.Group, g.InviteOnly && req.Type == TypeJoinGroup, req.ID}))
 	default:
 		c.sendLine(encode(groupV1{req.Type, req.Group}))
 	}
+}
+
+// failed answers request id with the store's failure or the refusal, if
+// there is one, and reports whether it did.
+func (c *conn) failed(id string, err error, refusal *Error) bool {
+	switch {
+	case err != nil:
+		c.unavailable(id, err)
+	case refusal != nil:
+		refusal.ID = id
+		c.reply(refusal)
+	default:
+		return false
+	}
+	return true
 }
 
 // mayJoin checks a join of an existing group: an invite-only group takes
@@ -554,13 +565,7 @@ func (c *conn) invite(req Request) {
 		_, err = tx.Invite(g.ID, u.ID, c.sess.userID)
 		return err
 	})
-	switch {
-	case err != nil:
-		c.unavailable(req.ID, err)
-	case refusal != nil:
-		refusal.ID = req.ID
-		c.reply(refusal)
-	default:
+	if !c.failed(req.ID, err, refusal) {
 		s.log.Info().Str("user", c.sess.name).Str("invited", req.Username).Str("group", req.Group).Msg("chat: invitation")
 		c.sendLine(encode(inviteV2{TypeInvite, req.Group, req.Username, req.ID}))
 	}
@@ -824,13 +829,7 @@ func (c *conn) history(req Request) {
 		msgs, err = tx.History(conv, limit)
 		return err
 	})
-	switch {
-	case err != nil:
-		c.unavailable(req.ID, err)
-		return
-	case refusal != nil:
-		refusal.ID = req.ID
-		c.reply(refusal)
+	if c.failed(req.ID, err, refusal) {
 		return
 	}
 	r := historyV2{MessageType: TypeHistory, Messages: make([]ChatV2, 0, len(msgs)), ID: req.ID}
