@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -36,16 +37,24 @@ type result struct {
 // run starts ringnode in dir with args and extra environment.
 func run(t *testing.T, dir string, env []string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	return runRingnode(t, dir, time.Minute, env, "", args...)
+}
+
+// runRingnode runs ringnode in dir with args, extra environment and
+// standard input; a command still running after limit is killed (exit
+// code -1).
+func runRingnode(t *testing.T, dir string, limit time.Duration, env []string, stdin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, ringnodeBin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(cleanEnv(), env...)
+	cmd.Dir, cmd.Env, cmd.Stdin = dir, append(cleanEnv(), env...), strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatalf("run ringnode %v: %v", args, err)

@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -22,22 +20,7 @@ import (
 // killed (exit code -1).
 func runFor(t *testing.T, dir string, limit time.Duration, env []string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, ringnodeBin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(cleanEnv(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("run ringnode %v: %v", args, err)
-	}
-	return result{out.String(), errb.String(), code}
+	return runRingnode(t, dir, limit, env, "", args...)
 }
 
 // labDir is a directory whose node list puts node 2 on another machine.

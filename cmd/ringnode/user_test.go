@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,20 +15,7 @@ import (
 // runStdin is run with standard input.
 func runStdin(t *testing.T, dir, stdin string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, ringnodeBin, args...)
-	cmd.Dir, cmd.Env, cmd.Stdin = dir, cleanEnv(), strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("run ringnode %v: %v", args, err)
-	}
-	return result{out.String(), errb.String(), code}
+	return runRingnode(t, dir, time.Minute, nil, stdin, args...)
 }
 
 // TestUserPasswd: the operator sets a password from standard input, for a
