@@ -90,11 +90,30 @@ func openSQLite(ctx context.Context, d DSN, opts Options, now func() time.Time) 
 	}
 	db.SetMaxOpenConns(4)
 	db.SetConnMaxIdleTime(time.Minute)
-	if err := db.PingContext(ctx); err != nil {
+	if err := pingSQLite(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, d.Path, err)
 	}
 	return newSQLStore(db, d, sqliteDialect, now), nil
+}
+
+// pingSQLite opens the first connection. Nodes that start together on a
+// new file race to switch it to WAL, and the loser's switch fails at once
+// with SQLITE_BUSY (the busy timeout does not cover it): it tries again,
+// a bounded number of times.
+func pingSQLite(ctx context.Context, db *sql.DB) error {
+	var err error
+	for try := range 20 {
+		if err = db.PingContext(ctx); err == nil || !strings.Contains(err.Error(), "SQLITE_BUSY") {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(10*(try+1)) * time.Millisecond):
+		}
+	}
+	return err
 }
 
 // privateFiles makes an SQLite store's files (the database, -wal and -shm)
