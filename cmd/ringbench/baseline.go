@@ -24,7 +24,7 @@ import (
 // service's limits) and deletes those rows (AckRows). The ring does more
 // per message: it marks rows delivered in one visit and deletes them when
 // the client's ACK comes back in a later one, and looks up which nodes
-// have new work (NodesWithPending).
+// have new work (WaitingFor).
 
 type baselineOpts struct {
 	nodes, clients int

@@ -15,11 +15,16 @@ import (
 	"github.com/ringchat/ringchat/internal/store/storetest"
 )
 
-// pendingSpy records the users of every PendingFor a visit runs.
+// pendingSpy records the node and users of every PendingFor a visit runs.
 type pendingSpy struct {
 	store.Store
 	mu    sync.Mutex
-	calls [][]int64
+	calls []pendingCall
+}
+
+type pendingCall struct {
+	node  int64
+	users []int64
 }
 
 func (p *pendingSpy) Fenced(ctx context.Context, f store.Fence, fn func(store.Tx) error) error {
@@ -27,7 +32,7 @@ func (p *pendingSpy) Fenced(ctx context.Context, f store.Fence, fn func(store.Tx
 }
 
 // take returns the calls recorded since the last take.
-func (p *pendingSpy) take() [][]int64 {
+func (p *pendingSpy) take() []pendingCall {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := p.calls
@@ -42,7 +47,7 @@ type spyTx struct {
 
 func (t spyTx) PendingFor(node int64, users []int64, perUser, limit int) ([]store.Delivery, error) {
 	t.p.mu.Lock()
-	t.p.calls = append(t.p.calls, slices.Clone(users))
+	t.p.calls = append(t.p.calls, pendingCall{node, slices.Clone(users)})
 	t.p.mu.Unlock()
 	return t.Tx.PendingFor(node, users, perUser, limit)
 }
@@ -103,10 +108,68 @@ func testFetchReadsOnlyAsked(t *testing.T, limit int) {
 	if len(calls) < backlog/min(limit, DefaultConfig(1).FetchPerClient) {
 		t.Fatalf("%d fetches for a backlog of %d", len(calls), backlog)
 	}
-	for _, users := range calls {
-		if !slices.Equal(users, []int64{awayID}) {
-			t.Fatalf("a fetch read users %v; want only the one logging in (%d): fetches %v", users, awayID, calls)
+	for _, c := range calls {
+		if !slices.Equal(c.users, []int64{awayID}) {
+			t.Fatalf("a fetch read users %v; want only the one logging in (%d): fetches %v", c.users, awayID, calls)
 		}
+	}
+}
+
+// A direct message to a user of a node where 30 others are logged in is
+// fetched for its recipient alone, whether it was sent from another node
+// (the token's hint names the user) or from the same one; a group message
+// is fetched for every user there.
+func TestDirectMessageFetchesItsRecipientAlone(t *testing.T) {
+	spy := &pendingSpy{Store: newStore(t, 2)}
+	r := newRingOn(t, spy, 2, func(c *Config) { c.MaxClientsPerIP = 100 })
+	ctx := ctxT(t)
+	var here []*client.Conn
+	for i := range 30 {
+		here = append(here, dialV2(t, r.addr(2), fmt.Sprintf("u%d", i), "", client.Options{AutoAck: true}))
+	}
+	for _, c := range here[:3] {
+		if err := c.Join(ctx, "lab"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	far := dialV2(t, r.addr(1), "far", "", client.Options{AutoAck: true})
+	var u7 int64
+	if err := spy.View(ctx, func(tx store.Tx) error {
+		u, err := tx.UserByName("u7")
+		u7 = u.ID
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r.rotations(2)
+	for _, from := range []*client.Conn{far, here[3]} {
+		spy.take()
+		if _, err := from.SendWait(ctx, client.ToUser("u7"), "psst from "+from.User()); err != nil {
+			t.Fatal(err)
+		}
+		if m := nextChat(t, here[7]); m.Content != "psst from "+from.User() {
+			t.Fatalf("u7 got %q", m.Content)
+		}
+		for _, c := range spy.take() {
+			if c.node == 2 && !slices.Equal(c.users, []int64{u7}) {
+				t.Fatalf("a direct message from %s to u7 read the queues of %v at node 2", from.User(), c.users)
+			}
+		}
+	}
+	if err := far.Join(ctx, "lab"); err != nil {
+		t.Fatal(err)
+	}
+	spy.take()
+	if _, err := far.SendWait(ctx, client.ToGroup("lab"), "all hands"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range here[:3] {
+		if m := nextChat(t, c); m.Content != "all hands" {
+			t.Fatalf("%s got %q", c.User(), m.Content)
+		}
+	}
+	if !slices.ContainsFunc(spy.take(), func(c pendingCall) bool { return c.node == 2 && len(c.users) == len(here) }) {
+		t.Fatal("no fetch of every user at node 2 for a group message")
 	}
 }
 

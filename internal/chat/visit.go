@@ -92,10 +92,10 @@ type visitWork struct {
 	// results (reset at every attempt of the transaction)
 	stored     []storedMsg
 	deliveries []delivery
-	stamp      int64 // of the fetch's delivery marks
-	nodes      []int64
-	more       bool    // the fetch of every user left some behind
-	moreFor    []int64 // users the fetch gave a full share: read again next visit
+	stamp      int64           // of the fetch's delivery marks
+	waiting    []store.Waiting // where the stored messages wait: the token's hint
+	more       bool            // the fetch of every user left some behind
+	moreFor    []int64         // users the fetch gave a full share: read again next visit
 	pruned     store.PruneSlice
 }
 
@@ -129,7 +129,8 @@ func (s *Server) visit(ctx context.Context, tok token.Token, fenced node.Fenced)
 	self := s.cfg.NodeID
 	h, herr := decodeHint(tok.App)
 	now := time.Now()
-	w := s.collect(now, tok, herr != nil || h.has(self))
+	named, byName := h.users(self)
+	w := s.collect(now, tok, herr != nil || (h.has(self) && !byName), named)
 	s.v.lastGen = tok.Gen
 	if w.empty() && !w.probe {
 		s.visitedNotify()
@@ -198,7 +199,7 @@ func (s *Server) visit(ctx context.Context, tok token.Token, fenced node.Fenced)
 	s.v.fails, s.v.suspect = 0, suspect{}
 	s.committed(now, w)
 	s.log.Debug().Int("stored", len(w.batch)).Int("delivered", len(w.deliveries)).Int("acks", len(w.acks)).
-		Bool("fetched", w.fetch).Ints64("hint", w.nodes).Dur("took", elapsed).Int64("seq", tok.Seq).Msg("chat: visit")
+		Bool("fetched", w.fetch).Int("users", len(w.users)).Int("hinted", len(w.waiting)).Dur("took", elapsed).Int64("seq", tok.Seq).Msg("chat: visit")
 	switch {
 	case s.v.batch < minBatch && elapsed < budget/2:
 		s.v.batch = min(minBatch, s.v.batch*2) // back from a failure
@@ -237,15 +238,21 @@ func (s *Server) visit(ctx context.Context, tok token.Token, fenced node.Fenced)
 		s.want()
 	}
 	s.visitedNotify()
-	others := slices.DeleteFunc(w.nodes, func(id int64) bool { return id == self })
 	worked := len(w.batch) > 0 || len(w.deliveries) > 0
-	return h.update(self, others).encode(), worked, nil
+	return h.update(self, w.waiting).encode(), worked, nil
 }
 
-// collect takes what this visit has to do from the server's state.
-func (s *Server) collect(now time.Time, tok token.Token, hinted bool) *visitWork {
+// collect takes what this visit has to do from the server's state. hinted:
+// the token's hint asks for every user's fetch here; named: the users it
+// names here instead.
+func (s *Server) collect(now time.Time, tok token.Token, hinted bool, named []int64) *visitWork {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, id := range named {
+		if s.sessions[id] != nil {
+			s.fetchFor[id] = true // asked, as if by the user: served with the others who asked
+		}
+	}
 	w := &visitWork{fetchRq: s.fetchReq, ready: map[int64]*session{}, unmark: s.v.unmark}
 	s.v.unmark = nil
 	for id, sess := range s.sessions {
@@ -531,7 +538,7 @@ func (s *Server) poison(w *visitWork) {
 // work is the transaction's body. The store may run it again after a
 // deadlock, so it starts from scratch each time.
 func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
-	w.stored, w.deliveries, w.nodes, w.more, w.moreFor, w.stamp = w.stored[:0], w.deliveries[:0], nil, false, nil, 0
+	w.stored, w.deliveries, w.waiting, w.more, w.moreFor, w.stamp = w.stored[:0], w.deliveries[:0], nil, false, nil, 0
 	if err := s.unmarkRows(tx, w); err != nil {
 		return err
 	}
@@ -547,23 +554,19 @@ func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
 			}
 		}
 	}
-	ranges, err := s.storeBatch(tx, w)
+	seqs, err := s.storeBatch(tx, w)
 	if err != nil {
 		return err
 	}
-	for _, r := range ranges {
-		nodes, err := tx.NodesWithPending(r[0], r[1])
+	if len(seqs) > 0 {
+		waiting, err := tx.WaitingFor(seqs, hintUsersPerNode)
 		if err != nil {
 			return err
 		}
-		w.nodes = append(w.nodes, nodes...)
+		w.waiting = append(w.waiting, waiting...)
 	}
-	if slices.Contains(w.nodes, s.cfg.NodeID) && len(w.ready) > 0 && !w.shrunk {
-		// Our own users' messages go out in this visit.
-		if !w.fetchAll {
-			w.fetchAll, w.users = true, s.fetchUsers(w.ready)
-		}
-		w.fetch = true
+	if len(w.ready) > 0 && !w.shrunk {
+		s.fetchOwn(w)
 	}
 	if w.fetch {
 		if err := s.fetch(tx, w); err != nil {
@@ -581,15 +584,14 @@ func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
 }
 
 // storeBatch stores the visit's batch in order (a group message once,
-// whatever the group's size), and returns the ranges of
-// sequence numbers whose recipients may have work: the new messages', and
-// the resent ones' (none, one or two ranges). An unknown recipient
-// (checked when the message was accepted, so only if it vanished) is a
-// refusal, and nothing of that message is stored. A resent id is stored
-// once: its first sequence comes back. Its recipients may not have it yet:
-// the visit that stored it may have failed after its commit reached the
-// store, and its hint never went round.
-func (s *Server) storeBatch(tx store.Tx, w *visitWork) (ranges []seqRange, err error) {
+// whatever the group's size), and returns the sequence numbers whose
+// recipients may have work: the new messages', and the resent ones'. An
+// unknown recipient (checked when the message was accepted, so only if it
+// vanished) is a refusal, and nothing of that message is stored. A resent
+// id is stored once: its first sequence comes back. Its recipients may not
+// have it yet: the visit that stored it may have failed after its commit
+// reached the store, and its hint never went round.
+func (s *Server) storeBatch(tx store.Tx, w *visitWork) (seqs []int64, err error) {
 	nms := make([]store.NewMessage, 0, len(w.batch))
 	rcpts := make([][]int64, 0, len(w.batch))
 	var at []int // index in w.stored of each of nms
@@ -621,32 +623,34 @@ func (s *Server) storeBatch(tx store.Tx, w *visitWork) (ranges []seqRange, err e
 	if err != nil {
 		return nil, err
 	}
-	var fresh, dup seqRange
 	for k, r := range res {
 		w.stored[at[k]].seq = r.Seq
-		if r.Dup {
-			dup.add(r.Seq)
-		} else {
-			fresh.add(r.Seq)
-		}
+		seqs = append(seqs, r.Seq)
 	}
-	for _, rg := range []seqRange{fresh, dup} {
-		if rg[0] > 0 {
-			ranges = append(ranges, rg)
-		}
-	}
-	return ranges, nil
+	return seqs, nil
 }
 
-// seqRange is the lowest and highest of some sequence numbers ({0, 0}:
-// none yet).
-type seqRange [2]int64
-
-func (r *seqRange) add(seq int64) {
-	if r[0] == 0 || seq < r[0] {
-		r[0] = seq
+// fetchOwn makes the visit fetch for the users here that its stored
+// messages (or deliveries made pending again) wait for: every user, or
+// those named.
+func (s *Server) fetchOwn(w *visitWork) {
+	for _, wt := range w.waiting {
+		if wt.Node != s.cfg.NodeID {
+			continue
+		}
+		switch {
+		case w.fetchAll:
+		case wt.All:
+			w.fetchAll, w.users = true, s.fetchUsers(w.ready)
+		default:
+			for _, id := range wt.Users {
+				if w.ready[id] != nil && !slices.Contains(w.users, id) {
+					w.users = append(w.users, id)
+				}
+			}
+		}
+		w.fetch = len(w.users) > 0
 	}
-	r[1] = max(r[1], seq)
 }
 
 // fetch takes the pending deliveries for local users, as many as their
@@ -718,7 +722,7 @@ func (s *Server) fetch(tx store.Tx, w *visitWork) error {
 // now to the visit's hint.
 func (s *Server) unmarkRows(tx store.Tx, w *visitWork) error {
 	var n int
-	var seqs seqRange
+	var seqs []int64
 	for _, m := range w.unmark {
 		k, err := tx.UnmarkDelivered(m.stamp, m.rows)
 		if err != nil {
@@ -726,17 +730,17 @@ func (s *Server) unmarkRows(tx store.Tx, w *visitWork) error {
 		}
 		n += k
 		for _, r := range m.rows {
-			seqs.add(r.Seq)
+			seqs = append(seqs, r.Seq)
 		}
 	}
 	if n == 0 {
 		return nil
 	}
-	nodes, err := tx.NodesWithPending(seqs[0], seqs[1])
+	waiting, err := tx.WaitingFor(seqs, hintUsersPerNode)
 	if err != nil {
 		return err
 	}
-	w.nodes = append(w.nodes, nodes...)
+	w.waiting = append(w.waiting, waiting...)
 	return nil
 }
 
@@ -801,7 +805,7 @@ func (s *Server) committed(now time.Time, w *visitWork) {
 		for _, id := range w.moreFor {
 			s.fetchFor[id] = true
 		}
-	} else if slices.Contains(w.nodes, s.cfg.NodeID) {
+	} else if slices.ContainsFunc(w.waiting, func(wt store.Waiting) bool { return wt.Node == s.cfg.NodeID }) {
 		s.more = true // deliveries made pending again for users here
 	}
 	if w.prune {

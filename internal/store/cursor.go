@@ -483,26 +483,36 @@ func (t *sqlTx) ackCursors(rows []RecipientSeq) (int, error) {
 }
 
 // groupNodesWithPending returns the nodes at which a member of a group
-// that has a message in [fromSeq, toSeq] is present. It reads the batch's
+// that has one of these messages is present and does not have it yet.
+// It reads the batch's
 // messages, then for each of their groups the presence rows joined to the
 // group's cursors (presence first: as many rows as users online, not as
 // members).
-func (t *sqlTx) groupNodesWithPending(fromSeq, toSeq int64) ([]int64, error) {
-	// Per group, its senders in the range: a member who sent all of them
-	// has nothing new (their own messages are not shown to them).
-	type groupSenders struct{ group, lo, hi int64 }
-	var groups []groupSenders
-	err := t.each("SELECT to_group_id, MIN(sender_id), MAX(sender_id) FROM messages"+
-		" WHERE msg_seq BETWEEN ? AND ? AND to_group_id IS NOT NULL GROUP BY to_group_id", []any{fromSeq, toSeq},
-		func(rows *sql.Rows) error {
-			var g groupSenders
-			err := rows.Scan(&g.group, &g.lo, &g.hi)
-			groups = append(groups, g)
-			return err
-		})
-	if err != nil {
-		return nil, err
+func (t *sqlTx) groupNodesWithPending(seqs []int64) ([]int64, error) {
+	// Per group, its senders among the messages: a member who sent all of
+	// them has nothing new (their own messages are not shown to them).
+	type groupSenders struct{ group, lo, hi, top int64 }
+	byGroup := map[int64]*groupSenders{}
+	for chunk := range slices.Chunk(seqs, inChunk) {
+		err := t.each("SELECT to_group_id, MIN(sender_id), MAX(sender_id), MAX(msg_seq) FROM messages"+
+			" WHERE msg_seq IN ("+placeholders(len(chunk))+") AND to_group_id IS NOT NULL GROUP BY to_group_id", anySlice(chunk),
+			func(rows *sql.Rows) error {
+				var g groupSenders
+				if err := rows.Scan(&g.group, &g.lo, &g.hi, &g.top); err != nil {
+					return err
+				}
+				if o := byGroup[g.group]; o != nil {
+					o.lo, o.hi, o.top = min(o.lo, g.lo), max(o.hi, g.hi), max(o.top, g.top)
+				} else {
+					byGroup[g.group] = &g
+				}
+				return nil
+			})
+		if err != nil {
+			return nil, err
+		}
 	}
+	groups := slices.SortedFunc(maps.Values(byGroup), func(a, b *groupSenders) int { return cmp.Compare(a.group, b.group) })
 	var out []int64
 	for _, g := range groups {
 		sole := int64(0)
@@ -510,7 +520,7 @@ func (t *sqlTx) groupNodesWithPending(fromSeq, toSeq int64) ([]int64, error) {
 			sole = g.lo
 		}
 		ids, err := t.queryIDs("SELECT DISTINCT p.node_id FROM presence p "+t.s.d.straightJoin+" group_cursors c"+
-			" WHERE c.group_id = ? AND c.user_id = p.user_id AND c.sent_seq < ? AND c.user_id <> ?", g.group, toSeq, sole)
+			" WHERE c.group_id = ? AND c.user_id = p.user_id AND c.sent_seq < ? AND c.user_id <> ?", g.group, g.top, sole)
 		if err != nil {
 			return nil, err
 		}

@@ -561,19 +561,59 @@ func (t *sqlTx) PendingForNodeFair(nodeID int64, perRecipient, limit int) ([]Del
 	return t.PendingFor(nodeID, users, perRecipient, limit)
 }
 
-func (t *sqlTx) NodesWithPending(fromSeq, toSeq int64) ([]int64, error) {
-	ids, err := t.queryIDs("SELECT DISTINCT p.node_id FROM recipients r JOIN presence p ON p.user_id = r.user_id"+
-		" WHERE r.msg_seq BETWEEN ? AND ? AND r.delivered_us IS NULL ORDER BY p.node_id", fromSeq, toSeq)
+func (t *sqlTx) WaitingFor(seqs []int64, maxUsers int) ([]Waiting, error) {
+	if maxUsers <= 0 {
+		return nil, fmt.Errorf("%w: at most %d users", ErrInvalid, maxUsers)
+	}
+	seqs = slices.Clone(seqs)
+	slices.Sort(seqs)
+	seqs = slices.Compact(seqs)
+	at := map[int64]*Waiting{}
+	node := func(id int64) *Waiting {
+		if at[id] == nil {
+			at[id] = &Waiting{Node: id}
+		}
+		return at[id]
+	}
+	for chunk := range slices.Chunk(seqs, inChunk) {
+		// One recipient row per direct message: the rows read are the
+		// messages', whatever the history.
+		err := t.each("SELECT DISTINCT p.node_id, r.user_id FROM recipients r JOIN presence p ON p.user_id = r.user_id"+
+			" WHERE r.msg_seq IN ("+placeholders(len(chunk))+") AND r.delivered_us IS NULL", anySlice(chunk),
+			func(rows *sql.Rows) error {
+				var n, u int64
+				if err := rows.Scan(&n, &u); err != nil {
+					return err
+				}
+				w := node(n)
+				if !w.All {
+					w.Users = append(w.Users, u)
+				}
+				if len(w.Users) > maxUsers {
+					w.All, w.Users = true, nil
+				}
+				return nil
+			})
+		if err != nil {
+			return nil, fmt.Errorf("store: nodes with pending messages: %w", err)
+		}
+	}
+	groups, err := t.groupNodesWithPending(seqs)
 	if err != nil {
 		return nil, fmt.Errorf("store: nodes with pending messages: %w", err)
 	}
-	more, err := t.groupNodesWithPending(fromSeq, toSeq)
-	if err != nil {
-		return nil, fmt.Errorf("store: nodes with pending messages: %w", err)
+	for _, n := range groups {
+		w := node(n)
+		w.All, w.Users = true, nil
 	}
-	ids = append(ids, more...)
-	slices.Sort(ids)
-	return slices.Compact(ids), nil
+	out := make([]Waiting, 0, len(at))
+	for _, id := range slices.Sorted(maps.Keys(at)) {
+		w := at[id]
+		slices.Sort(w.Users)
+		w.Users = slices.Compact(w.Users)
+		out = append(out, *w)
+	}
+	return out, nil
 }
 
 // execIn runs q once per chunk of vals, with q's single "(?)" placeholder
@@ -635,12 +675,12 @@ func (t *sqlTx) groupRowsOf(recipientID int64, seqs []int64) ([]RecipientSeq, er
 	return rows, nil
 }
 
-// rowChunk bounds the (user_id = ? AND msg_seq = ?) terms of one statement
-// (SQLite limits the depth of an expression tree).
+// rowChunk bounds the rows of one statement (SQLite limits the depth of an
+// expression tree: at most one OR term per row).
 const rowChunk = 200
 
-// execRows runs head followed by an OR of one equality pair per row, once
-// per chunk; both dialects use the primary key for such an OR.
+// execRows runs head followed by the rows' condition (rowsClause), once
+// per chunk; both dialects read it by the primary key.
 func (t *sqlTx) execRows(head string, args []any, rows []RecipientSeq) (int, error) {
 	total := 0
 	for chunk := range slices.Chunk(rows, rowChunk) {
@@ -657,19 +697,30 @@ func (t *sqlTx) execRows(head string, args []any, rows []RecipientSeq) (int, err
 // placeholders returns "?, ?, ..." with n question marks, for an IN list.
 func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
 
-// rowsClause returns head followed by "((user_id = ? AND msg_seq = ?) OR
-// ...)" for rows, and args followed by the rows' values.
+// rowsClause returns head followed by the rows as one condition: per
+// user, "(user_id = ? AND msg_seq IN (?, ...))", the users joined by OR.
+// MariaDB reads an IN list on the primary key's second column as one range
+// per value, three to five times faster than an OR of equality pairs.
 func rowsClause(head string, args []any, rows []RecipientSeq) (string, []any) {
+	var users []int64
+	seqs := map[int64][]any{}
+	for _, r := range rows {
+		if seqs[r.RecipientID] == nil {
+			users = append(users, r.RecipientID)
+		}
+		seqs[r.RecipientID] = append(seqs[r.RecipientID], r.Seq)
+	}
 	var b strings.Builder
 	b.WriteString(head)
 	b.WriteString(" (")
 	a := slices.Clone(args)
-	for i, r := range rows {
+	for i, u := range users {
 		if i > 0 {
 			b.WriteString(" OR ")
 		}
-		b.WriteString("(user_id = ? AND msg_seq = ?)")
-		a = append(a, r.RecipientID, r.Seq)
+		b.WriteString("(user_id = ? AND msg_seq IN (" + placeholders(len(seqs[u])) + "))")
+		a = append(a, u)
+		a = append(a, seqs[u]...)
 	}
 	b.WriteString(")")
 	return b.String(), a

@@ -115,13 +115,17 @@ func TestScaleLargeGroup(t *testing.T) {
 		}
 		ms = append(ms, NewMessage{ID: "dm", SenderID: 2, ToUserID: members + 1, Content: "psst", SentAt: time.Now(), NodeID: 1})
 		rcpts = append(rcpts, []int64{members + 1})
-		var nodes []int64
+		var nodes []Waiting
 		if err := visit(t, s, 1, func(tx *sqlTx) error {
 			res, err := tx.InsertMessages(ms, rcpts)
 			if err != nil {
 				return err
 			}
-			nodes, err = tx.NodesWithPending(res[0].Seq, res[len(res)-1].Seq)
+			seqs := make([]int64, len(res))
+			for i, r := range res {
+				seqs[i] = r.Seq
+			}
+			nodes, err = tx.WaitingFor(seqs, 16)
 			return err
 		}); err != nil {
 			t.Fatalf("storing to a group of %d in a visit: %v", members, err)
@@ -129,8 +133,8 @@ func TestScaleLargeGroup(t *testing.T) {
 		if after := count(t, s, "SELECT COUNT(*) FROM recipients") + count(t, s, "SELECT COUNT(*) FROM group_cursors"); after-rowsBefore != 1 {
 			t.Errorf("rows written besides the messages: %d, want 1 (the direct message's recipient)", after-rowsBefore)
 		}
-		if len(nodes) != 1 || nodes[0] != 1 {
-			t.Errorf("nodes with pending = %v, want [1]", nodes)
+		if len(nodes) != 1 || nodes[0].Node != 1 || !nodes[0].All {
+			t.Errorf("nodes with pending = %+v, want every user at node 1", nodes)
 		}
 		users, err := s.queryPresent(1)
 		if err != nil {
@@ -273,7 +277,7 @@ func TestScaleBacklogAndHistory(t *testing.T) {
 			if _, err := tx.UnmarkDelivered(stamp, marked[100:]); err != nil {
 				return err
 			}
-			if _, err := tx.NodesWithPending(seq, seq); err != nil {
+			if _, err := tx.WaitingFor([]int64{seq}, 16); err != nil {
 				return err
 			}
 			_, err := tx.PruneMessages(time.Now().Add(-7*24*time.Hour), 0, pruneTestSlice)
@@ -409,7 +413,7 @@ func TestScaleGroupMemberBackFromAway(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if _, err := tx.NodesWithPending(res[0].Seq, res[0].Seq); err != nil {
+			if _, err := tx.WaitingFor([]int64{res[0].Seq}, 16); err != nil {
 				return err
 			}
 			ds, err = tx.PendingFor(1, []int64{1, 2, 3}, 256, 2000)

@@ -174,6 +174,15 @@ type Message struct {
 	StoredAt time.Time
 }
 
+// Waiting names a node where messages wait for users logged in there:
+// Users, or, if All, possibly any user there (a group's members, or more
+// users than were asked for).
+type Waiting struct {
+	Node  int64
+	Users []int64
+	All   bool
+}
+
 // Delivery is one pending (recipient, message) pair.
 type Delivery struct {
 	RecipientID int64
@@ -357,11 +366,12 @@ type Tx interface {
 	// (the oldest) per recipient, so that one recipient's backlog cannot
 	// fill a batch and hold up everyone else's messages.
 	PendingForNodeFair(nodeID int64, perRecipient, limit int) ([]Delivery, error)
-	// NodesWithPending returns, ascending, the nodes at which a recipient of
-	// an undelivered row of a message with sequence in [fromSeq, toSeq] is
-	// present: the nodes that have new work after those messages were
-	// inserted.
-	NodesWithPending(fromSeq, toSeq int64) ([]int64, error)
+	// WaitingFor returns, by node ascending, where the recipients of these
+	// messages who do not have them yet are logged in: the nodes that have
+	// new work after the messages were stored, with the users of direct
+	// messages (at most maxUsers per node; past that, All), and All at a
+	// node with a member of a group that has one of them.
+	WaitingFor(seqs []int64, maxUsers int) ([]Waiting, error)
 	// MarkDelivered records that these direct messages were handed to the
 	// recipient's connection; they are not returned by PendingForNode again
 	// until ResetDelivered.

@@ -80,7 +80,7 @@ func Run(t *testing.T, newDSN NewDSN) {
 		{"MessageValidation", testMessageValidation},
 		{"DeliveryCycle", testDeliveryCycle},
 		{"PendingFair", testPendingFair},
-		{"NodesWithPending", testNodesWithPending},
+		{"WaitingFor", testWaitingFor},
 		{"RowsOfManyRecipients", testRowsOfManyRecipients},
 		{"MarkOnlyPresent", testMarkOnlyPresent},
 		{"UnmarkDelivered", testUnmarkDelivered},
@@ -954,7 +954,7 @@ func testPendingFair(t *testing.T, newDSN NewDSN) {
 	})
 }
 
-func testNodesWithPending(t *testing.T, newDSN NewDSN) {
+func testWaitingFor(t *testing.T, newDSN NewDSN) {
 	st := Open(t, newDSN(t))
 	p, g := setupPeople(t, st)
 	update(t, st, func(tx store.Tx) error {
@@ -972,17 +972,41 @@ func testNodesWithPending(t *testing.T, newDSN NewDSN) {
 		if err != nil {
 			return err
 		}
-		if got, _ := tx.NodesWithPending(s1, s2); !slices.Equal(got, []int64{2, 4}) {
-			t.Errorf("nodes for both messages = %v, want [2 4]", got)
+		s3, _, err := tx.InsertMessage(store.NewMessage{ID: "n3", SenderID: p.a.ID, ToUserID: p.c.ID, SentAt: time.Now()}, []int64{p.c.ID})
+		if err != nil {
+			return err
 		}
-		if got, _ := tx.NodesWithPending(s2, s2); !slices.Equal(got, []int64{4}) {
-			t.Errorf("nodes for the group message = %v, want [4] (a is offline, b sent it)", got)
+		want := func(what string, seqs []int64, maxUsers int, want []store.Waiting) {
+			t.Helper()
+			got, err := tx.WaitingFor(seqs, maxUsers)
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("%s: waiting = %+v, want %+v", what, got, want)
+			}
 		}
+		want("both messages", []int64{s1, s2}, 8, []store.Waiting{{Node: 2, Users: []int64{p.b.ID}}, {Node: 4, All: true}})
+		want("the group message", []int64{s2}, 8, []store.Waiting{{Node: 4, All: true}}) // a is offline, b sent it
+		want("direct messages", []int64{s1, s3, s1}, 8, []store.Waiting{{Node: 2, Users: []int64{p.b.ID}}, {Node: 4, Users: []int64{p.c.ID}}})
+		if err := tx.SetPresence(p.a.ID, 2); err != nil {
+			return err
+		}
+		s4, _, err := tx.InsertMessage(store.NewMessage{ID: "n4", SenderID: p.c.ID, ToUserID: p.a.ID, SentAt: time.Now()}, []int64{p.a.ID})
+		if err != nil {
+			return err
+		}
+		want("more users than asked for", []int64{s1, s4}, 1, []store.Waiting{{Node: 2, All: true}})
 		if err := tx.MarkDelivered(p.c.ID, []int64{s2}); err != nil {
 			return err
 		}
-		if got, _ := tx.NodesWithPending(s2, s2); len(got) != 0 {
-			t.Errorf("nodes after delivery = %v, want none", got)
+		want("after delivery to c", []int64{s2}, 8, []store.Waiting{{Node: 2, All: true}}) // a is here now
+		if err := tx.MarkDelivered(p.b.ID, []int64{s1}); err != nil {
+			return err
+		}
+		want("after delivery to b", []int64{s1}, 8, []store.Waiting{})
+		if _, err := tx.WaitingFor([]int64{s1}, 0); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("at most 0 users: err = %v, want ErrInvalid", err)
 		}
 		return nil
 	})
