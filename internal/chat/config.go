@@ -66,8 +66,12 @@ type Config struct {
 	RateBurst  int
 	FloodLimit int
 	// StoreTimeout bounds one store operation made for a client (login,
-	// join, WHO, ...).
+	// join, WHO, ...), waiting for a slot included.
 	StoreTimeout time.Duration
+	// StoreSlots bounds the store transactions this node runs for its
+	// clients at once (logins, joins, WHO, HISTORY, presence); more wait
+	// for a slot. The token's visits never wait for one.
+	StoreSlots int
 	// OutboxLimit bounds the messages accepted here that wait for the token.
 	OutboxLimit int
 	// BatchStart and BatchMax bound the messages stored in one visit; the
@@ -164,6 +168,7 @@ func DefaultConfig(id int64) Config {
 		RateBurst:         200,              // pasting or a reconnect's resends fit in the burst
 		FloodLimit:        400,              // two bursts' worth of refused lines: a flood, not a hiccup
 		StoreTimeout:      5 * time.Second,  // as the node's store operations
+		StoreSlots:        2,                // a login storm queues here, not in the store the visits use
 		OutboxLimit:       20000,            // ~1 s of a busy ring's throughput; then BUSY
 		BatchStart:        64,               // fits a 100 ms visit on MariaDB with room
 		BatchMax:          1000,             // the adaptive batch never exceeds this
@@ -207,6 +212,8 @@ func (c Config) Validate() error {
 		return errors.New("chat: Retention must not be negative, and needs a positive PruneInterval")
 	case c.HashWorkers < 1:
 		return errors.New("chat: HashWorkers must be positive")
+	case c.StoreSlots < 1:
+		return errors.New("chat: StoreSlots must be positive")
 	case c.Auth != AuthOpen && c.Auth != AuthPassword:
 		return fmt.Errorf("chat: unknown auth mode %q (open or password)", c.Auth)
 	case c.Throttle.Free < 0 || c.Throttle.AddressFree < 0 || c.Throttle.Base <= 0 || c.Throttle.Max < c.Throttle.Base ||

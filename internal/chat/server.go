@@ -167,7 +167,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg:      cfg,
 		log:      cfg.Log.With().Str("part", "chat").Logger(),
-		st:       cfg.Store,
+		st:       newGatedStore(cfg.Store, cfg.StoreSlots),
 		hashSem:  make(chan struct{}, cfg.HashWorkers),
 		guard:    newThrottle(cfg.Throttle),
 		conns:    map[*conn]struct{}{},
