@@ -178,8 +178,14 @@ func TestChat(t *testing.T) {
 		}
 		alice.send(`{"messageType":"CHAT_MESSAGE","fromName":"alice","toGroup":"coolguys","messageContent":"hey everyone","sentAt":"Apr 25, 2019, 4:55:53 PM"}`)
 		got = sentAt.ReplaceAllString(bob.read(), `"sentAt":"*"`)
-		if got != `{"messageType":"CHAT_MESSAGE","fromName":"alice","toGroup":"coolguys","messageContent":"hey everyone","sentAt":"*"}` {
+		if got != `{"messageType":"CHAT_MESSAGE","fromName":"alice","toUsername":"bob","toGroup":"coolguys","messageContent":"hey everyone","sentAt":"*"}` {
 			t.Errorf("group: %s", got)
+		}
+		// The sender is shown its own group message, named to itself: the
+		// original client's confirmation that it went out.
+		got = sentAt.ReplaceAllString(alice.read(), `"sentAt":"*"`)
+		if got != `{"messageType":"CHAT_MESSAGE","fromName":"alice","toUsername":"alice","toGroup":"coolguys","messageContent":"hey everyone","sentAt":"*"}` {
+			t.Errorf("group, to its sender: %s", got)
 		}
 		alice.send(`{"messageType":"ALIVE"}`)
 		alice.send(`{"messageType":"CHAT_MESSAGE","fromName":"alice","toUsername":"nobody","messageContent":"x"}`)

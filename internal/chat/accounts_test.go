@@ -240,7 +240,7 @@ func TestInviteOnlyGroup(t *testing.T) {
 	if st := alice.obj(); st["messageType"] != "STORED" {
 		t.Fatalf("receipt %v", st)
 	}
-	if got := v1Line(t, old.line()); got != `{"messageType":"CHAT_MESSAGE","fromName":"alice","toGroup":"secret","messageContent":"welcome","sentAt":"*"}` {
+	if got := v1Line(t, old.line()); got != `{"messageType":"CHAT_MESSAGE","fromName":"alice","toUsername":"old","toGroup":"secret","messageContent":"welcome","sentAt":"*"}` {
 		t.Errorf("old got %s", got)
 	}
 	if m := bob.obj(); m["messageContent"] != "welcome" {

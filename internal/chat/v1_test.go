@@ -43,8 +43,13 @@ func TestV1Shapes(t *testing.T) {
 		t.Errorf("direct message: %s", got)
 	}
 	alice.send(`{"messageType":"CHAT_MESSAGE","fromName":"alice","toName":"g1","forGroup":true,"messageContent":"hi <all> & \"you\"","sentAt":"Apr 25, 2019, 4:55:53 PM"}`)
-	if got := v1Line(t, bob.line()); got != `{"messageType":"CHAT_MESSAGE","fromName":"alice","toGroup":"g1","messageContent":"hi <all> & \"you\"","sentAt":"*"}` {
+	if got := v1Line(t, bob.line()); got != `{"messageType":"CHAT_MESSAGE","fromName":"alice","toUsername":"bob","toGroup":"g1","messageContent":"hi <all> & \"you\"","sentAt":"*"}` {
 		t.Errorf("group message: %s", got)
+	}
+	// Its protocol-1 sender is shown it too, as the original server did:
+	// the original client has no receipt.
+	if got := v1Line(t, alice.line()); got != `{"messageType":"CHAT_MESSAGE","fromName":"alice","toUsername":"alice","toGroup":"g1","messageContent":"hi <all> & \"you\"","sentAt":"*"}` {
+		t.Errorf("group message, to its sender: %s", got)
 	}
 	bob.send(`{"messageType":"LEAVE_GROUP","group":"g1"}`)
 	bob.expect(`{"messageType":"LEAVE_GROUP","group":"g1"}`)
@@ -116,19 +121,18 @@ func TestGroupOrderAndMembership(t *testing.T) {
 			}
 		}
 	}
-	// Senders get the other sender's messages, not their own.
-	ann := read("ann", each)
-	for _, m := range ann {
-		if !strings.HasPrefix(m, "ben-") {
-			t.Fatalf("ann received %q", m)
+	// Protocol-1 senders get every message, their own too (the original
+	// client's confirmation), in the group's one order.
+	for _, sender := range names[:2] {
+		if got := read(sender, 2*each); !slices.Equal(got, cat) {
+			t.Fatalf("%s saw another order than the members:\n%s %v\ncat %v", sender, sender, got, cat)
 		}
 	}
-	read("ben", each)
 	// Leaving stops delivery.
 	cs["dan"].send(`{"messageType":"LEAVE_GROUP","group":"team"}`)
 	cs["dan"].expect(`{"messageType":"LEAVE_GROUP","group":"team"}`)
 	cs["ann"].send(chatGroup("team", "after dan left"))
-	for _, who := range []string{"ben", "cat"} {
+	for _, who := range []string{"ann", "ben", "cat"} {
 		if got := read(who, 1); got[0] != "after dan left" {
 			t.Fatalf("%s got %q", who, got)
 		}

@@ -182,7 +182,7 @@ func TestV2Queries(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	if fmt.Sprint(keys) != "[fromName messageContent messageType sentAt toGroup]" {
+	if fmt.Sprint(keys) != "[fromName messageContent messageType sentAt toGroup toUsername]" {
 		t.Errorf("v1 client got %v", m)
 	}
 }

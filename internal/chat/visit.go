@@ -565,6 +565,12 @@ func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
 		}
 		w.waiting = append(w.waiting, waiting...)
 	}
+	for _, r := range w.stored {
+		if r.err == nil && r.m.to.Group && r.m.version < V2 {
+			// Its protocol-1 sender is shown it too, in this visit.
+			w.waiting = append(w.waiting, store.Waiting{Node: s.cfg.NodeID, Users: []int64{r.m.senderID}})
+		}
+	}
 	if len(w.ready) > 0 && !w.shrunk {
 		s.fetchOwn(w)
 	}
@@ -677,13 +683,14 @@ func (s *Server) fetch(tx store.Tx, w *visitWork) error {
 		if sess == nil || full[d.RecipientID] {
 			continue // logging in or out: it stays pending
 		}
+		shown := !d.Own || sess.version < V2 // a protocol-1 sender is shown its own group message
 		n := taken[d.RecipientID]
-		if !d.Own && n >= sess.c.room() {
+		if shown && n >= sess.c.room() {
 			sess.starved.Store(true)   // its writer asks for a fetch when it has room
 			full[d.RecipientID] = true // what is taken is a prefix: a cursor cannot skip
 			continue
 		}
-		if !d.Own {
+		if shown {
 			taken[d.RecipientID] = n + 1
 		}
 		w.deliveries = append(w.deliveries, delivery{sess: sess, d: d})
@@ -835,7 +842,11 @@ func (s *Server) dispatch(w *visitWork) {
 	}
 	// Protocol-2 deliveries wait for their ACK; note their rows first, as
 	// the ACK may come back at once.
-	w.deliveries = slices.DeleteFunc(w.deliveries, func(d delivery) bool { return d.d.Own }) // the cursor passed them
+	// A protocol-1 sender is shown its own group message, as the original
+	// server did: its client has no receipt, and shows the echo as the
+	// sign that the message went out. A protocol-2 sender has STORED, and
+	// its cursor simply passes its own messages.
+	w.deliveries = slices.DeleteFunc(w.deliveries, func(d delivery) bool { return d.d.Own && d.sess.version >= V2 })
 	s.mu.Lock()
 	for _, d := range w.deliveries {
 		if sess := d.sess; sess.version >= V2 {
@@ -851,14 +862,17 @@ func (s *Server) dispatch(w *visitWork) {
 	}
 	s.mu.Unlock()
 	type key struct {
-		seq     int64
-		version int
+		seq, user int64 // user: a protocol-1 group line names its member
+		version   int
 	}
 	lines := map[key][]byte{}
 	var lost []store.RecipientSeq
 	for _, d := range w.deliveries {
 		v := d.sess.version
-		k := key{d.d.Seq, v}
+		k := key{seq: d.d.Seq, version: v}
+		if v < V2 && d.d.ToGroup != "" {
+			k.user = d.d.RecipientID
+		}
 		line, ok := lines[k]
 		if !ok {
 			line = encodeDelivery(d.d, v)
@@ -882,7 +896,11 @@ func encodeDelivery(d store.Delivery, version int) []byte {
 	if version >= V2 {
 		return encode(chatV2Of(d.Message))
 	}
-	return encode(chatV1{MessageType: TypeChat, FromName: d.Sender, ToUsername: d.ToUser, ToGroup: d.ToGroup,
+	to := d.ToUser
+	if d.ToGroup != "" {
+		to = d.Recipient // the original named the member it delivered a group message to
+	}
+	return encode(chatV1{MessageType: TypeChat, FromName: d.Sender, ToUsername: to, ToGroup: d.ToGroup,
 		MessageContent: d.Content, SentAt: formatSentAt(d.SentAt)})
 }
 

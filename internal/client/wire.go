@@ -156,12 +156,12 @@ func decodeWire(w *Wire) (Event, error) {
 func decodeChat(w *Wire) (Event, error) {
 	var to Recipient
 	switch {
-	case w.ToUsername != "" && w.ToGroup != "":
-		return nil, fmt.Errorf("%w: CHAT_MESSAGE has both toUsername and toGroup", ErrInvalidMessage)
+	case w.ToGroup != "":
+		// A protocol-1 group delivery names its member in toUsername too,
+		// as the original server did.
+		to = ToGroup(w.ToGroup)
 	case w.ToUsername != "":
 		to = ToUser(w.ToUsername)
-	case w.ToGroup != "":
-		to = ToGroup(w.ToGroup)
 	case w.ToName != "":
 		to = Recipient{Name: w.ToName, Group: w.ForGroup != nil && *w.ForGroup}
 	default:

@@ -74,6 +74,7 @@ func TestDecodeChatDestinations(t *testing.T) {
 	}{
 		{"toUsername", `{"messageType":"CHAT_MESSAGE","fromName":"a","toUsername":"bob","messageContent":"hi","sentAt":"Apr 25, 2019, 4:55:53 PM"}`, ToUser("bob")},
 		{"toGroup", `{"messageType":"CHAT_MESSAGE","fromName":"a","toGroup":"g1","messageContent":"hi","sentAt":"Apr 25, 2019, 4:55:53 PM"}`, ToGroup("g1")},
+		{"group, member named", `{"messageType":"CHAT_MESSAGE","fromName":"a","toUsername":"bob","toGroup":"g1","messageContent":"hi","sentAt":"Apr 25, 2019, 4:55:53 PM"}`, ToGroup("g1")},
 		{"old user", `{"sentAt":"Apr 25, 2019, 4:55:53 PM","fromName":"a","toName":"bob","messageContent":"hi","forGroup":false,"messageType":"CHAT_MESSAGE"}`, ToUser("bob")},
 		{"old group", `{"sentAt":"Apr 25, 2019, 4:55:53 PM","fromName":"a","toName":"g1","messageContent":"hi","forGroup":true,"messageType":"CHAT_MESSAGE"}`, ToGroup("g1")},
 		{"old without forGroup", `{"messageType":"CHAT_MESSAGE","fromName":"a","toName":"bob","messageContent":"hi","sentAt":"Apr 25, 2019, 4:55:53 PM"}`, ToUser("bob")},
@@ -130,7 +131,6 @@ func TestDecodeErrors(t *testing.T) {
 		{`{"messageType":"LOGIN"}`, ErrInvalidMessage, "invalid message: LOGIN without username"},
 		{`{"messageType":"JOIN_GROUP"}`, ErrInvalidMessage, "invalid message: JOIN_GROUP without group"},
 		{`{"messageType":"CHAT_MESSAGE","messageContent":"x"}`, ErrInvalidMessage, "invalid message: CHAT_MESSAGE without"},
-		{`{"messageType":"CHAT_MESSAGE","toUsername":"a","toGroup":"b"}`, ErrInvalidMessage, "both toUsername and toGroup"},
 		{`{"messageType":"CHAT_MESSAGE","toUsername":"a","sentAt":12}`, ErrMalformed, "sentAt must be a string"},
 	}
 	for _, tc := range tests {
