@@ -28,6 +28,8 @@ type allOpts struct {
 	sizes          []int
 	duration       time.Duration // each load phase
 	idle           time.Duration
+	quietMessages  int // pingpong messages of the quiet phase
+	typingMessages int // typing messages of the quiet phase (0 skips)
 	lightClients   int
 	lightRate      float64
 	lightArrivals  string
@@ -56,6 +58,12 @@ func newAllCmd() *cobra.Command {
                 CPU of all nodes over --idle (/proc/PID/task/*/schedstat), and
                 beside it the floor under any hop: a bare TCP echo between two
                 processes at the idle ring's pace (--floor-rounds, as tcp-floor);
+  quiet ring    on the same ring, still without load, one conversation: "ping"
+                at the first node and "pong" at the third take turns sending
+                direct messages, each as soon as the previous one was shown
+                (--quiet-messages, pingpong), then each after a random 0-1.5 s
+                pause (--typing-messages, typing; 0 skips): latency p50/p99/max,
+                as chat --pattern;
   light load    --light-clients protocol-2 clients sending --light-rate messages a
                 second each (at random moments, --light-arrivals) for --duration:
                 delivered per second, latency p50/p99/p99.9;
@@ -72,7 +80,8 @@ func newAllCmd() *cobra.Command {
 
 It prints the markdown table and, with --out, writes results.csv,
 latency_quantiles.csv and results.md there and SVG plots into --img.
---short is the quick version (make bench): sizes 3 and 5, 3 s phases, one trial each.`,
+--short is the quick version (make bench): sizes 3 and 5, 3 s phases, one trial each,
+200 pingpong and 30 typing messages.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.short {
@@ -85,6 +94,8 @@ latency_quantiles.csv and results.md there and SVG plots into --img.
 					"election-trials": func() { o.electionTrials = 1 },
 					"failover-trials": func() { o.failoverTrials = 1 },
 					"floor-rounds":    func() { o.floorRounds = 6 },
+					"quiet-messages":  func() { o.quietMessages = 200 },
+					"typing-messages": func() { o.typingMessages = 30 },
 				}
 				for name, set := range short {
 					if !f.Changed(name) {
@@ -101,6 +112,8 @@ latency_quantiles.csv and results.md there and SVG plots into --img.
 	f.IntSliceVar(&o.sizes, "sizes", []int{3, 5, 8, 16}, "ring sizes")
 	f.DurationVar(&o.duration, "duration", 15*time.Second, "how long clients send in each load phase")
 	f.DurationVar(&o.idle, "idle", 20*time.Second, "how long to measure the idle ring")
+	f.IntVar(&o.quietMessages, "quiet-messages", 1000, "messages of the quiet ring's pingpong conversation (as chat --pattern pingpong)")
+	f.IntVar(&o.typingMessages, "typing-messages", 200, "messages of the quiet ring's typing conversation, 0-1.5 s apart (as chat --pattern typing; 0 skips)")
 	f.IntVar(&o.lightClients, "light-clients", 20, "clients of the light load")
 	f.Float64Var(&o.lightRate, "light-rate", 2, "messages a second per client of the light load")
 	f.StringVar(&o.lightArrivals, "light-arrivals", arrivalsPoisson, `when the light load's clients send: "poisson" (independently at random) or "lockstep" (all at once)`)
@@ -112,7 +125,7 @@ latency_quantiles.csv and results.md there and SVG plots into --img.
 	f.DurationVar(&o.leaseTTL, "lease-ttl", time.Second, "the lease method's lease (failover)")
 	f.IntVar(&o.baselineBatch, "baseline-batch", 100, "messages inserted per transaction by the store baseline")
 	f.IntVar(&o.floorRounds, "floor-rounds", 25, "round trips of the bare TCP echo measured beside each size's idle ring, 800 ms apart (0 skips)")
-	f.BoolVar(&o.short, "short", false, "the quick version: sizes 3,5, 3 s phases, 1 trial of each fault and election (flags given explicitly win)")
+	f.BoolVar(&o.short, "short", false, "the quick version: sizes 3,5, 3 s phases, 1 trial of each fault and election, 200 pingpong and 30 typing messages (flags given explicitly win)")
 	f.StringVar(&o.out, "out", "", "directory for results.csv, latency_quantiles.csv and results.md (none if empty)")
 	f.StringVar(&o.img, "img", "", "directory for the SVG plots (default: --out)")
 	return cmd
@@ -128,6 +141,9 @@ func runAll(ctx context.Context, stdout, log io.Writer, o allOpts) error {
 	}
 	if o.duration <= 0 || o.idle <= 0 || o.lightClients < 2 || o.heavyClients < 2 || o.heavyWindow < 1 || o.lightRate <= 0 {
 		return errors.New("all: need positive --duration and --idle, 2+ clients, a positive rate and window")
+	}
+	if o.quietMessages < 1 || o.typingMessages < 0 {
+		return errors.New("all: need --quiet-messages ≥ 1 and --typing-messages ≥ 0")
 	}
 	if o.img == "" {
 		o.img = o.out
@@ -264,8 +280,8 @@ func benchSize(ctx context.Context, b *ringBench, o allOpts, res *results, log i
 	return ctx.Err()
 }
 
-// loadPhases starts one ring with metrics on and measures it idle, then
-// under light and heavy load.
+// loadPhases starts one ring with metrics on and measures it idle, with
+// one conversation (quiet), then under light and heavy load.
 func loadPhases(ctx context.Context, b *ringBench, o allOpts, res *results) error {
 	n := b.nodes
 	// The metrics ports stay bound here until their node starts, so that
@@ -346,6 +362,13 @@ func loadPhases(ctx context.Context, b *ringBench, o allOpts, res *results) erro
 		return err
 	}
 	addr := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", list[i%len(list)].ClientPort) }
+	clientAddrs := make([]string, len(list))
+	for i := range list {
+		clientAddrs[i] = addr(i)
+	}
+	if err := quietPhase(ctx, b.out, clientAddrs, addrs, o, res, n); err != nil {
+		return err
+	}
 	loads := []struct {
 		name string
 		opts chatBenchOpts
@@ -408,6 +431,51 @@ func loadPhases(ctx context.Context, b *ringBench, o allOpts, res *results) erro
 		if int64(len(all)) != cb.sent.Load() {
 			return fmt.Errorf("%s load: %d sent, %d delivered", l.name, cb.sent.Load(), len(all))
 		}
+	}
+	return nil
+}
+
+// quietPhase measures one conversation, pingpong then typing, on the ring
+// whose nodes' client addresses are clientAddrs (metricsAddrs: their
+// metrics). A conversation that fails is noted and the phase goes on.
+func quietPhase(ctx context.Context, log io.Writer, clientAddrs, metricsAddrs []string, o allOpts, res *results, n int) error {
+	for _, q := range []conversationOpts{
+		{pattern: patternPingpong, messages: o.quietMessages, seed: conversationSeed},
+		{pattern: patternTyping, messages: o.typingMessages, seed: conversationSeed},
+	} {
+		if q.messages == 0 {
+			continue
+		}
+		fmt.Fprintf(log, "%d nodes, quiet ring: one conversation, %d messages (%s)\n", n, q.messages, q.pattern)
+		before, err := scrapeAll(ctx, metricsAddrs)
+		if err != nil {
+			return err
+		}
+		lat, err := converse(ctx, clientAddrs, q)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			fmt.Fprintf(log, "%d nodes, quiet ring: %v\n", n, err)
+			res.note(n, "quiet ring, %s failed: %v", q.pattern, err)
+			continue
+		}
+		after, err := scrapeAll(ctx, metricsAddrs)
+		if err != nil {
+			return err
+		}
+		slices.Sort(lat)
+		if res.lat[n] == nil {
+			res.lat[n] = map[string][]time.Duration{}
+		}
+		res.lat[n][q.pattern] = lat
+		p := q.pattern + "_"
+		res.set(n, p+"messages", float64(len(lat)), "messages")
+		res.set(n, p+"p50_ms", ms(pctOf(lat, 0.5)), "ms")
+		res.set(n, p+"p90_ms", ms(pctOf(lat, 0.9)), "ms")
+		res.set(n, p+"p99_ms", ms(pctOf(lat, 0.99)), "ms")
+		res.set(n, p+"max_ms", ms(pctOf(lat, 1)), "ms")
+		recordToken(res, n, q.pattern, after.minus(before))
 	}
 	return nil
 }

@@ -31,7 +31,15 @@ messages to random other clients: --rate messages a second each for --duration
 delivered (closed loop: the ring's capacity). Every message carries its send time;
 its receiver measures the delivery latency (send to receipt, both on this machine)
 and acknowledges it. It prints messages delivered per second and the latency
-percentiles, and checks that every message arrived once.`,
+percentiles, and checks that every message arrived once.
+
+With --pattern, it measures instead ONE conversation on the otherwise idle ring:
+user "ping" logged in at the first node and "pong" at the third (the last on a
+smaller ring) take turns sending each other direct messages, --messages in all,
+after one untimed message each way. "pingpong" sends each message as soon as
+the previous one was shown; "typing" first pauses a random 0-1.5 s (the same
+pauses every run). Each message is timed from just before its send to its
+receiver's ChatMessage event; one not shown within 10 s is an error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runChatBench(cmd, o) },
 	}
@@ -44,6 +52,8 @@ percentiles, and checks that every message arrived once.`,
 	f.IntVar(&o.window, "window", 0, "closed loop: messages each client keeps in flight (replaces --rate)")
 	f.StringVar(&o.arrivals, "arrivals", arrivalsPoisson, `open loop: "poisson" (each client's sends at random, independent moments, as people type) or "lockstep" (every client sends at the same moments: bursts of --clients messages)`)
 	f.DurationVar(&o.duration, "duration", 10*time.Second, "how long clients send")
+	f.StringVar(&o.pattern, "pattern", "", `one conversation on a quiet ring instead of the load: "pingpong" (each message as soon as the previous one was shown) or "typing" (after a random 0-1.5 s pause)`)
+	f.IntVar(&o.messages, "messages", 1000, "--pattern: messages of the conversation, warm-up excluded")
 	return cmd
 }
 
@@ -63,9 +73,19 @@ type chatBenchOpts struct {
 	duration time.Duration
 	// users prefixes the clients' user names (default "bench").
 	users string
+	// pattern, if set, measures one conversation of messages instead
+	// (patternPingpong or patternTyping).
+	pattern  string
+	messages int
 }
 
 func runChatBench(cmd *cobra.Command, o chatBenchOpts) error {
+	if err := checkPatternFlags(o, cmd.Flags().Changed); err != nil {
+		return err
+	}
+	if o.pattern != "" {
+		return runConversationBench(cmd, o)
+	}
 	if o.nodes < 1 || o.clients < 2 || o.duration <= 0 || (o.window <= 0 && o.rate <= 0) {
 		return errors.New("chat: need --nodes ≥ 1, --clients ≥ 2, a positive --duration and --rate or --window")
 	}

@@ -27,7 +27,8 @@ type results struct {
 	units map[string]string
 	order []string // metric keys in first-recorded order, for the CSV
 	notes map[int][]string
-	// delivery latencies, sorted, per size and load ("light", "heavy")
+	// delivery latencies, sorted, per size and load ("light", "heavy",
+	// and the quiet ring's conversations "pingpong" and "typing")
 	lat map[int]map[string][]time.Duration
 }
 
@@ -101,13 +102,17 @@ func (r *results) writeCSV(w io.Writer) error {
 	return cw.Error()
 }
 
+// latencyLoads are the phases whose latency distributions are kept.
+var latencyLoads = []string{patternPingpong, patternTyping, "light", "heavy"}
+
 // writeQuantilesCSV writes the latency distributions: 1000 quantiles per
-// size and load, for plots made elsewhere.
+// size and load (the quiet ring's conversations too), for plots made
+// elsewhere.
 func (r *results) writeQuantilesCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"store", "nodes", "load", "quantile", "latency_ms"})
 	for _, n := range r.sizes {
-		for _, load := range []string{"light", "heavy"} {
+		for _, load := range latencyLoads {
 			l := r.lat[n][load]
 			if len(l) == 0 {
 				continue
@@ -213,6 +218,9 @@ func (r *results) rows() []tableRow {
 		{label: "floor: bare 64-byte TCP echo between two processes, 800 ms apart, median (`tcp-floor`)", target: "—", key: "tcp_floor_p50_us", format: fmtF(0, "µs")},
 		{label: "token rotation, mean (histogram sum ÷ count)", target: "—", key: "idle_rotation_mean_ms", format: fmtMS},
 		{label: fmt.Sprintf("idle ring, CPU of all nodes (%% of one core, over %v)", o.idle), target: "< 1 %", key: "idle_cpu_pct", format: fmtF(2, "%"), verdict: atMost(1, " point")},
+	}
+	rows = append(rows, r.quietRows()...)
+	rows = append(rows, []tableRow{
 		{label: fmt.Sprintf("**Light load**: %d clients × %g msg/s (%s), %v", o.lightClients, o.lightRate, o.lightArrivals, o.duration), section: true},
 		{label: "messages delivered (each exactly once)", target: "—", key: "light_delivered", format: fmtF(0, "")},
 		{label: "delivered messages / s", target: "—", key: "light_delivered_per_s", format: fmtF(0, "")},
@@ -242,7 +250,7 @@ func (r *results) rows() []tableRow {
 		{label: "stalled node (SIGSTOP) bypassed, token moving", target: "≤ 1.5 s", key: "repair_stall_median_ms", format: fmtMS, verdict: atMost(1500, " ms")},
 		{label: "crashed coordinator replaced, ring repaired, token moving", target: "≤ 2 s", key: "repair_coordinator_median_ms", format: fmtMS, verdict: atMost(2000, " ms")},
 		{label: "stalled node back in the ring after SIGCONT", target: "—", key: "repair_rejoin_median_ms", format: fmtMS},
-	}
+	}...)
 	if o.electionTrials > 0 {
 		rows = append(rows, tableRow{label: fmt.Sprintf("**Elections**, in one process over loopback UDP (mean of %d; time: median)", o.electionTrials), section: true})
 		for _, m := range []string{"ring", "chang-roberts", "bully"} {
@@ -265,6 +273,27 @@ func (r *results) rows() []tableRow {
 				tableRow{label: m + ": ring repaired, token moving", target: "—", key: "failover_" + m + "_repaired_median_ms", format: fmtMS},
 			)
 		}
+	}
+	return rows
+}
+
+// quietRows are the quiet ring's rows: one conversation per pattern.
+func (r *results) quietRows() []tableRow {
+	o := r.opts
+	head := fmt.Sprintf("**Quiet ring**, no load: one conversation, ping at the first node, pong at the third, taking turns; pingpong: %d messages, each as soon as the previous one was shown", o.quietMessages)
+	patterns := []string{patternPingpong}
+	if o.typingMessages > 0 {
+		head += fmt.Sprintf("; typing: %d, each after a random 0–%v pause", o.typingMessages, typingPauseMax)
+		patterns = append(patterns, patternTyping)
+	}
+	rows := []tableRow{{label: head, section: true}}
+	for _, p := range patterns {
+		label := "quiet ring, one conversation (" + p + ") "
+		rows = append(rows,
+			tableRow{label: label + "p50", target: "≤ 5 ms", key: p + "_p50_ms", format: fmtMS, verdict: atMost(5, " ms")},
+			tableRow{label: label + "p99", target: "≤ 25 ms", key: p + "_p99_ms", format: fmtMS, verdict: atMost(25, " ms")},
+			tableRow{label: label + "max", target: "≤ 100 ms", key: p + "_max_ms", format: fmtMS, verdict: atMost(100, " ms")},
+		)
 	}
 	return rows
 }
@@ -340,7 +369,7 @@ func (r *results) document(imgRel string) string {
 	for _, p := range plotFiles {
 		fmt.Fprintf(&b, "![%s](%s)\n\n", p.alt, filepath.ToSlash(filepath.Join(imgRel, p.file)))
 	}
-	b.WriteString("Data: `results.csv` (one line per ring size and metric) and `latency_quantiles.csv` (the delivery latency distributions).\n")
+	b.WriteString("Data: `results.csv` (one line per ring size and metric) and `latency_quantiles.csv` (the delivery latency distributions, the quiet ring's conversations too).\n")
 	return b.String()
 }
 
@@ -360,6 +389,7 @@ type plotFile struct{ file, alt string }
 
 var plotFiles = []plotFile{
 	{"bench_latency_vs_n.svg", "delivery latency against ring size"},
+	{"bench_latency_quiet_vs_n.svg", "one conversation's latency on a quiet ring against ring size"},
 	{"bench_throughput_vs_n.svg", "throughput against ring size"},
 	{"bench_latency_cdf_light.svg", "delivery latency distribution, light load"},
 	{"bench_latency_cdf_heavy.svg", "delivery latency distribution, heavy load"},
@@ -397,6 +427,15 @@ func (r *results) plots() map[string][]byte {
 		lat.series = append(lat.series, s)
 	}
 	out["bench_latency_vs_n.svg"] = lat.svg()
+	out["bench_latency_quiet_vs_n.svg"] = chart{
+		title:  fmt.Sprintf("One conversation on a quiet ring: latency against ring size (%s)", r.store),
+		xLabel: "nodes in the ring", yLabel: "send to shown (ms, log scale)", logY: true, xTicks: xs,
+		series: []series{
+			line("pingpong p50", "pingpong_p50_ms", false), line("pingpong p99", "pingpong_p99_ms", false), line("pingpong max", "pingpong_max_ms", false),
+			line("typing p50", "typing_p50_ms", true), line("typing p99", "typing_p99_ms", true), line("typing max", "typing_max_ms", true),
+		},
+		refs: []refLine{{5, "target p50 5 ms"}, {25, "target p99 25 ms"}, {100, "target max 100 ms"}},
+	}.svg()
 	out["bench_throughput_vs_n.svg"] = chart{
 		title:  fmt.Sprintf("Delivered messages per second against ring size (%s)", r.store),
 		xLabel: "nodes in the ring", yLabel: "messages / s", xTicks: xs, yFromZero: true,
