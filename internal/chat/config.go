@@ -88,6 +88,11 @@ type Config struct {
 	// runs every PruneInterval. 0 keeps them forever.
 	Retention     time.Duration
 	PruneInterval time.Duration
+	// PoisonStreak is how long one piece of work (a message, a user's
+	// fetch) must have failed alone, visit after visit, before it is set
+	// aside as the cause: a message refused to its sender, a fetch paused.
+	// Shorter failures are the store's, and the work waits.
+	PoisonStreak time.Duration
 	// ShutdownDrain bounds how long a stopping server waits for the token
 	// to store what its clients sent.
 	ShutdownDrain time.Duration
@@ -177,6 +182,7 @@ func DefaultConfig(id int64) Config {
 		SafetyFetch:       30 * time.Second, // a lost hint delays delivery by at most this
 		Retention:         7 * 24 * time.Hour,
 		PruneInterval:     10 * time.Minute,
+		PoisonStreak:      5 * time.Second, // longer than a storm of logins keeps the store busy
 		ShutdownDrain:     3 * time.Second, // a few rotations of a busy ring
 		ReconcileInterval: 10 * time.Second,
 		HashWorkers:       4,
@@ -214,6 +220,8 @@ func (c Config) Validate() error {
 		return errors.New("chat: HashWorkers must be positive")
 	case c.StoreSlots < 1:
 		return errors.New("chat: StoreSlots must be positive")
+	case c.PoisonStreak < 0:
+		return errors.New("chat: PoisonStreak must not be negative")
 	case c.Auth != AuthOpen && c.Auth != AuthPassword:
 		return fmt.Errorf("chat: unknown auth mode %q (open or password)", c.Auth)
 	case c.Throttle.Free < 0 || c.Throttle.AddressFree < 0 || c.Throttle.Base <= 0 || c.Throttle.Max < c.Throttle.Base ||

@@ -185,7 +185,7 @@ func (s *Server) visit(ctx context.Context, tok token.Token, fenced node.Fenced)
 		if len(w.acks) > 0 {
 			s.v.ackMax = max(1, min(s.v.ackMax, len(w.acks))/4)
 		}
-		s.v.suspect = s.v.suspect.again(w.single())
+		s.v.suspect = s.v.suspect.again(w.single(), time.Now())
 		over := errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) || elapsed >= budget
 		s.log.Warn().Err(err).Bool("over_budget", over).Int("batch", s.v.batch).Int("failed_in_a_row", s.v.fails).
 			Str("suspect", s.v.suspect.String()).Dur("took", elapsed).Msg("chat: visit failed; the next one does less")
@@ -412,7 +412,7 @@ func (s *Server) shrink(w *visitWork) {
 	default:
 		keep("fetch")
 	}
-	w.probe = s.v.suspect.times >= poisonAfter && s.v.suspect.matches(w)
+	w.probe = s.v.suspect.times >= poisonAfter && time.Since(s.v.suspect.since) >= s.cfg.PoisonStreak && s.v.suspect.matches(w)
 }
 
 // giveBackAcks puts the visit's acknowledgements back (caller holds s.mu).
@@ -425,28 +425,33 @@ func (s *Server) giveBackAcks(w *visitWork) {
 	w.acks, w.ackIDs = nil, nil
 }
 
-// suspect is the one piece of work a failed visit did alone, and how many
-// visits in a row failed with it alone.
+// suspect is the one piece of work a failed visit did alone, how many
+// visits in a row failed with it alone, and since when.
 type suspect struct {
 	kind  string // "", "store", "fetch", "ack", "unmark"
 	msgID string
 	user  int64
 	times int
+	since time.Time
 }
 
 // poisonAfter is how many visits in a row must fail with one piece of work
-// alone before a probe of the store may set it aside.
+// alone, for at least Config.PoisonStreak, before a probe of the store may
+// set it aside: a store overloaded for a moment (a thousand logins after a
+// restart) fails small work too, and answers the probe's empty
+// transaction all the same.
 const poisonAfter = 3
 
-// again returns the suspect after a visit that failed with work next.
-func (p suspect) again(next suspect) suspect {
+// again returns the suspect after a visit that failed at now with work
+// next.
+func (p suspect) again(next suspect, now time.Time) suspect {
 	if next.kind == "" {
 		return suspect{}
 	}
 	if p.same(next) {
-		next.times = p.times + 1
+		next.times, next.since = p.times+1, p.since
 	} else {
-		next.times = 1
+		next.times, next.since = 1, now
 	}
 	return next
 }
