@@ -344,9 +344,13 @@ func runScale(ctx context.Context, stdout, log io.Writer, o scaleOpts) error {
 		failedOK = d["ringchat_critical_sections_failed_total"] == 0
 		failed = fmt.Sprintf("%.0f failed critical sections (of %.0f visits)", d["ringchat_critical_sections_failed_total"], d["ringchat_token_visits_total"])
 	}
-	overBudget := len(ring.logLines("chat: visit failed; the next one does less"))
+	lines := ring.logLines("chat: visit failed; the next one does less")
+	overBudget := len(lines)
 	failed += fmt.Sprintf("; %d log lines \"visit failed\"", overBudget)
 	rep.check("visit failures on the nodes (metrics, logs)", "none", failed, failedOK && overBudget == 0)
+	for i, l := range lines[:min(len(lines), 3)] {
+		rep.figure(fmt.Sprintf("visit failure %d of %d", i+1, len(lines)), fmt.Sprintf("%v: %v (took %v ms)", l["time"], l["error"], l["took"]))
+	}
 
 	if size, err := storeSize(ctx, raw); err == nil {
 		rep.figure("store size (data + indexes, information_schema)", fmt.Sprintf("%.1f MiB", float64(size)/(1<<20)))

@@ -24,6 +24,9 @@ const (
 	// pendingUserChunk bounds the users of one statement (one UNION ALL
 	// part each: an index range of at most perUser rows).
 	pendingUserChunk = 40
+	// directCheckUsers: past this many users, a fetch first asks which
+	// of them have direct messages pending (usersWithDirect).
+	directCheckUsers = 8
 	// pendingGroupChunk bounds the groups of one timeline statement.
 	pendingGroupChunk = 20
 	// MaxPendingUsers bounds the users of one PendingFor call.
@@ -133,7 +136,14 @@ func (t *sqlTx) userNames(users []int64) (map[int64]string, error) {
 
 // pendingDirect reads each user's oldest perUser pending recipient rows
 // (one index range per user: ix_recipients_pending), then their messages.
+// Many users are first narrowed to those with any row pending.
 func (t *sqlTx) pendingDirect(users []int64, perUser int, names map[int64]string, sources map[int64][]userSource) error {
+	if len(users) > directCheckUsers {
+		var err error
+		if users, err = t.usersWithDirect(users); err != nil {
+			return err
+		}
+	}
 	var rows []RecipientSeq
 	for chunk := range slices.Chunk(users, pendingUserChunk) {
 		var b strings.Builder
@@ -188,6 +198,34 @@ func (t *sqlTx) pendingDirect(users []int64, perUser int, names map[int64]string
 		sources[u] = append(sources[u], *s)
 	}
 	return nil
+}
+
+// usersWithDirect returns those of users with a direct message pending:
+// one index probe per user (the subquery in the select list is never
+// turned into a join, so a backlog of any size costs one row), in one
+// statement per chunk where the per-user ranges would take a UNION part
+// each. A group message to a node's hundreds of users mostly finds none.
+func (t *sqlTx) usersWithDirect(users []int64) ([]int64, error) {
+	var out []int64
+	for chunk := range slices.Chunk(users, inChunk) {
+		err := t.each("SELECT u.user_id, EXISTS (SELECT 1 FROM recipients r WHERE r.user_id = u.user_id AND r.delivered_us IS NULL)"+
+			" FROM users u WHERE u.user_id IN ("+placeholders(len(chunk))+")", anySlice(chunk), func(rows *sql.Rows) error {
+			var id int64
+			var pending bool
+			if err := rows.Scan(&id, &pending); err != nil {
+				return err
+			}
+			if pending {
+				out = append(out, id)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // storedMessage is a message with its sender's id.

@@ -81,6 +81,7 @@ func Run(t *testing.T, newDSN NewDSN) {
 		{"DeliveryCycle", testDeliveryCycle},
 		{"PendingFair", testPendingFair},
 		{"WaitingFor", testWaitingFor},
+		{"PendingAmongMany", testPendingAmongMany},
 		{"RowsOfManyRecipients", testRowsOfManyRecipients},
 		{"MarkOnlyPresent", testMarkOnlyPresent},
 		{"UnmarkDelivered", testUnmarkDelivered},
@@ -1007,6 +1008,80 @@ func testWaitingFor(t *testing.T, newDSN NewDSN) {
 		want("after delivery to b", []int64{s1}, 8, []store.Waiting{})
 		if _, err := tx.WaitingFor([]int64{s1}, 0); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("at most 0 users: err = %v, want ErrInvalid", err)
+		}
+		return nil
+	})
+}
+
+// testPendingAmongMany fetches for a node's many users, of whom a few have
+// direct messages waiting (one a backlog, sent before a group message):
+// each gets a prefix of what waits, in order, and nobody is missed.
+func testPendingAmongMany(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	var users []store.User
+	update(t, st, func(tx store.Tx) error {
+		g, _, err := tx.EnsureGroup("many")
+		if err != nil {
+			return err
+		}
+		for i := range 30 {
+			u, _, err := tx.EnsureUser(fmt.Sprintf("m%02d", i))
+			if err != nil {
+				return err
+			}
+			if _, err := tx.JoinGroup(g.ID, u.ID); err != nil {
+				return err
+			}
+			if err := tx.SetPresence(u.ID, 1); err != nil {
+				return err
+			}
+			users = append(users, u)
+		}
+		from := users[0].ID
+		direct := map[int]int{3: 1, 11: 5, 29: 2} // user index: messages
+		n := 0
+		for _, i := range []int{3, 11, 29} {
+			for range direct[i] {
+				n++
+				if _, _, err := tx.InsertMessage(store.NewMessage{ID: fmt.Sprintf("d%d", n), SenderID: from, ToUserID: users[i].ID,
+					Content: fmt.Sprintf("d%d", n), SentAt: time.Now()}, []int64{users[i].ID}); err != nil {
+					return err
+				}
+			}
+		}
+		_, _, err = tx.InsertMessage(store.NewMessage{ID: "grp", SenderID: from, ToGroupID: g.ID, Content: "grp", SentAt: time.Now()}, nil)
+		return err
+	})
+	ids := make([]int64, len(users))
+	for i, u := range users {
+		ids[i] = u.ID
+	}
+	update(t, st, func(tx store.Tx) error {
+		ds, err := tx.PendingFor(1, ids, 2, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string][]string{}
+		for _, d := range ds {
+			if !d.Own {
+				got[d.Recipient] = append(got[d.Recipient], d.Content)
+			}
+		}
+		for i, u := range users {
+			want := []string{"grp"}
+			switch i {
+			case 0:
+				want = nil // the sender's own group message is not shown
+			case 3:
+				want = []string{"d1", "grp"}
+			case 11:
+				want = []string{"d2", "d3"} // a backlog before the group message: the group message waits
+			case 29:
+				want = []string{"d7", "d8"}
+			}
+			if diff := cmp.Diff(want, got[u.Name]); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", u.Name, diff)
+			}
 		}
 		return nil
 	})
