@@ -343,6 +343,7 @@ func runScale(ctx context.Context, stdout, log io.Writer, o scaleOpts) error {
 		d := after.minus(before)
 		failedOK = d["ringchat_critical_sections_failed_total"] == 0
 		failed = fmt.Sprintf("%.0f failed critical sections (of %.0f visits)", d["ringchat_critical_sections_failed_total"], d["ringchat_token_visits_total"])
+		rep.figure("fetches cut at their share of a visit (the visit committed)", fmt.Sprintf("%.0f", d["ringchat_fetches_cut_total"]))
 	}
 	lines := ring.logLines("chat: visit failed; the next one does less")
 	overBudget := len(lines)

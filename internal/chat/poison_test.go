@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -89,5 +90,69 @@ func TestMessageFailingBrieflyIsStored(t *testing.T) {
 	}
 	if p := r.servers[0].Stats().Poisoned; p != 0 {
 		t.Fatalf("%d pieces of work set aside, want none", p)
+	}
+}
+
+// cutStore stops the first reads of several users' pending messages made
+// under Tx.Bound, as MariaDB stops a statement at its share of the
+// visit's budget.
+type cutStore struct {
+	store.Store
+	cuts atomic.Int64 // reads still to stop
+}
+
+func (c *cutStore) Fenced(ctx context.Context, f store.Fence, fn func(store.Tx) error) error {
+	return c.Store.Fenced(ctx, f, func(tx store.Tx) error { return fn(&cutTx{Tx: tx, c: c}) })
+}
+
+type cutTx struct {
+	store.Tx
+	c     *cutStore
+	bound bool
+}
+
+func (t *cutTx) Bound(until time.Time) func() {
+	unbound := t.Tx.Bound(until)
+	t.bound = true
+	return func() { t.bound = false; unbound() }
+}
+
+func (t *cutTx) PendingFor(node int64, users []int64, perUser, limit int) ([]store.Delivery, error) {
+	if t.bound && len(users) > 1 && t.c.cuts.Add(-1) >= 0 {
+		return nil, fmt.Errorf("store: pending messages: %w", store.ErrOverBudget)
+	}
+	return t.Tx.PendingFor(node, users, perUser, limit)
+}
+
+// A fetch of several users that runs over its share of the visit is
+// dropped, not the visit: the message stored in it is STORED at once, the
+// visit counts as no failure, and the members get it in a later visit.
+func TestFetchOverItsShareIsDroppedNotTheVisit(t *testing.T) {
+	st := &cutStore{Store: newStore(t, 1)}
+	st.cuts.Store(3)
+	r := newRingOn(t, st, 1, nil)
+	ctx := ctxT(t)
+	var members []*client.Conn
+	for _, name := range []string{"a", "b", "c", "d"} {
+		c := dialV2(t, r.addr(1), name, "", client.Options{AutoAck: true})
+		if err := c.Join(ctx, "lab"); err != nil {
+			t.Fatal(err)
+		}
+		members = append(members, c)
+	}
+	if _, err := members[0].SendWait(ctx, client.ToGroup("lab"), "hello lab"); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range members[1:] {
+		if got := nextChat(t, m); got.Content != "hello lab" {
+			t.Fatalf("%s got %q", m.User(), got.Content)
+		}
+	}
+	stats := r.servers[0].Stats()
+	if stats.FailedVisits != 0 {
+		t.Errorf("%d visits failed; a fetch over its share must not fail its visit", stats.FailedVisits)
+	}
+	if stats.FetchesCut != 3 || st.cuts.Load() >= 0 {
+		t.Errorf("%d fetches cut (%d cuts left), want 3", stats.FetchesCut, st.cuts.Load())
 	}
 }

@@ -147,6 +147,7 @@ type Stats struct {
 	StoreVisits     uint64 // visits that opened a store transaction
 	FailedVisits    uint64 // visits whose transaction failed (nothing committed)
 	Poisoned        uint64 // pieces of work set aside after failing alone
+	FetchesCut      uint64 // fetches stopped at their share of a visit (the visit committed)
 	Pruned          uint64 // old messages pruned
 	OutboxLen       int    // messages waiting for the token
 	PendingAcks     int
@@ -156,7 +157,7 @@ type Stats struct {
 type counters struct {
 	accepted, refused, dropped, queued, stored, delivered atomic.Uint64
 	visits, storeVisits, failedVisits, presenceCleared    atomic.Uint64
-	poisoned, pruned                                      atomic.Uint64
+	poisoned, pruned, fetchesCut                          atomic.Uint64
 }
 
 // New checks cfg and builds a server.
@@ -450,7 +451,7 @@ func (s *Server) Stats() Stats {
 	st.Queued, st.Stored, st.Delivered = s.stats.queued.Load(), s.stats.stored.Load(), s.stats.delivered.Load()
 	st.Visits, st.StoreVisits, st.FailedVisits = s.stats.visits.Load(), s.stats.storeVisits.Load(), s.stats.failedVisits.Load()
 	st.PresenceCleared = s.stats.presenceCleared.Load()
-	st.Poisoned, st.Pruned = s.stats.poisoned.Load(), s.stats.pruned.Load()
+	st.Poisoned, st.Pruned, st.FetchesCut = s.stats.poisoned.Load(), s.stats.pruned.Load(), s.stats.fetchesCut.Load()
 	return st
 }
 

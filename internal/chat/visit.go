@@ -14,6 +14,10 @@ import (
 	"github.com/ringchat/ringchat/internal/token"
 )
 
+// fetchShare is the percentage of a visit's budget its fetch's read of
+// several users may take: the marks and the commit need the rest.
+const fetchShare = 60
+
 // defaultBudget is a visit's time budget when its context has no deadline.
 const defaultBudget = 100 * time.Millisecond
 
@@ -88,6 +92,9 @@ type visitWork struct {
 	// fails from work that fails (the suspect).
 	shrunk bool
 	probe  bool
+	// fetchBy: the fetch's read of several users stops at the server then
+	// (a share of the visit's budget).
+	fetchBy time.Time
 
 	// results (reset at every attempt of the transaction)
 	stored     []storedMsg
@@ -97,6 +104,7 @@ type visitWork struct {
 	more       bool            // the fetch of every user left some behind
 	moreFor    []int64         // users the fetch gave a full share: read again next visit
 	pruned     store.PruneSlice
+	cut        bool // the fetch's read stopped at fetchBy: nothing was read
 }
 
 // visit is one critical section, in one fenced transaction:
@@ -162,6 +170,9 @@ func (s *Server) visit(ctx context.Context, tok token.Token, fenced node.Fenced)
 			return tok.App, false, nil
 		}
 	}
+	if _, ok := ctx.Deadline(); ok {
+		w.fetchBy = start.Add(budget * fetchShare / 100)
+	}
 	err := fenced(func(tx store.Tx) error { return s.work(tx, now, w) })
 	elapsed := time.Since(start)
 	if err != nil {
@@ -221,6 +232,12 @@ func (s *Server) visit(ctx context.Context, tok token.Token, fenced node.Fenced)
 		s.v.pruneSlice = min(pruneSliceMax, s.v.pruneSlice*3/2)
 	}
 	switch {
+	case w.cut:
+		// The read ran over its share: a quarter of it next time.
+		s.v.fetchMax = max(1, min(s.v.fetchMax, len(w.users))/4)
+		s.stats.fetchesCut.Add(1)
+		s.log.Debug().Int("users", len(w.users)).Int("fetch_max", s.v.fetchMax).Dur("took", elapsed).
+			Msg("chat: fetch stopped at its share of the visit; the rest committed, the next fetch reads less")
 	case w.fetch && elapsed > budget/2:
 		s.v.fetchMax = max(1, s.v.fetchMax*3/4)
 	case w.fetch && elapsed < budget/4 && max(len(w.users), len(w.deliveries)) >= s.v.fetchMax/2:
@@ -543,7 +560,7 @@ func (s *Server) poison(w *visitWork) {
 // work is the transaction's body. The store may run it again after a
 // deadlock, so it starts from scratch each time.
 func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
-	w.stored, w.deliveries, w.waiting, w.more, w.moreFor, w.stamp = w.stored[:0], w.deliveries[:0], nil, false, nil, 0
+	w.stored, w.deliveries, w.waiting, w.more, w.moreFor, w.stamp, w.cut = w.stored[:0], w.deliveries[:0], nil, false, nil, 0, false
 	if err := s.unmarkRows(tx, w); err != nil {
 		return err
 	}
@@ -580,7 +597,12 @@ func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
 		s.fetchOwn(w)
 	}
 	if w.fetch {
-		if err := s.fetch(tx, w); err != nil {
+		if err := s.fetch(tx, w); errors.Is(err, store.ErrOverBudget) {
+			// The read stopped at its share of the budget, having read
+			// and changed nothing: what was stored and acknowledged
+			// commits, and the same users are read again, fewer at once.
+			w.cut, w.deliveries, w.more, w.moreFor = true, w.deliveries[:0], false, nil
+		} else if err != nil {
 			return err
 		}
 	}
@@ -671,7 +693,15 @@ func (s *Server) fetch(tx store.Tx, w *visitWork) error {
 	// user's share is the size over the users, at most FetchPerClient.
 	limit := s.v.fetchMax
 	perUser := min(s.cfg.FetchPerClient, max(1, limit/max(1, len(w.users))))
+	unbound := func() {}
+	if !w.fetchBy.IsZero() && len(w.users) > 1 {
+		// A read of several users may run over its share and be dropped
+		// (ErrOverBudget); a single user's fails the visit, so that what
+		// fails alone can be set aside.
+		unbound = tx.Bound(w.fetchBy)
+	}
 	ds, err := tx.PendingFor(s.cfg.NodeID, w.users, perUser, limit)
+	unbound()
 	if err != nil {
 		return err
 	}
@@ -806,7 +836,17 @@ func (s *Server) committed(now time.Time, w *visitWork) {
 	if len(s.outbox) == 0 {
 		s.outbox = nil // let the backing array go
 	}
-	if w.fetch {
+	switch {
+	case w.cut:
+		// Nothing was read: the same users again.
+		if w.fetchAll {
+			s.more = true
+		} else {
+			for _, id := range w.users {
+				s.fetchFor[id] = true
+			}
+		}
+	case w.fetch:
 		if w.fetchAll {
 			s.v.lastFetch, s.v.fetchDone = now, w.fetchRq
 		}
@@ -817,7 +857,7 @@ func (s *Server) committed(now time.Time, w *visitWork) {
 		for _, id := range w.moreFor {
 			s.fetchFor[id] = true
 		}
-	} else if slices.ContainsFunc(w.waiting, func(wt store.Waiting) bool { return wt.Node == s.cfg.NodeID }) {
+	case slices.ContainsFunc(w.waiting, func(wt store.Waiting) bool { return wt.Node == s.cfg.NodeID }):
 		s.more = true // deliveries made pending again for users here
 	}
 	if w.prune {

@@ -125,6 +125,10 @@ var defs = []metricDef{
 	{"ringchat_messages_delivered_total", "Deliveries handed to this node's clients.", prometheus.CounterValue, nil},
 	{"ringchat_client_connections_dropped_total", "Client connections closed for bad behaviour.", prometheus.CounterValue, nil},
 	{"ringchat_outbox_messages", "Messages waiting here for the token.", prometheus.GaugeValue, nil},
+	{"ringchat_visits_failed_total", "Token visits whose store transaction failed (nothing committed; the next does less).", prometheus.CounterValue, nil},
+	{"ringchat_work_poisoned_total", "Pieces of work set aside after failing alone (a message, a user's fetch).", prometheus.CounterValue, nil},
+	{"ringchat_fetches_cut_total", "Fetches stopped at their share of a visit's budget (the rest of the visit committed).", prometheus.CounterValue, nil},
+	{"ringchat_messages_pruned_total", "Messages past the retention pruned by this node.", prometheus.CounterValue, nil},
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
@@ -189,6 +193,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		c.emit(ch, "ringchat_messages_delivered_total", float64(s.Delivered))
 		c.emit(ch, "ringchat_client_connections_dropped_total", float64(s.Dropped))
 		c.emit(ch, "ringchat_outbox_messages", float64(s.OutboxLen))
+		c.emit(ch, "ringchat_visits_failed_total", float64(s.FailedVisits))
+		c.emit(ch, "ringchat_work_poisoned_total", float64(s.Poisoned))
+		c.emit(ch, "ringchat_fetches_cut_total", float64(s.FetchesCut))
+		c.emit(ch, "ringchat_messages_pruned_total", float64(s.Pruned))
 	}
 }
 

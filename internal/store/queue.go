@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // MaxNameLen bounds user and group names in the store (the chat service
@@ -24,6 +26,8 @@ type sqlTx struct {
 	ctx context.Context
 	tx  *sql.Tx
 	s   *sqlStore
+	// until: when set (Bound), the server stops statements then.
+	until time.Time
 }
 
 func (t *sqlTx) exec(q string, args ...any) (int64, error) {
@@ -32,7 +36,7 @@ func (t *sqlTx) exec(q string, args ...any) (int64, error) {
 	}
 	res, err := t.tx.ExecContext(t.ctx, t.bound(q), args...)
 	if err != nil {
-		return 0, err
+		return 0, t.overBudget(err)
 	}
 	return res.RowsAffected()
 }
@@ -41,8 +45,31 @@ func (t *sqlTx) query(q string, args ...any) (*sql.Rows, error) {
 	if t.s.inspect != nil {
 		t.s.inspect(t, q, args)
 	}
-	return t.tx.QueryContext(t.ctx, t.bound(q), args...)
+	rows, err := t.tx.QueryContext(t.ctx, t.bound(q), args...)
+	return rows, t.overBudget(err)
 }
+
+func (t *sqlTx) Bound(until time.Time) func() {
+	if !t.s.statementTime {
+		return func() {}
+	}
+	t.until = until
+	return func() { t.until = time.Time{} }
+}
+
+// overBudget marks err as ErrOverBudget if the server stopped the
+// statement at Bound's deadline.
+func (t *sqlTx) overBudget(err error) error {
+	var me *mysql.MySQLError
+	if err != nil && !t.until.IsZero() && errors.As(err, &me) && me.Number == erStatementTimeout {
+		return fmt.Errorf("%w: %v", ErrOverBudget, err)
+	}
+	return err
+}
+
+// erStatementTimeout is MariaDB's error for a statement stopped by
+// max_statement_time (ER_STATEMENT_TIMEOUT).
+const erStatementTimeout = 1969
 
 func (t *sqlTx) queryRow(q string, args ...any) *sql.Row {
 	if t.s.inspect != nil {
@@ -58,6 +85,11 @@ func (t *sqlTx) queryRow(q string, args ...any) *sql.Row {
 // max_statement_time it stops at the deadline and the transaction rolls
 // back. SQLite needs nothing: the driver interrupts the statement.
 func (t *sqlTx) bound(q string) string {
+	if !t.until.IsZero() {
+		if d, ok := t.ctx.Deadline(); !ok || t.until.Before(d) {
+			return t.s.boundUntil(t.until, q)
+		}
+	}
 	return t.s.boundStatement(t.ctx, q)
 }
 
@@ -739,7 +771,7 @@ func (t *sqlTx) each(q string, args []any, scan func(*sql.Rows) error) error {
 			return err
 		}
 	}
-	return rows.Err()
+	return t.overBudget(rows.Err())
 }
 
 // queryIDs runs q and returns its one integer column.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -384,6 +385,36 @@ func TestMariaDBStatementStopsAtBudget(t *testing.T) {
 	}
 	if errors.Is(err, ErrFenced) {
 		t.Fatal(err)
+	}
+}
+
+// A read given a share of the visit's budget (Tx.Bound) and running over
+// it is stopped at the server with ErrOverBudget; the visit's writes
+// before and after it commit.
+func TestMariaDBBoundReadLeavesTheVisit(t *testing.T) {
+	s := openScale(t, testutil.MySQLDSN(t))
+	if !s.statementTime {
+		t.Skip("server without max_statement_time")
+	}
+	err := visit(t, s, 1, func(tx *sqlTx) error {
+		if _, _, err := tx.EnsureUser("before"); err != nil {
+			return err
+		}
+		unbound := tx.Bound(time.Now().Add(20 * time.Millisecond))
+		var n int
+		err := tx.each("SELECT COUNT(*) FROM seq_1_to_100000 a, seq_1_to_100000 b", nil, func(r *sql.Rows) error { return r.Scan(&n) })
+		unbound()
+		if !errors.Is(err, ErrOverBudget) {
+			t.Errorf("a read of seconds bound to 20 ms: err = %v, want ErrOverBudget", err)
+		}
+		_, _, err = tx.EnsureUser("after")
+		return err
+	})
+	if err != nil {
+		t.Fatalf("the visit after its bound read: %v", err)
+	}
+	if n := count(t, s, "SELECT COUNT(*) FROM users WHERE name IN ('before', 'after')"); n != 2 {
+		t.Errorf("users committed: %d, want 2", n)
 	}
 }
 

@@ -102,8 +102,14 @@ func (s *sqlStore) boundStatement(ctx context.Context, q string) string {
 	if !ok {
 		return q
 	}
+	return s.boundUntil(d, q)
+}
+
+// boundUntil prefixes q, on a server that can, with the time left before
+// d as the statement's time limit.
+func (s *sqlStore) boundUntil(d time.Time, q string) string {
 	left := time.Until(d)
-	if left > maxBoundedStatement {
+	if !s.statementTime || left > maxBoundedStatement {
 		return q
 	}
 	return fmt.Sprintf("SET STATEMENT max_statement_time=%.3f FOR %s", max(left.Seconds(), 0.001), q)

@@ -42,6 +42,9 @@ var (
 	ErrUnavailable = errors.New("store: database unavailable")
 	// ErrAccessDenied wraps authentication failures at the database server.
 	ErrAccessDenied = errors.New("store: access denied")
+	// ErrOverBudget is returned by a statement the server stopped at the
+	// deadline of Tx.Bound: it changed nothing, and the transaction goes on.
+	ErrOverBudget = errors.New("store: statement stopped at its budget")
 )
 
 // Node is one row of the node table. Successor is 0 when the node is not in
@@ -359,6 +362,13 @@ type Tx interface {
 	// statement reads at most perUser rows per user and source, whatever
 	// the backlog, the history or the groups' sizes.
 	PendingFor(nodeID int64, users []int64, perUser, limit int) ([]Delivery, error)
+	// Bound makes the server stop the transaction's statements at until,
+	// up to the call of the returned function: a statement stopped there
+	// fails with ErrOverBudget and the transaction stays usable, so a read
+	// can be given a share of a visit's budget and dropped when it runs
+	// over, the rest of the visit committing. On a store that cannot stop
+	// one statement alone (SQLite) it does nothing.
+	Bound(until time.Time) (unbound func())
 	// PendingForNode returns up to limit undelivered rows for users present
 	// at nodeID, in global order.
 	PendingForNode(nodeID int64, limit int) ([]Delivery, error)
