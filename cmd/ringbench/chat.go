@@ -321,14 +321,15 @@ func (b *chatBench) report(cmd *cobra.Command) error {
 // list; stop stops the nodes and removes the database and the files.
 func startClientRing(ctx context.Context, bin, db, name string, n int) (r *procRing, list []nodelist.Node, stop func(), err error) {
 	var undo []func()
-	stop = func() {
+	undoAll := func() {
 		for i := len(undo) - 1; i >= 0; i-- {
 			undo[i]()
 		}
 	}
+	stop = undoAll
 	defer func() {
 		if err != nil {
-			stop()
+			undoAll() // stop itself is nil in an error return
 		}
 	}()
 	if bin, err = ringnodeBinary(bin); err != nil {
