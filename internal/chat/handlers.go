@@ -362,7 +362,9 @@ func (s *Server) unreserve(sess *session) {
 
 // claimPresence records the user as logged in here. A presence held by a
 // node that is no longer in the ring (crashed, spliced out) is stale and
-// replaced; one held by a live node refuses the login.
+// replaced; one held by a live node refuses the login. A presence that
+// goes away while it is looked at (its session just logged out) lets the
+// login try again, a few times.
 func (s *Server) claimPresence(ctx context.Context, u store.User) *Error {
 	self := s.cfg.NodeID
 	// With the presence, in one transaction, what was delivered to the
@@ -375,26 +377,39 @@ func (s *Server) claimPresence(ctx context.Context, u store.User) *Error {
 		_, err := tx.ResetDelivered(u.ID)
 		return err
 	}
-	err := s.st.Update(ctx, login)
-	if err == nil {
-		return nil
+	for attempt := 1; ; attempt++ {
+		err := s.st.Update(ctx, login)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, store.ErrUserOnline) {
+			return s.unavailableErr("recording presence", err)
+		}
+		var p store.Presence
+		err = s.st.View(ctx, func(tx store.Tx) error {
+			var err error
+			p, err = tx.PresenceOf(u.ID)
+			return err
+		})
+		if errors.Is(err, store.ErrNotFound) && attempt < presenceTries {
+			continue // logged out in between: the row is free now
+		}
+		if err != nil {
+			return s.unavailableErr("reading presence", err)
+		}
+		return s.replaceStale(ctx, u, p, login)
 	}
-	if !errors.Is(err, store.ErrUserOnline) {
-		s.log.Warn().Err(err).Msg("chat: store error recording presence")
-		return errorf(CodeUnavailable, "the store is unavailable; try again")
-	}
-	var p store.Presence
-	err = s.st.Update(ctx, func(tx store.Tx) error {
-		var err error
-		p, err = tx.PresenceOf(u.ID)
-		return err
-	})
-	if err != nil {
-		return errorf(CodeUnavailable, "the store is unavailable; try again")
-	}
+}
+
+// presenceTries bounds claimPresence's attempts when the presence it
+// found keeps vanishing before it is read.
+const presenceTries = 3
+
+// replaceStale replaces presence p if its node is no longer in the ring.
+func (s *Server) replaceStale(ctx context.Context, u store.User, p store.Presence, login func(store.Tx) error) *Error {
 	nodes, err := s.st.Nodes(ctx)
 	if err != nil {
-		return errorf(CodeUnavailable, "the store is unavailable; try again")
+		return s.unavailableErr("reading the ring's nodes", err)
 	}
 	live := slices.ContainsFunc(nodes, func(n store.Node) bool { return n.ID == p.NodeID && n.InRing() })
 	if live {
@@ -410,7 +425,7 @@ func (s *Server) claimPresence(ctx context.Context, u store.User) *Error {
 	case errors.Is(err, store.ErrUserOnline): // someone else was quicker
 		return errorf(CodeUserOnline, "user %s has just logged in elsewhere", quote(u.Name))
 	case err != nil:
-		return errorf(CodeUnavailable, "the store is unavailable; try again")
+		return s.unavailableErr("replacing a stale presence", err)
 	}
 	s.stats.presenceCleared.Add(1)
 	s.log.Info().Str("user", u.Name).Int64("stale_node", p.NodeID).Msg("chat: replaced presence left by a node not in the ring")

@@ -84,3 +84,62 @@ func TestCheckPresenceRestoresRows(t *testing.T) {
 		t.Fatalf("u got %q", m.Content)
 	}
 }
+
+// vanishingStore refuses presence while vanish > 0 (the user online at
+// another node) and finds no presence row when it is read, counting down:
+// the other session logged out between the two.
+type vanishingStore struct {
+	store.Store
+	vanish atomic.Int64
+}
+
+func (v *vanishingStore) Update(ctx context.Context, fn func(store.Tx) error) error {
+	return v.Store.Update(ctx, func(tx store.Tx) error { return fn(vanishingTx{tx, v}) })
+}
+
+func (v *vanishingStore) View(ctx context.Context, fn func(store.Tx) error) error {
+	return v.Store.View(ctx, func(tx store.Tx) error { return fn(vanishingTx{tx, v}) })
+}
+
+type vanishingTx struct {
+	store.Tx
+	v *vanishingStore
+}
+
+func (t vanishingTx) SetPresence(userID, nodeID int64) error {
+	if t.v.vanish.Load() > 0 {
+		return store.ErrUserOnline
+	}
+	return t.Tx.SetPresence(userID, nodeID)
+}
+
+func (t vanishingTx) PresenceOf(userID int64) (store.Presence, error) {
+	t.v.vanish.Add(-1)
+	return store.Presence{}, store.ErrNotFound
+}
+
+// A login that finds the user's presence taken, and the row gone when it
+// looks at whose it is (that session just logged out), logs in; only a
+// presence that keeps vanishing gives up, with UNAVAILABLE.
+func TestLoginRacingALogoutSucceeds(t *testing.T) {
+	st := &vanishingStore{Store: newStore(t, 1)}
+	r := newRingOn(t, st, 1, nil)
+	st.vanish.Store(1)
+	dialV2(t, r.addr(1), "u", "", client.Options{})
+	st.vanish.Store(100)
+	c, err := client.Dial(ctxT(t), r.addr(1), client.Options{Timeout: waitLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	err = c.LoginV2(ctxT(t), "w", "")
+	if err == nil {
+		t.Fatal("a presence that never settles let the login in")
+	}
+	if se := (*client.ServerError)(nil); !errors.As(err, &se) || se.Code != string(CodeUnavailable) {
+		t.Fatalf("login with a presence that keeps vanishing: %v, want %s", err, CodeUnavailable)
+	}
+	if left := st.vanish.Load(); left != 100-presenceTries {
+		t.Fatalf("%d looks at the presence, want %d", 100-left, presenceTries)
+	}
+}
