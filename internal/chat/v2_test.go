@@ -85,9 +85,12 @@ func TestV2Shapes(t *testing.T) {
 	if fmt.Sprint(m) != fmt.Sprint(want) || !sentAtRE.MatchString(`"sentAt":"`+m["sentAt"].(string)+`"`) {
 		t.Fatalf("delivery %v", m)
 	}
-	// The same id again is stored once: same receipt, no second delivery.
+	if m["time"] != st["time"] {
+		t.Fatalf("receipt time %v, delivered message's time %v: both are the stored acceptance time", st["time"], m["time"])
+	}
+	// The same id again is stored once: the same receipt, no second delivery.
 	a.send(`{"messageType":"CHAT_MESSAGE","id":"` + id + `","toUsername":"bob","messageContent":"hi"}`)
-	if again := a.obj(); again["seq"] != st["seq"] {
+	if again := a.obj(); fmt.Sprint(again) != fmt.Sprint(st) {
 		t.Fatalf("resent receipt %v, first %v", again, st)
 	}
 	a.send(`{"messageType":"CHAT_MESSAGE","id":"not-a-uuid","toUsername":"bob","messageContent":"x"}`)

@@ -62,9 +62,10 @@ func (s *Server) Section() node.Section { return s.visit }
 
 // storedMsg is the outcome of storing one queued message.
 type storedMsg struct {
-	m   *outMsg
-	seq int64
-	err *Error
+	m      *outMsg
+	seq    int64
+	sentAt time.Time // as stored: the receipt's time
+	err    *Error
 }
 
 // delivery is one message handed to one local session.
@@ -657,7 +658,7 @@ func (s *Server) storeBatch(tx store.Tx, w *visitWork) (seqs []int64, err error)
 		return nil, err
 	}
 	for k, r := range res {
-		w.stored[at[k]].seq = r.Seq
+		w.stored[at[k]].seq, w.stored[at[k]].sentAt = r.Seq, r.SentAt
 		seqs = append(seqs, r.Seq)
 	}
 	return seqs, nil
@@ -871,7 +872,6 @@ func (s *Server) committed(now time.Time, w *visitWork) {
 
 // dispatch hands the visit's results to the connections' queues.
 func (s *Server) dispatch(w *visitWork) {
-	at := formatTime(time.Now())
 	for _, r := range w.stored {
 		m := r.m
 		switch {
@@ -882,7 +882,7 @@ func (s *Server) dispatch(w *visitWork) {
 			}
 			m.c.sendLine(encodeError(m.version, r.err))
 		case m.version >= V2:
-			m.c.sendLine(encode(storedV2{TypeStored, m.id, r.seq, at}))
+			m.c.sendLine(encode(storedV2{TypeStored, m.id, r.seq, formatTime(r.sentAt)}))
 		}
 	}
 	// Protocol-2 deliveries wait for their ACK; note their rows first, as

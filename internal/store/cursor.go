@@ -66,15 +66,11 @@ func (t *sqlTx) PendingFor(nodeID int64, users []int64, perUser, limit int) ([]D
 	users = slices.Clone(users)
 	slices.Sort(users)
 	users = slices.Compact(users)
-	names, err := t.userNames(users)
-	if err != nil {
-		return nil, fmt.Errorf("store: pending messages: %w", err)
-	}
 	sources := map[int64][]userSource{}
-	if err := t.pendingDirect(users, perUser, names, sources); err != nil {
+	if err := t.pendingDirect(users, perUser, sources); err != nil {
 		return nil, fmt.Errorf("store: pending messages: %w", err)
 	}
-	if err := t.pendingGroups(users, perUser, names, sources); err != nil {
+	if err := t.pendingGroups(users, perUser, sources); err != nil {
 		return nil, fmt.Errorf("store: pending messages: %w", err)
 	}
 	var out []Delivery
@@ -115,36 +111,18 @@ func userPrefix(srcs []userSource, perUser int) []Delivery {
 	return all
 }
 
-// userNames maps user ids to names.
-func (t *sqlTx) userNames(users []int64) (map[int64]string, error) {
-	out := make(map[int64]string, len(users))
-	for chunk := range slices.Chunk(users, inChunk) {
-		err := t.each("SELECT user_id, name FROM users WHERE user_id IN ("+placeholders(len(chunk))+")", anySlice(chunk),
-			func(rows *sql.Rows) error {
-				var id int64
-				var name string
-				err := rows.Scan(&id, &name)
-				out[id] = name
-				return err
-			})
-		if err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
 // pendingDirect reads each user's oldest perUser pending recipient rows
-// (one index range per user: ix_recipients_pending), then their messages.
-// Many users are first narrowed to those with any row pending.
-func (t *sqlTx) pendingDirect(users []int64, perUser int, names map[int64]string, sources map[int64][]userSource) error {
+// (one index range per user: ix_recipients_pending) with their messages
+// and the recipient's name, in one statement per chunk of users. Many
+// users are first narrowed to those with any row pending.
+func (t *sqlTx) pendingDirect(users []int64, perUser int, sources map[int64][]userSource) error {
 	if len(users) > directCheckUsers {
 		var err error
 		if users, err = t.usersWithDirect(users); err != nil {
 			return err
 		}
 	}
-	var rows []RecipientSeq
+	per := map[int64]*userSource{}
 	for chunk := range slices.Chunk(users, pendingUserChunk) {
 		var b strings.Builder
 		args := make([]any, 0, 2*len(chunk))
@@ -152,45 +130,30 @@ func (t *sqlTx) pendingDirect(users []int64, perUser int, names map[int64]string
 			if i > 0 {
 				b.WriteString(" UNION ALL ")
 			}
-			fmt.Fprintf(&b, "SELECT user_id, msg_seq FROM (SELECT r.user_id, r.msg_seq FROM recipients r"+
-				" WHERE r.user_id = ? AND r.delivered_us IS NULL ORDER BY r.msg_seq LIMIT ?) q%d", i)
+			// The inner select reads only the user's index range; the
+			// message and the names are joined after it, by key.
+			fmt.Fprintf(&b, "SELECT q%d.user_id, ru.name, "+messageCols+" FROM (SELECT r.user_id, r.msg_seq FROM recipients r"+
+				" WHERE r.user_id = ? AND r.delivered_us IS NULL ORDER BY r.msg_seq LIMIT ?) q%d"+
+				" %s users ru ON ru.user_id = q%d.user_id %s messages m ON m.msg_seq = q%d.msg_seq"+t.messageJoins(),
+				i, i, t.s.d.straightJoin, i, t.s.d.straightJoin, i)
 			args = append(args, u, perUser)
 		}
-		err := t.each(b.String(), args, func(rs *sql.Rows) error {
-			var r RecipientSeq
-			err := rs.Scan(&r.RecipientID, &r.Seq)
-			rows = append(rows, r)
-			return err
+		err := t.each(b.String(), args, func(rows *sql.Rows) error {
+			var d Delivery
+			if err := scanMessage(rows, &d.Message, &d.RecipientID, &d.Recipient); err != nil {
+				return err
+			}
+			s := per[d.RecipientID]
+			if s == nil {
+				s = &userSource{}
+				per[d.RecipientID] = s
+			}
+			s.items = append(s.items, d)
+			return nil
 		})
 		if err != nil {
 			return err
 		}
-	}
-	if len(rows) == 0 {
-		return nil
-	}
-	seqs := make([]int64, 0, len(rows))
-	for _, r := range rows {
-		seqs = append(seqs, r.Seq)
-	}
-	slices.Sort(seqs)
-	seqs = slices.Compact(seqs)
-	msgs, err := t.messagesBySeq(seqs)
-	if err != nil {
-		return err
-	}
-	per := map[int64]*userSource{}
-	for _, r := range rows {
-		m, ok := msgs[r.Seq]
-		if !ok {
-			continue // pruned under us: cannot happen while a row waits
-		}
-		s := per[r.RecipientID]
-		if s == nil {
-			s = &userSource{}
-			per[r.RecipientID] = s
-		}
-		s.items = append(s.items, Delivery{RecipientID: r.RecipientID, Recipient: names[r.RecipientID], Message: m.Message})
 	}
 	for u, s := range per {
 		slices.SortFunc(s.items, func(a, b Delivery) int { return cmp.Compare(a.Seq, b.Seq) })
@@ -237,41 +200,27 @@ type storedMessage struct {
 
 const messageColsIDs = "m.sender_id, COALESCE(m.to_group_id, 0), " + messageCols
 
-// messagesBySeq reads messages by sequence.
-func (t *sqlTx) messagesBySeq(seqs []int64) (map[int64]storedMessage, error) {
-	out := make(map[int64]storedMessage, len(seqs))
-	for chunk := range slices.Chunk(seqs, inChunk) {
-		err := t.each("SELECT "+messageColsIDs+" FROM messages m"+t.messageJoins()+
-			" WHERE m.msg_seq IN ("+placeholders(len(chunk))+")", anySlice(chunk), func(rows *sql.Rows) error {
-			var m storedMessage
-			err := scanMessage(rows, &m.Message, &m.senderID, &m.groupID)
-			out[m.Seq] = m
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
 // pendingGroups reads the users' pending group cursors, then each group's
 // timeline once for all of its members here: from the lowest of their
 // cursors, at most perUser messages.
-func (t *sqlTx) pendingGroups(users []int64, perUser int, names map[int64]string, sources map[int64][]userSource) error {
+func (t *sqlTx) pendingGroups(users []int64, perUser int, sources map[int64][]userSource) error {
 	var cursors []cursorRow
+	names := map[int64]string{}
 	for chunk := range slices.Chunk(users, inChunk) {
 		err := t.each(
 			// The users' cursors first (ix_group_cursors_user), then their
 			// groups by key: from the group's side, the join would read
 			// every member's cursor of a big group.
-			"SELECT c.group_id, c.user_id, c.sent_seq, COALESCE(c.until_seq, g.last_seq) FROM group_cursors c "+
-				t.s.d.straightJoin+" chat_groups g ON g.group_id = c.group_id"+
+			"SELECT c.group_id, c.user_id, c.sent_seq, COALESCE(c.until_seq, g.last_seq), u.name FROM group_cursors c "+
+				t.s.d.straightJoin+" chat_groups g ON g.group_id = c.group_id "+
+				t.s.d.straightJoin+" users u ON u.user_id = c.user_id"+
 				" WHERE c.user_id IN ("+placeholders(len(chunk))+") AND c.sent_seq < COALESCE(c.until_seq, g.last_seq)"+
 				" ORDER BY c.user_id, c.group_id LIMIT ?", append(anySlice(chunk), maxCursorRows), func(rows *sql.Rows) error {
 				var c cursorRow
-				err := rows.Scan(&c.group, &c.user, &c.sent, &c.end)
+				var name string
+				err := rows.Scan(&c.group, &c.user, &c.sent, &c.end, &name)
 				cursors = append(cursors, c)
+				names[c.user] = name
 				return err
 			})
 		if err != nil {
@@ -520,39 +469,20 @@ func (t *sqlTx) ackCursors(rows []RecipientSeq) (int, error) {
 	return n, nil
 }
 
-// groupNodesWithPending returns the nodes at which a member of a group
-// that has one of these messages is present and does not have it yet.
-// It reads the batch's
-// messages, then for each of their groups the presence rows joined to the
-// group's cursors (presence first: as many rows as users online, not as
-// members).
-func (t *sqlTx) groupNodesWithPending(seqs []int64) ([]int64, error) {
-	// Per group, its senders among the messages: a member who sent all of
-	// them has nothing new (their own messages are not shown to them).
-	type groupSenders struct{ group, lo, hi, top int64 }
-	byGroup := map[int64]*groupSenders{}
-	for chunk := range slices.Chunk(seqs, inChunk) {
-		err := t.each("SELECT to_group_id, MIN(sender_id), MAX(sender_id), MAX(msg_seq) FROM messages"+
-			" WHERE msg_seq IN ("+placeholders(len(chunk))+") AND to_group_id IS NOT NULL GROUP BY to_group_id", anySlice(chunk),
-			func(rows *sql.Rows) error {
-				var g groupSenders
-				if err := rows.Scan(&g.group, &g.lo, &g.hi, &g.top); err != nil {
-					return err
-				}
-				if o := byGroup[g.group]; o != nil {
-					o.lo, o.hi, o.top = min(o.lo, g.lo), max(o.hi, g.hi), max(o.top, g.top)
-				} else {
-					byGroup[g.group] = &g
-				}
-				return nil
-			})
-		if err != nil {
-			return nil, err
-		}
-	}
+// groupSenders is, for one group, what a batch of its messages holds:
+// the lowest and highest sender and the last sequence.
+type groupSenders struct{ group, lo, hi, top int64 }
+
+// groupNodesWithPending returns the nodes at which a member of one of
+// these groups is present and does not have its messages yet: for each
+// group, the presence rows joined to the group's cursors (presence first:
+// as many rows as users online, not as members).
+func (t *sqlTx) groupNodesWithPending(byGroup map[int64]*groupSenders) ([]int64, error) {
 	groups := slices.SortedFunc(maps.Values(byGroup), func(a, b *groupSenders) int { return cmp.Compare(a.group, b.group) })
 	var out []int64
 	for _, g := range groups {
+		// A member who sent all of them has nothing new (their own
+		// messages are not shown to them).
 		sole := int64(0)
 		if g.lo == g.hi {
 			sole = g.lo

@@ -463,7 +463,7 @@ func (t *sqlTx) InsertMessages(ms []NewMessage, recipients [][]int64) ([]Inserte
 	for i, m := range ms {
 		ids[i] = m.ID
 	}
-	stored, err := t.seqsOf(ids)
+	stored, err := t.storedRefs(ids)
 	if err != nil {
 		return nil, err
 	}
@@ -494,25 +494,37 @@ func (t *sqlTx) InsertMessages(ms []NewMessage, recipients [][]int64) ([]Inserte
 			m := ms[i]
 			args = append(args, m.ID, m.SenderID, nullID(m.ToUserID), nullID(m.ToGroupID), m.Content, m.SentAt.UnixMicro(), now, m.NodeID)
 		}
-		if _, err := t.exec(b.String(), args...); err != nil {
-			return nil, fmt.Errorf("store: insert messages: %w", err)
+		if t.s.inspect != nil {
+			t.s.inspect(t, b.String(), args)
+		}
+		res, err := t.tx.ExecContext(t.ctx, t.bound(b.String()), args...)
+		if err != nil {
+			return nil, fmt.Errorf("store: insert messages: %w", t.overBudget(err))
+		}
+		if len(fresh) == 1 {
+			// One row: its sequence is the insert's id, on every server
+			// and whatever its auto-increment settings.
+			if id, err := res.LastInsertId(); err == nil && id > 0 {
+				m := ms[fresh[0]]
+				stored[m.ID] = storedRef{seq: id, sentUS: m.SentAt.UnixMicro()}
+			}
 		}
 	}
-	if len(fresh) > 0 {
+	if len(fresh) > 1 || (len(fresh) == 1 && stored[ms[fresh[0]].ID].seq == 0) {
 		newIDs := make([]string, len(fresh))
 		for k, i := range fresh {
 			newIDs[k] = ms[i].ID
 		}
-		seqs, err := t.seqsOf(newIDs)
+		refs, err := t.storedRefs(newIDs)
 		if err != nil {
 			return nil, err
 		}
-		maps.Copy(stored, seqs)
+		maps.Copy(stored, refs)
 	}
 	var rows []RecipientSeq
 	last := map[int64]int64{}
 	for _, i := range fresh {
-		seq := stored[ms[i].ID]
+		seq := stored[ms[i].ID].seq
 		if g := ms[i].ToGroupID; g != 0 {
 			last[g] = max(last[g], seq)
 			continue
@@ -526,21 +538,26 @@ func (t *sqlTx) InsertMessages(ms []NewMessage, recipients [][]int64) ([]Inserte
 		return nil, err
 	}
 	for i, m := range ms {
-		out[i].Seq = stored[m.ID]
+		r := stored[m.ID]
+		out[i].Seq, out[i].SentAt = r.seq, time.UnixMicro(r.sentUS).UTC()
 	}
 	return out, nil
 }
 
-// seqsOf maps the stored ones of these message ids to their sequence.
-func (t *sqlTx) seqsOf(ids []string) (map[string]int64, error) {
-	out := map[string]int64{}
+// storedRef is a stored message's sequence and acceptance time.
+type storedRef struct{ seq, sentUS int64 }
+
+// storedRefs maps the stored ones of these message ids to their sequence
+// and acceptance time.
+func (t *sqlTx) storedRefs(ids []string) (map[string]storedRef, error) {
+	out := map[string]storedRef{}
 	for chunk := range slices.Chunk(ids, inChunk) {
-		err := t.each("SELECT msg_id, msg_seq FROM messages WHERE msg_id IN ("+placeholders(len(chunk))+")", anySlice(chunk),
+		err := t.each("SELECT msg_id, msg_seq, sent_us FROM messages WHERE msg_id IN ("+placeholders(len(chunk))+")", anySlice(chunk),
 			func(rows *sql.Rows) error {
 				var id string
-				var seq int64
-				err := rows.Scan(&id, &seq)
-				out[id] = seq
+				var r storedRef
+				err := rows.Scan(&id, &r.seq, &r.sentUS)
+				out[id] = r
 				return err
 			})
 		if err != nil {
@@ -548,6 +565,16 @@ func (t *sqlTx) seqsOf(ids []string) (map[string]int64, error) {
 		}
 	}
 	return out, nil
+}
+
+// seqsOf maps the stored ones of these message ids to their sequence.
+func (t *sqlTx) seqsOf(ids []string) (map[string]int64, error) {
+	refs, err := t.storedRefs(ids)
+	out := make(map[string]int64, len(refs))
+	for id, r := range refs {
+		out[id] = r.seq
+	}
+	return out, err
 }
 
 const messageCols = "m.msg_seq, m.msg_id, s.name, tu.name, g.name, m.content, m.sent_us, m.stored_us"
@@ -607,19 +634,34 @@ func (t *sqlTx) WaitingFor(seqs []int64, maxUsers int) ([]Waiting, error) {
 		}
 		return at[id]
 	}
+	byGroup := map[int64]*groupSenders{}
 	for chunk := range slices.Chunk(seqs, inChunk) {
-		// One recipient row per direct message: the rows read are the
-		// messages', whatever the history.
-		err := t.each("SELECT DISTINCT p.node_id, r.user_id FROM recipients r JOIN presence p ON p.user_id = r.user_id"+
-			" WHERE r.msg_seq IN ("+placeholders(len(chunk))+") AND r.delivered_us IS NULL", anySlice(chunk),
+		// One statement: the direct messages' recipients still waiting
+		// and where they are (one recipient row per message: the rows
+		// read are the messages', whatever the history), then per group
+		// among the messages its senders and last sequence.
+		ph := placeholders(len(chunk))
+		err := t.each("SELECT DISTINCT 0, p.node_id, r.user_id, 0, 0 FROM recipients r JOIN presence p ON p.user_id = r.user_id"+
+			" WHERE r.msg_seq IN ("+ph+") AND r.delivered_us IS NULL"+
+			" UNION ALL SELECT 1, to_group_id, MIN(sender_id), MAX(sender_id), MAX(msg_seq) FROM messages"+
+			" WHERE msg_seq IN ("+ph+") AND to_group_id IS NOT NULL GROUP BY to_group_id", append(anySlice(chunk), anySlice(chunk)...),
 			func(rows *sql.Rows) error {
-				var n, u int64
-				if err := rows.Scan(&n, &u); err != nil {
+				var kind, a, b, c, d int64
+				if err := rows.Scan(&kind, &a, &b, &c, &d); err != nil {
 					return err
 				}
-				w := node(n)
+				if kind == 1 {
+					g := groupSenders{group: a, lo: b, hi: c, top: d}
+					if o := byGroup[g.group]; o != nil {
+						o.lo, o.hi, o.top = min(o.lo, g.lo), max(o.hi, g.hi), max(o.top, g.top)
+					} else {
+						byGroup[g.group] = &g
+					}
+					return nil
+				}
+				w := node(a)
 				if !w.All {
-					w.Users = append(w.Users, u)
+					w.Users = append(w.Users, b)
 				}
 				if len(w.Users) > maxUsers {
 					w.All, w.Users = true, nil
@@ -630,7 +672,7 @@ func (t *sqlTx) WaitingFor(seqs []int64, maxUsers int) ([]Waiting, error) {
 			return nil, fmt.Errorf("store: nodes with pending messages: %w", err)
 		}
 	}
-	groups, err := t.groupNodesWithPending(seqs)
+	groups, err := t.groupNodesWithPending(byGroup)
 	if err != nil {
 		return nil, fmt.Errorf("store: nodes with pending messages: %w", err)
 	}

@@ -208,6 +208,9 @@ func (d Delivery) Row() RecipientSeq {
 type Inserted struct {
 	Seq int64
 	Dup bool
+	// SentAt is the stored message's acceptance time: for a message sent
+	// again (Dup), the first one's, as every delivery of it shows.
+	SentAt time.Time
 }
 
 // RecipientSeq names one message (by its sequence) that waits for one
