@@ -200,7 +200,7 @@ func (s *Server) visit(ctx context.Context, tok token.Token, fenced node.Fenced)
 		s.v.suspect = s.v.suspect.again(w.single(), time.Now())
 		over := errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) || elapsed >= budget
 		s.log.Warn().Err(err).Bool("over_budget", over).Int("batch", s.v.batch).Int("failed_in_a_row", s.v.fails).
-			Str("suspect", s.v.suspect.String()).Dur("took", elapsed).Msg("chat: visit failed; the next one does less")
+			Str("suspect", s.v.suspect.String()).Dur("took_ms", elapsed).Msg("chat: visit failed; the next one does less")
 		s.want()
 		s.visitedNotify()
 		return tok.App, false, err
@@ -211,7 +211,7 @@ func (s *Server) visit(ctx context.Context, tok token.Token, fenced node.Fenced)
 	s.v.fails, s.v.suspect = 0, suspect{}
 	s.committed(now, w)
 	s.log.Debug().Int("stored", len(w.batch)).Int("delivered", len(w.deliveries)).Int("acks", len(w.acks)).
-		Bool("fetched", w.fetch).Int("users", len(w.users)).Int("hinted", len(w.waiting)).Dur("took", elapsed).Int64("seq", tok.Seq).Msg("chat: visit")
+		Bool("fetched", w.fetch).Int("users", len(w.users)).Int("hinted", len(w.waiting)).Dur("took_ms", elapsed).Int64("seq", tok.Seq).Msg("chat: visit")
 	switch {
 	case s.v.batch < minBatch && elapsed < budget/2:
 		s.v.batch = min(minBatch, s.v.batch*2) // back from a failure
@@ -227,9 +227,12 @@ func (s *Server) visit(ctx context.Context, tok token.Token, fenced node.Fenced)
 		s.v.ackMax = min(maxAckRows, s.v.ackMax*3/2+1)
 	}
 	switch {
-	case w.prune && elapsed > budget/2:
+	// Pruning rides on visits with other work, and every visit's time is
+	// the token's lap for everyone: it grows only while the visit stays
+	// short, so that a week of history expiring costs latency to nobody.
+	case w.prune && elapsed > budget/5:
 		s.v.pruneSlice = max(pruneSliceMin, s.v.pruneSlice*3/4)
-	case w.prune && elapsed < budget/4:
+	case w.prune && elapsed < budget/10:
 		s.v.pruneSlice = min(pruneSliceMax, s.v.pruneSlice*3/2)
 	}
 	switch {
@@ -237,7 +240,7 @@ func (s *Server) visit(ctx context.Context, tok token.Token, fenced node.Fenced)
 		// The read ran over its share: a quarter of it next time.
 		s.v.fetchMax = max(1, min(s.v.fetchMax, len(w.users))/4)
 		s.stats.fetchesCut.Add(1)
-		s.log.Debug().Int("users", len(w.users)).Int("fetch_max", s.v.fetchMax).Dur("took", elapsed).
+		s.log.Debug().Int("users", len(w.users)).Int("fetch_max", s.v.fetchMax).Dur("took_ms", elapsed).
 			Msg("chat: fetch stopped at its share of the visit; the rest committed, the next fetch reads less")
 	case w.fetch && elapsed > budget/2:
 		s.v.fetchMax = max(1, s.v.fetchMax*3/4)
