@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 
 	"github.com/ringchat/ringchat/internal/client"
 	"github.com/ringchat/ringchat/internal/tui"
@@ -63,6 +64,7 @@ type lineSession struct {
 	s       *client.Session
 	out     *printer
 	current client.Recipient
+	failed  atomic.Int64 // commands (and sent messages) that failed: the exit status is 1
 }
 
 // runLineMode is the root command off a terminal: log in, then follow
@@ -97,17 +99,20 @@ func runLineMode(ctx context.Context, cfg config, stdin io.Reader, stdout, stder
 
 	ended := make(chan error, 1) // the session gave up, and why
 	printed := make(chan struct{})
+	ls := &lineSession{cfg: cfg, s: s, out: out}
 	go func() {
 		defer close(printed)
 		for ev := range s.Events() {
 			out.event(ev)
-			if d, ok := ev.(client.Disconnected); ok {
-				ended <- d.Err
+			switch ev := ev.(type) {
+			case client.Disconnected:
+				ended <- ev.Err
+			case client.ErrorMessage:
+				ls.failed.Add(1) // a message refused, or a request
 			}
 		}
 	}()
 
-	ls := &lineSession{cfg: cfg, s: s, out: out}
 	for {
 		select {
 		case line, ok := <-in.lines:
@@ -118,10 +123,13 @@ func runLineMode(ctx context.Context, cfg config, stdin io.Reader, stdout, stder
 				if in.err != nil {
 					return fmt.Errorf("reading input: %w", in.err)
 				}
-				return nil
+				return ls.status()
 			}
 			if quit := ls.handle(ctx, line); quit {
-				return ls.finish(ctx, printed)
+				if err := ls.finish(ctx, printed); err != nil {
+					return err
+				}
+				return ls.status()
 			}
 		case err := <-ended:
 			s.Close()
@@ -150,11 +158,26 @@ func (ls *lineSession) finish(ctx context.Context, printed <-chan struct{}) erro
 	return nil
 }
 
+// status is the session's outcome once everything sent is stored: an
+// error (exit status 1, already shown line by line) if a command failed.
+func (ls *lineSession) status() error {
+	if n := ls.failed.Load(); n > 0 {
+		return &reportedError{fmt.Errorf("%d command(s) failed", n)}
+	}
+	return nil
+}
+
+// errorf shows a command's failure and counts it.
+func (ls *lineSession) errorf(format string, args ...any) {
+	ls.failed.Add(1)
+	ls.out.errorf(format, args...)
+}
+
 // handle runs one input line and reports whether to quit.
 func (ls *lineSession) handle(ctx context.Context, line string) (quit bool) {
 	cmd, err := tui.Parse(line)
 	if err != nil {
-		ls.out.errorf("%v", err)
+		ls.errorf("%v", err)
 		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, ls.cfg.timeout)
@@ -171,29 +194,29 @@ func (ls *lineSession) handle(ctx context.Context, line string) (quit bool) {
 		group := cmd.Group
 		if group == "" {
 			if !ls.current.Group {
-				ls.out.errorf("invite to which group? /invite USER #GROUP, or /to #GROUP first")
+				ls.errorf("invite to which group? /invite USER #GROUP, or /to #GROUP first")
 				return false
 			}
 			group = ls.current.Name
 		}
 		if err := s.Invite(ctx, group, cmd.User); err != nil {
-			ls.out.errorf("%v", describe(err, ls.cfg.timeout))
+			ls.errorf("%v", describe(err, ls.cfg.timeout))
 			return false
 		}
 		ls.out.infof("invited %s to #%s: they can /join %s now", tui.Clean(cmd.User), tui.Clean(group), tui.Clean(group))
 	case tui.ActPasswd:
-		ls.out.errorf("/passwd asks for a hidden password: use the full-screen client on a terminal")
+		ls.errorf("/passwd asks for a hidden password: use the full-screen client on a terminal")
 	case tui.ActSend:
 		to := cmd.To
 		if cmd.ToCurrent {
 			if ls.current.Name == "" {
-				ls.out.errorf("no conversation: use /to USER or /to #GROUP first, or /msg USER TEXT")
+				ls.errorf("no conversation: use /to USER or /to #GROUP first, or /msg USER TEXT")
 				return false
 			}
 			to = ls.current
 		}
 		if _, err := ls.out.post(func() (client.Outgoing, error) { return s.Post(to, cmd.Text) }); err != nil {
-			ls.out.errorf("%v", err)
+			ls.errorf("%v", err)
 		}
 	case tui.ActTo:
 		if cmd.To.Name != "" {
@@ -214,7 +237,7 @@ func (ls *lineSession) handle(ctx context.Context, line string) (quit bool) {
 		with := cmd.To
 		if with.Name == "" {
 			if with = ls.current; with.Name == "" {
-				ls.out.errorf("history of what? /history USER, /history #GROUP, or /to one first")
+				ls.errorf("history of what? /history USER, /history #GROUP, or /to one first")
 				return false
 			}
 		}
@@ -224,6 +247,13 @@ func (ls *lineSession) handle(ctx context.Context, line string) (quit bool) {
 		ls.out.infof("%s", strings.TrimSuffix(tui.HelpText, "\n"))
 	case tui.ActQuit:
 		return true
+	case tui.ActClose:
+		if ls.current.Name == "" {
+			ls.errorf("no conversation to close")
+			return false
+		}
+		ls.out.infof("closed %s", tui.Clean(ls.current.String()))
+		ls.current = client.Recipient{}
 	}
 	return false
 }
@@ -231,7 +261,7 @@ func (ls *lineSession) handle(ctx context.Context, line string) (quit bool) {
 // do prints a request's outcome: the event on success, else the error.
 func (ls *lineSession) do(err error, ok client.Event) {
 	if err != nil {
-		ls.out.errorf("%v", describe(err, ls.cfg.timeout))
+		ls.errorf("%v", describe(err, ls.cfg.timeout))
 		return
 	}
 	ls.out.event(ok)

@@ -111,13 +111,38 @@ func TestLineMode(t *testing.T) {
 	r.send(t, "/help")
 	r.stdout.waitFor(t, "  /quit              leave (so does end of input)")
 	r.send(t, "/quit")
-	if code := r.wait(t); code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, r.stderr)
+	// Commands failed above (a line with no conversation, /bogus, /leave
+	// g9, a message to nobody): a script learns it from the status.
+	if code := r.wait(t); code != 1 {
+		t.Fatalf("exit %d after failed commands, want 1; stderr:\n%s", code, r.stderr)
 	}
 	if r.stderr.String() != "" {
 		t.Errorf("stderr:\n%s", r.stderr)
 	}
 	srv.WaitGone(t, "alice")
+}
+
+// A line-mode session whose commands all succeed exits 0; one unknown
+// command makes it exit 1.
+func TestLineModeStatus(t *testing.T) {
+	for _, tc := range []struct {
+		lines []string
+		code  int
+	}{
+		{[]string{"/join g1", "/who"}, 0},
+		{[]string{"/join g1", "/bogus", "/who"}, 1},
+	} {
+		srv := clienttest.NewServer(t)
+		r := start(t, nil, "--node", srv.Addr, "--user", "alice")
+		r.stdout.waitFor(t, "connected to node 1 ("+srv.Addr+") as alice")
+		r.send(t, tc.lines...)
+		r.stdout.waitFor(t, "online: alice (node 1)")
+		r.send(t, "/quit")
+		if code := r.wait(t); code != tc.code {
+			t.Errorf("%q: exit %d, want %d; stderr:\n%s", tc.lines, code, tc.code, r.stderr)
+		}
+		srv.WaitGone(t, "alice")
+	}
 }
 
 func TestLineModeJSON(t *testing.T) {
@@ -138,8 +163,8 @@ func TestLineModeJSON(t *testing.T) {
 	r.stderr.waitFor(t, "talking to bob")
 	r.stdout.waitFor(t, `{"messageType":"WHO","users":[{"username":"alice","node":1},{"username":"bob","node":1}]}`)
 	r.stdin.Close()
-	if code := r.wait(t); code != 0 {
-		t.Fatalf("exit %d", code)
+	if code := r.wait(t); code != 1 { // a message refused, an unknown command
+		t.Fatalf("exit %d, want 1", code)
 	}
 	for _, l := range strings.Split(strings.TrimSpace(r.stdout.String()), "\n") {
 		var v struct{ MessageType string }
