@@ -285,7 +285,9 @@ func interrupted(ctx context.Context) bool { return ctx.Err() != nil }
 func dial(ctx context.Context, cfg config) (*client.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
-	c, err := client.DialV2(ctx, cfg.addrs, cfg.user, cfg.password, cfg.options())
+	opts := cfg.options()
+	opts.FailFast = true
+	c, err := client.DialV2(ctx, cfg.addrs, cfg.user, cfg.password, opts)
 	if err != nil {
 		return nil, describe(err, cfg.timeout)
 	}
@@ -294,7 +296,10 @@ func dial(ctx context.Context, cfg config) (*client.Conn, error) {
 
 // describe rewords a request's timeout for people.
 func describe(err error, timeout time.Duration) error {
-	if errors.Is(err, context.DeadlineExceeded) {
+	switch {
+	case errors.Is(err, client.ErrNothingListens):
+		return fmt.Errorf("%w (is the ring running? `make run` starts a local one)", err)
+	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%w (no answer from the server within %v)", err, timeout)
 	}
 	return err

@@ -84,7 +84,9 @@ func sendOnce(ctx context.Context, cfg config, out *printer, to client.Recipient
 	defer cancel()
 	var last error
 	for {
-		conn, err := client.DialV2(ctx, cfg.addrs, cfg.user, cfg.password, cfg.options())
+		opts := cfg.options()
+		opts.FailFast = last == nil // once the message may be on its way, wait for a node
+		conn, err := client.DialV2(ctx, cfg.addrs, cfg.user, cfg.password, opts)
 		if err != nil {
 			if last != nil {
 				err = fmt.Errorf("%w (after: %v)", err, last)

@@ -72,9 +72,16 @@ func TestSendFailures(t *testing.T) {
 	}
 	closed := ln.Addr().String()
 	ln.Close()
-	code, _, stderr = runOnce(t, nil, "send", "--node", closed, "--user", "alice", "--to", "bob", "hi", "--timeout", "200ms")
-	if code != 1 || !strings.Contains(stderr, "dial tcp "+closed) {
+	// Nothing listening, or the user logged in elsewhere: said at once,
+	// not after the timeout (which would add "no answer ... within 1m0s").
+	code, _, stderr = runOnce(t, nil, "send", "--node", closed, "--user", "alice", "--to", "bob", "hi", "--timeout", "1m")
+	if code != 1 || !strings.Contains(stderr, "nothing listens at "+closed) || !strings.Contains(stderr, "make run") || strings.Contains(stderr, "within") {
 		t.Errorf("no server: exit %d, stderr %q", code, stderr)
+	}
+	peer(t, srv.Addr, "dora")
+	code, _, stderr = runOnce(t, nil, "send", "--node", srv.Addr, "--user", "dora", "--to", "bob", "hi", "--timeout", "1m")
+	if code != 1 || !strings.Contains(stderr, "already logged in") || strings.Contains(stderr, "within") {
+		t.Errorf("user logged in elsewhere: exit %d, stderr %q", code, stderr)
 	}
 }
 

@@ -63,6 +63,12 @@ type Options struct {
 	// started with --tls-cert). An empty ServerName is taken from the
 	// address dialed, so one configuration serves every node of a list.
 	TLS *tls.Config
+	// FailFast makes DialV2 give up at once on what a first login should
+	// not wait out: the user logged in elsewhere (after loginGrace, for a
+	// connection of the user's own still closing) and nodes of which none
+	// listens (ErrNothingListens). Without it, both are retried until the
+	// context ends, as a client reconnecting after a failure must.
+	FailFast bool
 }
 
 func (o Options) withDefaults() Options {

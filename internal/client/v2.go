@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -475,6 +477,15 @@ func (c *Conn) History(ctx context.Context, with Recipient, limit int) ([]ChatMe
 	return h.Messages, nil
 }
 
+// ErrNothingListens is DialV2's error (with Options.FailFast) when no node
+// of the list accepts a connection: the ring is not running there.
+var ErrNothingListens = errors.New("client: nothing listens")
+
+// loginGrace is how long a FailFast login retries USER_ONLINE: the user's
+// own previous connection (a command run just before) may still be
+// closing at its node.
+const loginGrace = time.Second
+
 // DialV2 connects to the first of addrs that lets user log in with
 // protocol 2, trying them in turn until ctx ends: a node that is down, or a
 // login refused because the user's previous connection is still being
@@ -487,11 +498,20 @@ func DialV2(ctx context.Context, addrs []string, user, password string, opts Opt
 		return nil, errors.New("client: no node address")
 	}
 	pause := 50 * time.Millisecond
+	start := time.Now()
 	var last error
 	refused := 0 // nodes in a row that refused the connection (full)
+	silent := 0  // nodes in a row on which nothing listens
 	for i := 0; ; i++ {
 		addr := addrs[i%len(addrs)]
 		c, err := Dial(ctx, addr, opts)
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			if silent++; opts.FailFast && silent >= len(addrs) {
+				return nil, fmt.Errorf("%w at %s", ErrNothingListens, strings.Join(addrs, ", "))
+			}
+		} else {
+			silent = 0
+		}
 		if err == nil {
 			if err = c.LoginV2(ctx, user, password); err == nil {
 				return c, nil
@@ -506,6 +526,8 @@ func DialV2(ctx context.Context, addrs []string, user, password string, opts Opt
 				}
 			case errors.As(err, &se) && !slices.Contains([]string{CodeUserOnline, CodeShutdown, CodeUnavailable, CodeBusy}, se.Code):
 				return nil, err
+			case errors.As(err, &se) && se.Code == CodeUserOnline && opts.FailFast && time.Since(start) >= loginGrace:
+				return nil, err // logged in elsewhere: the server said so
 			default:
 				refused = 0
 			}
