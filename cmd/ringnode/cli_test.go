@@ -6,18 +6,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/ringchat/ringchat/internal/procutil"
 	"github.com/ringchat/ringchat/internal/status"
 	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/testutil"
@@ -115,6 +119,10 @@ func checkFreshStatus(t *testing.T, dir string, env []string) {
 		t.Fatalf("fresh status = %+v", rep)
 	}
 	for i, n := range rep.Nodes {
+		if n.Answers == nil {
+			t.Errorf("node %d: not probed", i+1)
+		}
+		n.Answers = nil // whether something listens on 800x here is not the test's
 		want := status.Node{ID: int64(i + 1), Host: "127.0.0.1", CoordinationPort: 5001 + i, ClientPort: 8001 + i, Online: []string{}}
 		if diff := cmp.Diff(want, n); diff != "" {
 			t.Errorf("node %d (-want +got):\n%s", i+1, diff)
@@ -256,8 +264,57 @@ func TestStatusShowsRing(t *testing.T) {
 			row3 = line
 		}
 	}
-	if f := strings.Fields(row3); len(f) < 8 || f[4] != "yes" || f[5] != "5" || !strings.Contains(row3, "alice, bob") {
+	if f := strings.Fields(row3); len(f) < 9 || f[5] != "yes" || f[6] != "5" || !strings.Contains(row3, "alice, bob") {
 		t.Errorf("row of node 3 = %q", row3)
+	}
+}
+
+// After the ring stops, its rows still say "in ring": status says which
+// nodes answer, so that a stopped ring reads as stopped.
+func TestStatusSaysWhichNodesAnswer(t *testing.T) {
+	dir := workDir(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	dead, err := procutil.FreePorts(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := fmt.Sprintf("id,host,coordination_port,client_port\n1,127.0.0.1,%d,%d\n2,127.0.0.1,%d,%d\n", dead[0], port, dead[1], dead[2])
+	if err := os.WriteFile(filepath.Join(dir, "two.csv"), []byte(list), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := "sqlite:" + filepath.Join(dir, "two.db")
+	if r := run(t, dir, nil, "migrate", "-f", "two.csv", "--db", db); r.code != 0 {
+		t.Fatalf("migrate: %s", r.stderr)
+	}
+	r := run(t, dir, nil, "status", "-f", "two.csv", "--db", db)
+	if r.code != 0 {
+		t.Fatalf("status: %s", r.stderr)
+	}
+	if !strings.Contains(r.stdout, "answering:    1 of 2 nodes") {
+		t.Errorf("status does not count the one node that answers:\n%s", r.stdout)
+	}
+	rows := map[string][]string{}
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if f := strings.Fields(line); len(f) > 4 {
+			rows[f[0]] = f
+		}
+	}
+	if rows["1"] == nil || rows["1"][4] != "yes" || rows["2"] == nil || rows["2"][4] != "no" {
+		t.Errorf("ANSWERS column: node 1 %v, node 2 %v", rows["1"], rows["2"])
 	}
 }
 
@@ -308,6 +365,7 @@ func TestFlagsAndEnvironment(t *testing.T) {
 		{"unknown command", nil, []string{"bogus"}, 2, "unknown command"},
 		{"unknown flag", nil, []string{"status", "--bogus"}, 2, "unknown flag"},
 		{"bad node list", nil, []string{"migrate", "-f", "missing.csv"}, 1, "missing.csv"},
+		{"status with a missing node list", nil, []string{"status", "-f", "missing.csv"}, 1, "missing.csv"},
 		{"version", nil, []string{"version"}, 0, ""},
 		{"metrics on all interfaces", nil, []string{"run", "-i", "1", "--metrics-addr", "0.0.0.0:9100"}, 2, "loopback"},
 		{"metrics address from env", []string{"RINGNODE_METRICS_ADDR=10.0.0.1:80"}, []string{"run", "-i", "1"}, 2, "loopback"},
@@ -352,5 +410,74 @@ func TestClusterNodeArgs(t *testing.T) {
 	}
 	if _, err := nodeArgs(&runOpts{metrics: "127.0.0.1:65535"}, 1, 2); err == nil {
 		t.Fatal("port 65536 accepted")
+	}
+}
+
+// A node of `ringnode cluster` killed with kill -9 is not restarted: the
+// cluster says so with the command to start it again, counts what still
+// runs when it stops, and warns about the development key once, not once
+// per node.
+func TestClusterNodeKilled(t *testing.T) {
+	dir := t.TempDir()
+	ports, err := procutil.FreePorts(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := "id,host,coordination_port,client_port\n"
+	for i := range 3 {
+		list += fmt.Sprintf("%d,127.0.0.1,%d,%d\n", i+1, ports[2*i], ports[2*i+1])
+	}
+	if err := os.WriteFile(filepath.Join(dir, "three.csv"), []byte(list), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(ringnodeBin, "cluster", "--drop", "--nodes", "three.csv", "--db", "sqlite:"+filepath.Join(dir, "c.db"), "--log-format", "json")
+	cmd.Dir, cmd.Env = dir, cleanEnv()
+	out := &procutil.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Kill()
+		<-done
+	}()
+	testutil.Eventually(t, 30*time.Second, "the cluster starts 3 nodes", func() bool {
+		return strings.Contains(string(out.Bytes()), "cluster: 3 nodes started")
+	})
+	kids, err := exec.Command("pgrep", "-P", strconv.Itoa(cmd.Process.Pid)).Output()
+	if err != nil {
+		t.Fatalf("the cluster's nodes: %v", err)
+	}
+	pids := strings.Fields(string(kids))
+	if len(pids) != 3 {
+		t.Fatalf("the cluster runs %d processes, want 3", len(pids))
+	}
+	pid, _ := strconv.Atoi(pids[0])
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, "the cluster says the node is not restarted", func() bool {
+		return strings.Contains(string(out.Bytes()), "is not restarted; to start it again, in another terminal: ")
+	})
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+		done <- nil
+	case <-time.After(30 * time.Second):
+		t.Fatal("the cluster did not stop")
+	}
+	text := string(out.Bytes())
+	if !strings.Contains(text, "cluster: stopping 2 nodes (1 had exited)") {
+		t.Errorf("the cluster's stop does not count what runs:\n%s", text)
+	}
+	if n := strings.Count(text, "insecure development key"); n != 1 {
+		t.Errorf("%d warnings about the development key, want 1:\n%s", n, text)
+	}
+	if !strings.Contains(text, "run --id ") || !strings.Contains(text, "--db sqlite:") {
+		t.Errorf("no command to start the node again:\n%s", text)
 	}
 }

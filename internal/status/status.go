@@ -8,9 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
+	"time"
 
 	"github.com/ringchat/ringchat/internal/ring"
 	"github.com/ringchat/ringchat/internal/store"
@@ -47,6 +50,29 @@ type Node struct {
 	Successor        *int64   `json:"successor"`
 	Coordinator      bool     `json:"coordinator"`
 	Online           []string `json:"online"`
+	// Answers: the node's client port took a connection just now (null
+	// when not probed). The store's rows say what the ring was; this says
+	// which processes run.
+	Answers *bool `json:"answers"`
+}
+
+// Probe asks every node of the report whether it answers: a TCP
+// connection to its client port within timeout, all nodes at once.
+func (r *Report) Probe(ctx context.Context, timeout time.Duration) {
+	var wg sync.WaitGroup
+	for i := range r.Nodes {
+		n := &r.Nodes[i]
+		wg.Go(func() {
+			d := net.Dialer{Timeout: timeout}
+			c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(n.Host, strconv.Itoa(n.ClientPort)))
+			ok := err == nil
+			if ok {
+				c.Close()
+			}
+			n.Answers = &ok
+		})
+	}
+	wg.Wait()
 }
 
 // Collect reads the report from the store.
@@ -108,6 +134,20 @@ func Collect(ctx context.Context, st store.Store, storeName string) (Report, err
 	return r, nil
 }
 
+// answering counts the nodes that answered a probe, and reports whether
+// there was one.
+func (r Report) answering() (n int, probed bool) {
+	for _, x := range r.Nodes {
+		if x.Answers != nil {
+			probed = true
+			if *x.Answers {
+				n++
+			}
+		}
+	}
+	return n, probed
+}
+
 // WriteText prints the report for people.
 func (r Report) WriteText(w io.Writer) error {
 	var b strings.Builder
@@ -138,10 +178,22 @@ func (r Report) WriteText(w io.Writer) error {
 	for _, p := range r.RingProblems {
 		fmt.Fprintf(&b, "problem:      %s\n", p)
 	}
-	fmt.Fprintf(&b, "online users: %d\n\n", r.OnlineUsers)
+	fmt.Fprintf(&b, "online users: %d\n", r.OnlineUsers)
+	if answering, probed := r.answering(); probed {
+		fmt.Fprintf(&b, "answering:    %d of %d nodes", answering, len(r.Nodes))
+		if answering == 0 && len(r.Nodes) > 0 {
+			b.WriteString(" (no node runs: the rows above are the ring as it was last recorded)")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tHOST\tCOORD\tCLIENT\tIN RING\tSUCCESSOR\tROLE\tONLINE")
+	fmt.Fprintln(tw, "NODE\tHOST\tCOORD\tCLIENT\tANSWERS\tIN RING\tSUCCESSOR\tROLE\tONLINE")
 	for _, n := range r.Nodes {
+		answers := "-"
+		if n.Answers != nil {
+			answers = map[bool]string{true: "yes", false: "no"}[*n.Answers]
+		}
 		in, succ, role, online := "no", "-", "-", "-"
 		if n.InRing {
 			in, succ = "yes", strconv.FormatInt(*n.Successor, 10)
@@ -152,7 +204,7 @@ func (r Report) WriteText(w io.Writer) error {
 		if len(n.Online) > 0 {
 			online = strings.Join(n.Online, ", ")
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", n.ID, n.Host, n.CoordinationPort, n.ClientPort, in, succ, role, online)
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", n.ID, n.Host, n.CoordinationPort, n.ClientPort, answers, in, succ, role, online)
 	}
 	tw.Flush()
 	_, err := io.WriteString(w, b.String())
