@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -144,7 +145,13 @@ func runCluster(cmd *cobra.Command, g *globals, o *runOpts, count int) error {
 			return usageError{fmt.Errorf("--metrics-addr: %w", err)}
 		}
 	}
+	if o.keyFile == "" && os.Getenv("RINGNODE_CLUSTER_KEY") == "" {
+		// The nodes would each warn; once is enough.
+		fmt.Fprintln(cmd.ErrOrStderr(), "cluster: no cluster key (--cluster-key-file or RINGNODE_CLUSTER_KEY): the nodes use the insecure development key (loopback only)")
+		childEnv = append(childEnv, devKeyWarnedEnv+"=1")
+	}
 	out := &lockedWriter{w: cmd.ErrOrStderr()}
+	var running atomic.Int64
 	var wg sync.WaitGroup
 	var procs []*exec.Cmd
 	failed := make(chan string, len(table))
@@ -164,6 +171,7 @@ func runCluster(cmd *cobra.Command, g *globals, o *runOpts, count int) error {
 			return fmt.Errorf("cluster: start node %d: %w", n.ID, err)
 		}
 		procs = append(procs, c)
+		running.Add(1)
 		for _, r := range []io.Reader{stdout, stderr} {
 			wg.Add(1)
 			go func() {
@@ -176,15 +184,23 @@ func runCluster(cmd *cobra.Command, g *globals, o *runOpts, count int) error {
 		go func() {
 			defer wg.Done()
 			err := c.Wait()
+			running.Add(-1)
 			if err != nil {
 				failed <- fmt.Sprintf("node %d: %v", id, err)
 			}
 			fmt.Fprintf(out, "cluster: node %d exited (%v)\n", id, exitText(err))
+			if ctx.Err() == nil {
+				fmt.Fprintf(out, "cluster: node %d is not restarted; to start it again, in another terminal: %s\n", id, restartCommand(self, g, o, id))
+			}
 		}()
 	}
 	fmt.Fprintf(out, "cluster: %d nodes started; Ctrl-C stops them\n", len(procs))
 	<-ctx.Done()
-	fmt.Fprintf(out, "cluster: stopping %d nodes\n", len(procs))
+	if live := running.Load(); int(live) < len(procs) {
+		fmt.Fprintf(out, "cluster: stopping %d nodes (%d had exited)\n", live, len(procs)-int(live))
+	} else {
+		fmt.Fprintf(out, "cluster: stopping %d nodes\n", live)
+	}
 	stopAll(procs)
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -205,6 +221,27 @@ func runCluster(cmd *cobra.Command, g *globals, o *runOpts, count int) error {
 		return fmt.Errorf("cluster: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// devKeyWarnedEnv tells the cluster's nodes that it has warned about the
+// development key, so that they do not warn again, each.
+const devKeyWarnedEnv = "RINGNODE_DEV_KEY_WARNED"
+
+// restartCommand is how to start node id of the cluster by hand: its
+// store is the cluster's (a --db-file, or RINGCHAT_DB as the cluster had).
+func restartCommand(self string, g *globals, o *runOpts, id int64) string {
+	c := fmt.Sprintf("%s run --id %d --nodes %s", self, id, g.nodes)
+	if o.keyFile != "" {
+		c += " --cluster-key-file " + o.keyFile
+	}
+	switch {
+	case g.usedDBFile:
+		return c + " --db-file " + g.dbFile
+	case strings.HasPrefix(g.db, "sqlite:"): // a path, no secret
+		return c + " --db " + g.db
+	default:
+		return c + " (with RINGCHAT_DB set to the cluster's store, or --db-file)"
+	}
 }
 
 // withoutEnv is env without the variables named.

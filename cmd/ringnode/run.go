@@ -142,7 +142,11 @@ func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
 		if err := devKeyAllowed(table, o.listen); err != nil {
 			return err
 		}
-		log.Warn().Msg("no cluster key (--cluster-key-file or RINGNODE_CLUSTER_KEY): using the insecure development key (loopback only)")
+		ev := log.Warn()
+		if os.Getenv(devKeyWarnedEnv) == "1" {
+			ev = log.Debug() // ringnode cluster said it once for all
+		}
+		ev.Msg("no cluster key (--cluster-key-file or RINGNODE_CLUSTER_KEY): using the insecure development key (loopback only)")
 	} else if o.keyFile != "" {
 		if fi, err := os.Stat(o.keyFile); err == nil && fi.Mode().Perm()&0o077 != 0 {
 			log.Warn().Str("file", o.keyFile).Str("mode", fi.Mode().Perm().String()).Msg("the cluster key file is readable by other users: chmod 600 it")
@@ -240,8 +244,8 @@ func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
 		defer pprof.StopCPUProfile()
 	}
 	log.Info().Str("listen", tr.Addr().String()).Str("store", dsn.String()).Str("election", string(method)).
-		Dur("tick", o.tick).Bool("mutex_probe", o.mutexProbe).
-		Dur("lease_ttl", o.leaseTTL).Msg("node starting")
+		Dur("tick_ms", o.tick).Bool("mutex_probe", o.mutexProbe).
+		Dur("lease_ttl_ms", o.leaseTTL).Msg("node starting")
 	return runWithChat(ctx, n, srv)
 }
 
