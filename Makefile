@@ -23,11 +23,12 @@ run: build
 status: build
 	$(BIN)/ringnode status
 
-## chat: the chat client on the ring of make run (USER=alice NODE=1: a node id of nodes.csv; fails over to the others)
+## chat: the chat client on the ring of make run (NAME=alice NODE=1: a node id of nodes.csv; fails over to the others; without NAME it asks)
 NODE ?= 1
+NAME ?=
 .PHONY: chat
 chat: build
-	$(BIN)/ringchat --nodes nodes.csv --node $(NODE) $(if $(USER),--user '$(USER)')
+	$(BIN)/ringchat --nodes nodes.csv --node $(NODE) $(if $(NAME),--user '$(NAME)')
 
 ## test: lint, then every test (MariaDB ones included; the server is started if it is installed)
 test: lint
