@@ -142,7 +142,7 @@ type electionLine struct {
 	Role         string `json:"role"`
 	Participants int    `json:"participants"`
 	MessagesSent int    `json:"messages_sent"`
-	Duration     any    `json:"duration"`
+	Duration     any    `json:"duration_ms"`
 }
 
 // electionReports returns the "election finished" log lines of the nodes.

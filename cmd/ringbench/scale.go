@@ -350,7 +350,7 @@ func runScale(ctx context.Context, stdout, log io.Writer, o scaleOpts) error {
 	failed += fmt.Sprintf("; %d log lines \"visit failed\"", overBudget)
 	rep.check("visit failures on the nodes (metrics, logs)", "none", failed, failedOK && overBudget == 0)
 	for i, l := range lines[:min(len(lines), 3)] {
-		rep.figure(fmt.Sprintf("visit failure %d of %d", i+1, len(lines)), fmt.Sprintf("%v: %v (took %v ms)", l["time"], l["error"], l["took"]))
+		rep.figure(fmt.Sprintf("visit failure %d of %d", i+1, len(lines)), fmt.Sprintf("%v: %v (took %v ms)", l["time"], l["error"], l["took_ms"]))
 	}
 
 	if size, err := storeSize(ctx, raw); err == nil {

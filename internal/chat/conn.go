@@ -165,7 +165,7 @@ func (c *conn) writeLoop() {
 			}
 			if err != nil {
 				if errors.Is(err, os.ErrDeadlineExceeded) && !c.closed() {
-					c.s.log.Info().Str("remote", c.remote).Dur("timeout", c.s.cfg.WriteTimeout).Msg("chat: dropping a client that does not read")
+					c.s.log.Info().Str("remote", c.remote).Dur("timeout_ms", c.s.cfg.WriteTimeout).Msg("chat: dropping a client that does not read")
 					c.closeWith(errorf(CodeSlowConsumer, "nothing read for %v", c.s.cfg.WriteTimeout))
 				} else if !c.closed() {
 					c.s.log.Debug().Err(err).Str("remote", c.remote).Msg("chat: write failed; closing")

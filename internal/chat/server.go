@@ -320,7 +320,7 @@ func (s *Server) acceptLoop() {
 			}
 			// Out of file descriptors and the like: wait, as net/http does.
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			s.log.Warn().Err(err).Dur("retry_in", backoff).Msg("chat: accept failed")
+			s.log.Warn().Err(err).Dur("retry_in_ms", backoff).Msg("chat: accept failed")
 			time.Sleep(backoff)
 			continue
 		}

@@ -430,7 +430,7 @@ func (n *Node) logNote(note ring.Note) {
 		}
 		n.log.Info().Str("method", string(r.Method)).Int64("initiator", r.Round.Initiator).Uint64("round", r.Round.N).
 			Int64("leader", r.Leader).Str("role", role).Int("participants", r.Participants).Int("messages_sent", r.MsgsSent).
-			Dur("duration", time.Duration(r.Ticks)*n.cfg.Ring.Tick).Int64("epoch", note.Epoch).Msg("election finished")
+			Dur("duration_ms", time.Duration(r.Ticks)*n.cfg.Ring.Tick).Int64("epoch", note.Epoch).Msg("election finished")
 		return
 	}
 	if note.Event == "token-dropped" {

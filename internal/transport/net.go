@@ -323,7 +323,7 @@ func (n *Net) acceptLoop() {
 				return
 			}
 			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			n.log.Warn().Err(err).Dur("retry_in", delay).Msg("accept failed")
+			n.log.Warn().Err(err).Dur("retry_in_ms", delay).Msg("accept failed")
 			t := time.NewTimer(delay)
 			select {
 			case <-t.C:
