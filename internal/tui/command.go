@@ -12,10 +12,12 @@ import (
 // HelpText lists the commands of an input line, for /help and --help.
 const HelpText = `  /msg USER TEXT     send TEXT to USER (/msg #GROUP TEXT sends to a group)
   /g GROUP TEXT      send TEXT to GROUP
-  /to USER|#GROUP    talk to USER or GROUP: plain lines go there
+  /to USER|#GROUP    talk to USER or GROUP: plain lines go there (also /query)
+  /me ACTION         send "* you ACTION" to the current conversation
+  /close             close the current conversation's tab (a group stays joined)
   /join GROUP        join a group (and talk to it)
   /private GROUP     new invite-only group; /invite USER [#GROUP]; /passwd (hidden)
-  /leave GROUP       leave a group
+  /leave GROUP       leave a group (also /part)
   /who               who is online, and at which node
   /groups            every group, its size, and the ones you are in
   /history [USER|#GROUP] [N]
@@ -43,7 +45,22 @@ const (
 	ActPasswd                // ask for a new password
 	ActHelp                  // show the commands
 	ActQuit                  // leave
+	ActClose                 // close the current conversation's tab
 )
+
+// MePrefix starts the text of an action (/me waves travels as "/me
+// waves"): clients that know it show "* alice waves", the others the text
+// as it is, which reads the same to anyone who has used IRC.
+const MePrefix = "/me "
+
+// ActionText returns the action of a message's text ("waves" of "/me
+// waves"), and whether it is one.
+func ActionText(text string) (string, bool) {
+	if a, ok := strings.CutPrefix(text, MePrefix); ok && strings.TrimSpace(a) != "" {
+		return a, true
+	}
+	return "", false
+}
 
 // DefaultHistory is how many messages /history shows without a count.
 const DefaultHistory = 20
@@ -107,6 +124,16 @@ func Parse(line string) (Command, error) {
 			return Command{}, fmt.Errorf("usage: /to USER or /to #GROUP")
 		}
 		return Command{Act: ActTo, To: to}, nil
+	case "/me":
+		if rest == "" {
+			return Command{}, fmt.Errorf("usage: /me ACTION")
+		}
+		return Command{Act: ActSend, Text: MePrefix + rest, ToCurrent: true}, nil
+	case "/close":
+		if rest != "" {
+			return Command{}, fmt.Errorf("usage: /close (closes the current tab)")
+		}
+		return Command{Act: ActClose}, nil
 	case "/private":
 		if word == "" || text != "" {
 			return Command{}, fmt.Errorf("usage: /private GROUP")

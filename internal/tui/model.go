@@ -506,8 +506,31 @@ func (m *Model) submit(line string) tea.Cmd {
 		m.info("  Tab, Shift+Tab, Alt+1..9 switch conversations; PgUp, PgDn scroll; Up, Down recall lines")
 	case ActQuit:
 		return m.quit()
+	case ActClose:
+		return m.closeTab()
 	}
 	return nil
+}
+
+// closeTab closes the current conversation's tab (not the status buffer's):
+// its lines go; a group stays joined, and a message from it opens it again.
+func (m *Model) closeTab() tea.Cmd {
+	if m.cur == "" {
+		m.errorf("the status tab stays open: /quit leaves")
+		return nil
+	}
+	to := m.convs[m.cur].to
+	i := slices.Index(m.order, m.cur)
+	m.order = slices.Delete(m.order, i, i+1)
+	delete(m.convs, m.cur)
+	next := m.convs[m.order[max(0, i-1)]].to
+	cmd := m.switchTo(next)
+	if to.Group {
+		m.info("closed %s (still joined: /part %s leaves it)", Clean(to.String()), Clean(to.Name))
+	} else {
+		m.info("closed %s", Clean(to.String()))
+	}
+	return cmd
 }
 
 // passwd sets the password typed at the password prompt.
@@ -590,7 +613,12 @@ func (m *Model) event(ev client.Event) {
 	case client.ErrorMessage:
 		if o := m.own[ev.ID]; ev.ID != "" && o != nil {
 			o.state, o.err = failed, ev.Message
-			m.addErr(m.convs[key(o.to)], "not sent to %s: %s", Clean(o.to.String()), Clean(ev.Message))
+			c := m.open(o.to)
+			m.addErr(c, "not sent to %s: %s", Clean(o.to.String()), Clean(ev.Message))
+			if key(o.to) != m.cur {
+				c.unread++ // the refusal is news there
+			}
+			m.refresh() // the ✗ shows on the line in view, wherever it is
 			return
 		}
 		m.errorf("%s", Clean(ev.Message))
@@ -748,6 +776,12 @@ func (m *Model) history(r historyMsg) {
 		}
 	}
 	switch {
+	case len(earlier) == 0 && !r.auto && len(r.msgs) > 0:
+		// What the history holds is on screen already: say so, not that
+		// there is nothing.
+		m.addInfo(c, "the last %s with %s %s shown above; nothing earlier", Plural(len(r.msgs), "message"),
+			Clean(r.with.String()), map[bool]string{true: "is", false: "are"}[len(r.msgs) == 1])
+		return
 	case len(earlier) == 0 && !r.auto:
 		m.addInfo(c, "no earlier messages with %s", Clean(r.with.String()))
 		return

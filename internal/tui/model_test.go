@@ -255,10 +255,19 @@ func TestSendWithReceipts(t *testing.T) {
 	h.line("/to carol")
 	h.want("alice psst ✓")
 
+	// /msg to nobody from elsewhere: the ✗ shows at once on the line in
+	// view, and the conversation's tab counts the refusal as unread.
+	h.line("/to bob")
+	h.line("/msg ghost6 ping")
+	h.want("→ ghost6 ping …")
+	h.event(client.ErrorMessage{ID: "id-4", Code: "UNKNOWN_USER", Message: `no user "ghost6"`})
+	h.want(`→ ghost6 ping ✗`, ":ghost6 (1)")
+	h.line("/to carol")
+
 	// A message to myself comes back: delivered.
 	h.line("/msg alice note to self")
-	h.event(client.Stored{ID: "id-4"})
-	h.event(chat("id-4", "alice", client.ToUser("alice"), "note to self", now))
+	h.event(client.Stored{ID: "id-5"})
+	h.event(chat("id-5", "alice", client.ToUser("alice"), "note to self", now))
 	h.want("→ alice note to self ✓✓")
 	if strings.Count(h.screen(), "note to self") != 1 {
 		t.Errorf("own message shown twice:\n%s", h.screen())
@@ -283,6 +292,17 @@ func TestCommands(t *testing.T) {
 	h.want("· groups: #ops (3, joined), #random (1)")
 	h.line("/history")
 	h.want("· no earlier messages with #g1")
+	// Two messages with bob on screen, and the history holds just those:
+	// /history says they are shown, not that there are none.
+	h.line("/to bob")
+	h.line("hi bob")
+	h.event(chat("b1", "bob", client.ToUser("alice"), "hi alice", now))
+	h.b.history["bob"] = []client.ChatMessage{chat(h.b.posts[0].ID, "alice", client.ToUser("bob"), "hi bob", now),
+		chat("b1", "bob", client.ToUser("alice"), "hi alice", now)}
+	h.line("/history bob 5")
+	h.want("· the last 2 messages with bob are shown above; nothing earlier")
+	h.wantNot("no earlier messages with bob")
+	h.line("/to #g1")
 	h.line("/leave g1")
 	h.want("· left #g1")
 	h.wantNot("#g1 #ops")
@@ -298,7 +318,7 @@ func TestCommands(t *testing.T) {
 	h.line("/history bob 5")
 	h.want("! no answer in time")
 	h.line("/help")
-	h.want("/to USER|#GROUP    talk to USER or GROUP: plain lines go there")
+	h.want("/close             close the current conversation's tab")
 	h.line("/to")
 	h.want("· talking to bob")
 }
@@ -388,4 +408,38 @@ func TestSwitchWithAltNumber(t *testing.T) {
 	h.want("› ", "connected to node 1")
 	h.press(tea.KeyTab, tea.ModShift)
 	h.want("dave › ")
+}
+
+// /me sends an action to the current conversation, shown "* alice waves"
+// (and a received one "* bob waves"); /close closes the current tab, a
+// group's without leaving it, and the status tab stays.
+func TestMeAndClose(t *testing.T) {
+	h := newHarness(t)
+	h.line("/me waves")
+	h.want("! no conversation here")
+	h.line("/to bob")
+	h.line("/me waves")
+	if len(h.b.posts) != 1 || h.b.posts[0].Text != "/me waves" || h.b.posts[0].To != client.ToUser("bob") {
+		t.Fatalf("posts %+v", h.b.posts)
+	}
+	h.want("* alice waves …")
+	h.event(chat("b1", "bob", client.ToUser("alice"), "/me waves back", now))
+	h.want("* bob waves back")
+	h.wantNot("bob /me")
+	h.line("/join ops")
+	h.want(" 3:#ops ")
+	h.line("/close")
+	h.want("· closed #ops (still joined: /part ops leaves it)", " 2:bob ")
+	h.wantNot(":#ops ")
+	if len(h.b.joins) != 1 {
+		t.Errorf("/close of a group changed membership: %v", h.b.joins)
+	}
+	h.line("/close")
+	h.want("· closed bob")
+	h.wantNot(":bob ")
+	h.line("/close")
+	h.want("! the status tab stays open")
+	// A message from a closed conversation opens it again.
+	h.event(chat("b2", "bob", client.ToUser("alice"), "still there?", now))
+	h.want(":bob (1)")
 }

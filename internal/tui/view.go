@@ -106,19 +106,31 @@ func (m *Model) render(e *entry) []string {
 	body := Clean(e.text)
 	style := lipgloss.NewStyle()
 	var mark string
-	switch e.kind {
-	case kindChat:
+	action, isAction := ActionText(e.text)
+	switch {
+	case isAction && (e.kind == kindChat || e.kind == kindOwn):
+		// /me waves: "* alice waves"
+		who := st.sender(e.from, m.me)
+		if e.kind == kindOwn {
+			who = st.me
+		}
+		prefix += who.Render("* "+Clean(e.from)) + " "
+		body = Clean(action)
+		if e.kind == kindOwn {
+			mark = m.receipt(e.out)
+		}
+	case e.kind == kindChat:
 		prefix += st.sender(e.from, m.me).Render(Clean(e.from)) + " "
-	case kindOwn:
+	case e.kind == kindOwn:
 		prefix += st.me.Render(Clean(e.from)) + " "
 		mark = m.receipt(e.out)
-	case kindRoute:
+	case e.kind == kindRoute:
 		prefix += st.sender(e.to.Name, m.me).Render("→ "+Clean(e.to.String())) + " "
 		mark = m.receipt(e.out)
-	case kindInfo:
+	case e.kind == kindInfo:
 		prefix += st.info.Render("·") + " "
 		style = st.info
-	case kindError:
+	case e.kind == kindError:
 		prefix += st.err.Render("!") + " "
 		style = st.err
 	}
