@@ -32,6 +32,7 @@ type globals struct {
 	timeout  time.Duration
 	json     bool
 	plain    bool
+	bell     bool
 	tls      bool
 	ca       string
 	getenv   func(string) string
@@ -123,6 +124,7 @@ Exit status: 0 success, 1 failure (no login, refused, messages not sent),
 	f.BoolVar(&g.tls, "tls", false, "connect over TLS, verifying the node's certificate (env RINGCHAT_TLS)")
 	f.StringVar(&g.ca, "ca", "", "PEM file of the CA that signed the nodes' certificates (implies --tls; default: the system's roots; env RINGCHAT_CA)")
 	root.Flags().BoolVar(&g.plain, "plain", false, "line mode even on a terminal")
+	root.Flags().BoolVar(&g.bell, "bell", true, "ring the terminal bell when a message names you or a direct message arrives in another tab (env RINGCHAT_BELL)")
 	root.AddCommand(newSendCmd(g), newTailCmd(g), newWhoCmd(g), newGroupsCmd(g), newHistoryCmd(g), newRegisterCmd(g), newVersionCmd())
 	return root
 }
@@ -157,6 +159,7 @@ type config struct {
 	timeout  time.Duration
 	json     bool
 	plain    bool
+	bell     bool        // the full-screen client rings on mentions and direct messages
 	tls      *tls.Config // nil: plain TCP
 }
 
@@ -168,7 +171,14 @@ func (cfg config) options() client.Options {
 // resolve applies positional arguments, the environment, the node list
 // and defaults.
 func (g *globals) resolve(cmd *cobra.Command, args []string) (config, error) {
-	cfg := config{user: g.user, password: g.password, timeout: g.timeout, json: g.json, plain: g.plain}
+	cfg := config{user: g.user, password: g.password, timeout: g.timeout, json: g.json, plain: g.plain, bell: g.bell}
+	if !cmd.Flags().Changed("bell") && g.getenv("RINGCHAT_BELL") != "" {
+		b, err := strconv.ParseBool(g.getenv("RINGCHAT_BELL"))
+		if err != nil {
+			return config{}, usagef("RINGCHAT_BELL=%q: want true or false", g.getenv("RINGCHAT_BELL"))
+		}
+		cfg.bell = b
+	}
 	flags := cmd.Flags()
 	env := func(name, flag, val string) string {
 		if !flags.Changed(flag) && g.getenv(name) != "" {

@@ -194,6 +194,10 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("ringchat %q: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
 		}
 	}
+	code, _, stderr := runOnce(t, map[string]string{"RINGCHAT_BELL": "loud"}, "--user", "a", "--node", "127.0.0.1:1")
+	if code != 2 || !strings.Contains(stderr, "RINGCHAT_BELL") {
+		t.Errorf("RINGCHAT_BELL=loud: exit %d, stderr %q", code, stderr)
+	}
 }
 
 func TestNodeResolution(t *testing.T) {

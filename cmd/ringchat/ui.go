@@ -34,5 +34,9 @@ func runUI(ctx context.Context, cfg config, in, out *os.File, stderr io.Writer) 
 	}
 	defer s.Close()
 	addr, node, _ := s.Where()
-	return tui.Run(ctx, tui.Config{Backend: s, Timeout: cfg.timeout, Addr: addr, Node: node}, s.Events(), in, out)
+	tc := tui.Config{Backend: s, Timeout: cfg.timeout, Addr: addr, Node: node}
+	if cfg.bell {
+		tc.Bell = func() { fmt.Fprint(stderr, "\a") }
+	}
+	return tui.Run(ctx, tc, s.Events(), in, out)
 }

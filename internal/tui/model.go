@@ -17,6 +17,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"charm.land/bubbles/v2/textinput"
 	"charm.land/bubbles/v2/viewport"
@@ -62,6 +64,9 @@ type Config struct {
 	// (defaults: time.Now, time.Local).
 	Now      func() time.Time
 	Location *time.Location
+	// Bell rings the terminal's bell when a message names the user (a
+	// mention) or a direct message arrives in another tab; nil: silent.
+	Bell func()
 }
 
 func (c Config) withDefaults() Config {
@@ -172,10 +177,13 @@ type entry struct {
 	text string
 	id   string
 	out  *outgoing // kindOwn, kindRoute
+	// mention: a kindChat line that names the user, shown highlighted.
+	mention bool
 }
 
 // conversation is a user, a group, or the status buffer (zero To).
 type conversation struct {
+	mentions      int // unread lines that name the user
 	to            client.Recipient
 	entries       []*entry
 	ids           map[string]bool
@@ -665,9 +673,39 @@ func (m *Model) incoming(msg client.ChatMessage) {
 	if !ok {
 		at = m.cfg.Now()
 	}
-	m.add(c, &entry{kind: kindChat, at: at, from: msg.From, text: msg.Content, id: msg.ID})
+	e := &entry{kind: kindChat, at: at, from: msg.From, text: msg.Content, id: msg.ID, mention: Mentions(msg.Content, m.me)}
+	m.add(c, e)
 	if key(conv) != m.cur {
 		c.unread++
+		if e.mention {
+			c.mentions++
+		}
+	}
+	if m.cfg.Bell != nil && (e.mention || (!conv.Group && key(conv) != m.cur)) {
+		m.cfg.Bell()
+	}
+}
+
+// Mentions reports whether text names user as a word of its own
+// ("alice:", "@alice", "hi alice!"; not "malice"), in any case.
+func Mentions(text, user string) bool {
+	if user == "" {
+		return false
+	}
+	lt, lu := strings.ToLower(text), strings.ToLower(user)
+	word := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' || r == '-' }
+	for i := 0; ; {
+		j := strings.Index(lt[i:], lu)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(lu)
+		before, _ := utf8.DecodeLastRuneInString(lt[:start])
+		after, _ := utf8.DecodeRuneInString(lt[end:])
+		if (start == 0 || !word(before)) && (end == len(lt) || !word(after)) {
+			return true
+		}
+		i = start + 1
 	}
 }
 
@@ -814,7 +852,7 @@ func (m *Model) open(to client.Recipient) *conversation {
 func (m *Model) switchTo(to client.Recipient) tea.Cmd {
 	c := m.open(to)
 	m.cur = key(to)
-	c.unread = 0
+	c.unread, c.mentions = 0, 0
 	m.newBelow = 0
 	m.layout()
 	m.pane.GotoBottom()

@@ -206,7 +206,7 @@ func TestIncomingWhileTyping(t *testing.T) {
 	h.event(chat("m1", "bob", client.ToUser("alice"), "hi alice", now.Add(-5*time.Minute)))
 	h.event(chat("m2", "carol", client.ToGroup("ops"), "deploy done", now.Add(-4*time.Minute)))
 	h.event(chat("m3", "carol", client.ToGroup("ops"), "\x1b[2Jgotcha", now.Add(-3*time.Minute)))
-	h.want(" 2:bob (1) 3:#ops (2)", "› hel")
+	h.want(" 2:bob (1@) 3:#ops (2)", "› hel") // "hi alice" names me
 	if h.m.View().WindowTitle != "ringchat: alice (3 unread)" {
 		t.Errorf("title %q", h.m.View().WindowTitle)
 	}
@@ -442,4 +442,43 @@ func TestMeAndClose(t *testing.T) {
 	// A message from a closed conversation opens it again.
 	h.event(chat("b2", "bob", client.ToUser("alice"), "still there?", now))
 	h.want(":bob (1)")
+}
+
+// A line naming me is highlighted, its tab marked as a mention (not just
+// unread), and the bell rings; a direct message in another tab rings it
+// too; a group line that does not name me does not.
+func TestMentions(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want bool
+	}{
+		{"alice: ping", true}, {"hi @Alice!", true}, {"ALICE", true}, {"thanks alice.", true},
+		{"malice", false}, {"alices", false}, {"alice_b here", false}, {"", false},
+	} {
+		if got := Mentions(tc.text, "alice"); got != tc.want {
+			t.Errorf("Mentions(%q) = %v, want %v", tc.text, got, tc.want)
+		}
+	}
+	h := newHarness(t)
+	rang := 0
+	h.m.cfg.Bell = func() { rang++ }
+	h.line("/join ops")
+	h.line("/to bob")
+	h.event(chat("g1", "carol", client.ToGroup("ops"), "deploy done", now))
+	if rang != 0 {
+		t.Fatalf("a group line without my name rang the bell")
+	}
+	h.want(":#ops (1)")
+	h.event(chat("g2", "carol", client.ToGroup("ops"), "alice: can you check?", now))
+	if rang != 1 {
+		t.Fatalf("a mention rang the bell %d times, want 1", rang)
+	}
+	h.want(":#ops (2@)")
+	h.event(chat("d1", "dave", client.ToUser("alice"), "psst", now))
+	if rang != 2 {
+		t.Fatalf("a direct message in another tab rang the bell %d times in all, want 2", rang)
+	}
+	h.line("/to #ops")
+	h.want("alice: can you check?")
+	h.wantNot("(2@)")
 }
