@@ -15,6 +15,7 @@ const HelpText = `  /msg USER TEXT     send TEXT to USER (/msg #GROUP TEXT sends
   /to USER|#GROUP    talk to USER or GROUP: plain lines go there (also /query)
   /me ACTION         send "* you ACTION" to the current conversation
   /close             close the current conversation's tab (a group stays joined)
+  /search TEXT       the lines of the current conversation that contain TEXT
   /join GROUP        join a group (and talk to it)
   /private GROUP     new invite-only group; /invite USER [#GROUP]; /passwd (hidden)
   /leave GROUP       leave a group (also /part)
@@ -46,6 +47,7 @@ const (
 	ActHelp                  // show the commands
 	ActQuit                  // leave
 	ActClose                 // close the current conversation's tab
+	ActSearch                // show the current conversation's lines containing Text
 )
 
 // MePrefix starts the text of an action (/me waves travels as "/me
@@ -129,6 +131,11 @@ func Parse(line string) (Command, error) {
 			return Command{}, fmt.Errorf("usage: /me ACTION")
 		}
 		return Command{Act: ActSend, Text: MePrefix + rest, ToCurrent: true}, nil
+	case "/search":
+		if rest == "" {
+			return Command{}, fmt.Errorf("usage: /search TEXT")
+		}
+		return Command{Act: ActSearch, Text: rest}, nil
 	case "/close":
 		if rest != "" {
 			return Command{}, fmt.Errorf("usage: /close (closes the current tab)")

@@ -516,8 +516,36 @@ func (m *Model) submit(line string) tea.Cmd {
 		return m.quit()
 	case ActClose:
 		return m.closeTab()
+	case ActSearch:
+		m.search(c.Text)
 	}
 	return nil
+}
+
+// maxSearchLines bounds the matches /search shows.
+const maxSearchLines = 20
+
+// search shows the lines of the current conversation that contain text
+// (any case), the latest maxSearchLines of them.
+func (m *Model) search(text string) {
+	c := m.convs[m.cur]
+	want := strings.ToLower(text)
+	var hits []*entry
+	for _, e := range c.entries {
+		if (e.kind == kindChat || e.kind == kindOwn) && strings.Contains(strings.ToLower(e.text), want) {
+			hits = append(hits, e)
+		}
+	}
+	if len(hits) == 0 {
+		m.info("search: no line here contains %q", Clean(text))
+		return
+	}
+	shown := hits[max(0, len(hits)-maxSearchLines):]
+	m.info("search: %s here contain %q%s:", Plural(len(hits), "line"), Clean(text),
+		map[bool]string{true: fmt.Sprintf(" (the last %d)", len(shown)), false: ""}[len(shown) < len(hits)])
+	for _, e := range shown {
+		m.info("  %s %s: %s", m.stamp(e.at), Clean(e.from), Clean(e.text))
+	}
 }
 
 // closeTab closes the current conversation's tab (not the status buffer's):

@@ -482,3 +482,20 @@ func TestMentions(t *testing.T) {
 	h.want("alice: can you check?")
 	h.wantNot("(2@)")
 }
+
+// /search shows the current conversation's lines containing the text, in
+// any case, and says so when there are none.
+func TestSearch(t *testing.T) {
+	h := newHarness(t)
+	h.line("/to bob")
+	h.line("the Deploy is green")
+	h.event(chat("b1", "bob", client.ToUser("alice"), "lunch?", now))
+	h.event(chat("b2", "bob", client.ToUser("alice"), "deploy again tomorrow", now))
+	h.line("/search deploy")
+	h.want(`· search: 2 lines here contain "deploy":`, "·   10:20 alice: the Deploy is green", "·   10:20 bob: deploy again tomorrow")
+	h.wantNot("bob: lunch?")
+	h.line("/search nothing-like-it")
+	h.want(`· search: no line here contains "nothing-like-it"`)
+	h.line("/search")
+	h.want("! usage: /search TEXT")
+}

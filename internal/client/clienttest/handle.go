@@ -102,14 +102,19 @@ type historyOut struct {
 	ID          string    `json:"id,omitempty"`
 }
 
+// handle records line and answers it, in one hold of s.mu: a test that
+// saw the line (WaitLine) sees what handling it did, and a Mute after it
+// cannot reach it.
 func (s *Server) handle(c *sconn, line string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lines = append(s.lines, line)
+	s.notifyLocked()
 	var m message
 	if err := json.Unmarshal([]byte(line), &m); err != nil {
 		s.fail(c, "BAD_JSON", "", "malformed JSON: %v", err)
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	user := c.user
 	switch m.MessageType {
 	case "ALIVE":

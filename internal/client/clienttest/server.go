@@ -393,12 +393,7 @@ func (s *Server) serve(c *sconn) {
 		if err != nil {
 			return
 		}
-		line = strings.TrimSuffix(line, "\n")
-		s.mu.Lock()
-		s.lines = append(s.lines, line)
-		s.notifyLocked()
-		s.mu.Unlock()
-		s.handle(c, line)
+		s.handle(c, strings.TrimSuffix(line, "\n"))
 	}
 }
 
