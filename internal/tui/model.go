@@ -590,7 +590,10 @@ func (m *Model) event(ev client.Event) {
 	case client.ErrorMessage:
 		if o := m.own[ev.ID]; ev.ID != "" && o != nil {
 			o.state, o.err = failed, ev.Message
-			m.addErr(m.convs[key(o.to)], "not sent to %s: %s", Clean(o.to.String()), Clean(ev.Message))
+			c := m.open(o.to)
+			m.addErr(c, "not sent to %s: %s", Clean(o.to.String()), Clean(ev.Message))
+			m.markUnread(c)
+			m.refresh() // the ✗ shows wherever the message does, here too
 			return
 		}
 		m.errorf("%s", Clean(ev.Message))
@@ -638,7 +641,12 @@ func (m *Model) incoming(msg client.ChatMessage) {
 		at = m.cfg.Now()
 	}
 	m.add(c, &entry{kind: kindChat, at: at, from: msg.From, text: msg.Content, id: msg.ID})
-	if key(conv) != m.cur {
+	m.markUnread(c)
+}
+
+// markUnread counts a new line of c as unread unless c is on screen.
+func (m *Model) markUnread(c *conversation) {
+	if key(c.to) != m.cur {
 		c.unread++
 	}
 }
