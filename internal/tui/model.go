@@ -119,7 +119,7 @@ type (
 		msgs  []client.ChatMessage
 		err   error
 		limit int
-		auto  bool // on opening the conversation
+		mode  histMode
 	}
 	flushedMsg struct{ err error }
 )
@@ -498,7 +498,7 @@ func (m *Model) submit(line string) tea.Cmd {
 			m.open(with).historyLoaded = true
 			m.switchTo(with)
 		}
-		return m.fetchHistory(with, c.Limit, false)
+		return m.fetchHistory(with, c.Limit, histAsked)
 	case ActHelp:
 		for _, l := range strings.Split(strings.TrimRight(HelpText, "\n"), "\n") {
 			m.info("%s", l)
@@ -538,11 +538,11 @@ func (m *Model) request(f func(ctx context.Context) tea.Msg) tea.Cmd {
 	}
 }
 
-func (m *Model) fetchHistory(with client.Recipient, limit int, auto bool) tea.Cmd {
+func (m *Model) fetchHistory(with client.Recipient, limit int, mode histMode) tea.Cmd {
 	b := m.cfg.Backend
 	return m.request(func(ctx context.Context) tea.Msg {
 		msgs, err := b.History(ctx, with, limit)
-		return historyMsg{with: with, msgs: msgs, err: err, limit: limit, auto: auto}
+		return historyMsg{with: with, msgs: msgs, err: err, limit: limit, mode: mode}
 	})
 }
 
@@ -636,11 +636,7 @@ func (m *Model) incoming(msg client.ChatMessage) {
 	if msg.ID != "" && c.ids[msg.ID] {
 		return
 	}
-	at, ok := MessageTime(msg)
-	if !ok {
-		at = m.cfg.Now()
-	}
-	m.add(c, &entry{kind: kindChat, at: at, from: msg.From, text: msg.Content, id: msg.ID})
+	m.add(c, m.historyEntry(msg))
 	m.markUnread(c)
 }
 
@@ -729,48 +725,6 @@ func (m *Model) groupList(r groupsMsg) {
 	}
 }
 
-// history puts earlier messages of a conversation before what it shows.
-func (m *Model) history(r historyMsg) {
-	c := m.open(r.with)
-	if r.err != nil {
-		if !r.auto {
-			m.addErr(c, "%s", errText(r.err))
-		} else {
-			c.historyLoaded = false
-		}
-		return
-	}
-	c.historyLoaded = true
-	var earlier []*entry
-	for _, msg := range r.msgs {
-		if msg.ID != "" && c.ids[msg.ID] {
-			continue
-		}
-		at, ok := MessageTime(msg)
-		if !ok {
-			at = m.cfg.Now()
-		}
-		earlier = append(earlier, &entry{kind: kindChat, at: at, from: msg.From, text: msg.Content, id: msg.ID})
-		if msg.ID != "" {
-			c.ids[msg.ID] = true
-		}
-	}
-	switch {
-	case len(earlier) == 0 && !r.auto:
-		m.addInfo(c, "no earlier messages with %s", Clean(r.with.String()))
-		return
-	case len(earlier) == 0:
-		return
-	}
-	head := &entry{kind: kindInfo, at: m.cfg.Now(), text: fmt.Sprintf("── %d earlier messages ──", len(earlier))}
-	tail := &entry{kind: kindInfo, at: m.cfg.Now(), text: "──"}
-	c.entries = slices.Concat([]*entry{head}, earlier, []*entry{tail}, c.entries)
-	m.trim(c)
-	if key(r.with) == m.cur {
-		m.refresh()
-	}
-}
-
 // open returns the conversation with to, creating it.
 func (m *Model) open(to client.Recipient) *conversation {
 	k := key(to)
@@ -796,7 +750,7 @@ func (m *Model) switchTo(to client.Recipient) tea.Cmd {
 		return nil
 	}
 	c.historyLoaded = true // one request at a time
-	return m.fetchHistory(to, m.cfg.HistoryOnOpen, true)
+	return m.fetchHistory(to, m.cfg.HistoryOnOpen, histOpen)
 }
 
 // cycle moves to the next (or previous) conversation, preferring one with

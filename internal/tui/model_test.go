@@ -282,7 +282,7 @@ func TestCommands(t *testing.T) {
 	h.line("/groups")
 	h.want("· groups: #ops (3, joined), #random (1)")
 	h.line("/history")
-	h.want("· no earlier messages with #g1")
+	h.want("· no messages with #g1")
 	h.line("/leave g1")
 	h.want("· left #g1")
 	h.wantNot("#g1 #ops")
