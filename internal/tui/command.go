@@ -20,6 +20,7 @@ const HelpText = `  /msg USER TEXT     send TEXT to USER (/msg #GROUP TEXT sends
   /groups            every group, its size, and the ones you are in
   /history [USER|#GROUP] [N]
                      the last N messages (20) of a conversation (the current one)
+  /me ACTION         send "* you ACTION" to the current conversation
   /help              show this help
   /quit              leave (so does end of input)
   TEXT               send TEXT to the current conversation (//TEXT sends /TEXT)
@@ -43,6 +44,8 @@ const (
 	ActPasswd                // ask for a new password
 	ActHelp                  // show the commands
 	ActQuit                  // leave
+	ActClose                 // the full-screen client: close the current tab
+	ActSearch                // the full-screen client: search the current tab for Text
 )
 
 // DefaultHistory is how many messages /history shows without a count.
@@ -57,6 +60,7 @@ type Command struct {
 	ToCurrent bool             // ActSend to the current conversation
 	Limit     int              // ActHistory
 	User      string           // ActInvite
+	Close     bool             // ActLeave: close the group's tab too (/part in the full-screen client)
 }
 
 // Parse reads one input line. Its errors are for people to read.
@@ -122,6 +126,11 @@ func Parse(line string) (Command, error) {
 			return Command{}, fmt.Errorf("usage: /passwd (the password is asked for on the next line, hidden)")
 		}
 		return Command{Act: ActPasswd}, nil
+	case "/me":
+		if rest == "" {
+			return Command{}, fmt.Errorf("usage: /me ACTION")
+		}
+		return Command{Act: ActSend, Text: ActionPrefix + rest, ToCurrent: true}, nil
 	case "/who":
 		return Command{Act: ActWho}, nil
 	case "/groups":

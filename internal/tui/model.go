@@ -98,6 +98,7 @@ type (
 		group   string
 		leave   bool
 		private bool // /private: created or joined invite-only
+		close   bool // /part, /close: close the group's tab once left
 		err     error
 	}
 	inviteMsg struct {
@@ -280,8 +281,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case joinMsg:
 		var cmd tea.Cmd
-		if msg.err == nil && !msg.leave {
+		switch {
+		case msg.err == nil && !msg.leave:
 			cmd = m.switchTo(client.ToGroup(msg.group))
+		case msg.err == nil && msg.close:
+			cmd = m.closeTab(client.ToGroup(msg.group))
 		}
 		m.joined(msg)
 		return m, cmd
@@ -420,7 +424,7 @@ func (m *Model) browse(back bool) {
 
 // submit runs one input line.
 func (m *Model) submit(line string) tea.Cmd {
-	c, err := Parse(line)
+	c, err := ParseUI(line)
 	if err != nil {
 		m.errorf("%v", err)
 		return nil
@@ -463,9 +467,9 @@ func (m *Model) submit(line string) tea.Cmd {
 		m.input.EchoMode = textinput.EchoPassword
 		m.info("new password (hidden; Enter sets it, Esc cancels):")
 	case ActLeave:
-		return m.request(func(ctx context.Context) tea.Msg {
-			return joinMsg{group: c.Group, leave: true, err: b.Leave(ctx, c.Group)}
-		})
+		return m.leave(c.Group, c.Close)
+	case ActClose:
+		return m.closeCurrent()
 	case ActTo:
 		if c.To.Name == "" {
 			if to := m.convs[m.cur].to; to.Name != "" {
@@ -501,6 +505,9 @@ func (m *Model) submit(line string) tea.Cmd {
 		return m.fetchHistory(with, c.Limit, histAsked)
 	case ActHelp:
 		for _, l := range strings.Split(strings.TrimRight(HelpText, "\n"), "\n") {
+			m.info("%s", l)
+		}
+		for _, l := range strings.Split(strings.TrimRight(UIHelpText, "\n"), "\n") {
 			m.info("%s", l)
 		}
 		m.info("  Tab, Shift+Tab, Alt+1..9 switch conversations; PgUp, PgDn scroll; Up, Down recall lines")

@@ -298,7 +298,7 @@ func TestCommands(t *testing.T) {
 	h.line("/history bob 5")
 	h.want("! no answer in time")
 	h.line("/help")
-	h.want("/to USER|#GROUP    talk to USER or GROUP: plain lines go there")
+	h.want("/close             close the current tab")
 	h.line("/to")
 	h.want("· talking to bob")
 }

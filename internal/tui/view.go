@@ -107,13 +107,20 @@ func (m *Model) render(e *entry) []string {
 	style := lipgloss.NewStyle()
 	var mark string
 	switch e.kind {
-	case kindChat:
-		prefix += st.sender(e.from, m.me).Render(Clean(e.from)) + " "
-	case kindOwn:
-		prefix += st.me.Render(Clean(e.from)) + " "
-		mark = m.receipt(e.out)
+	case kindChat, kindOwn:
+		from := st.sender(e.from, m.me).Render(Clean(e.from)) + " "
+		if act, ok := actionOf(e.text); ok {
+			from, body = st.info.Render("*")+" "+from, Clean(act)
+		}
+		prefix += from
+		if e.kind == kindOwn {
+			mark = m.receipt(e.out)
+		}
 	case kindRoute:
 		prefix += st.sender(e.to.Name, m.me).Render("→ "+Clean(e.to.String())) + " "
+		if act, ok := actionOf(e.text); ok {
+			body = "* " + Clean(m.me) + " " + Clean(act)
+		}
 		mark = m.receipt(e.out)
 	case kindInfo:
 		prefix += st.info.Render("·") + " "
