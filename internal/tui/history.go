@@ -76,6 +76,7 @@ func (m *Model) prependHistory(c *conversation, msgs []client.ChatMessage) int {
 
 // historyEntry is a chat message (live or from a HISTORY answer) as a line.
 func (m *Model) historyEntry(msg client.ChatMessage) *entry {
+	m.seeUser(msg.From)
 	at, ok := MessageTime(msg)
 	if !ok {
 		at = m.cfg.Now()

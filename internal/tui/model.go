@@ -201,6 +201,9 @@ type Model struct {
 	own   map[string]*outgoing
 	// joined groups, as far as this client knows
 	groups map[string]bool
+	// users and groups seen, for completion
+	users, knownGroups map[string]bool
+	comp               *completion // Tab completion under way
 
 	conn     connState
 	addr     string
@@ -230,6 +233,9 @@ func New(cfg Config) *Model {
 		convs:  map[string]*conversation{},
 		own:    map[string]*outgoing{},
 		groups: map[string]bool{},
+		users:  map[string]bool{},
+
+		knownGroups: map[string]bool{},
 	}
 	m.input = textinput.New()
 	m.input.SetVirtualCursor(false)
@@ -322,7 +328,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // key handles a key press: editing and sending go to the input line,
 // a few keys move between conversations and scroll the pane.
 func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
-	switch s := k.String(); s {
+	s := k.String()
+	if s != "tab" && s != "shift+tab" {
+		m.comp = nil
+	}
+	switch s {
 	case "ctrl+c":
 		if m.quitting {
 			return tea.Quit
@@ -343,9 +353,17 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		m.newBelow = 0
 		return m.submit(line)
 	case "tab":
-		return m.cycle(1)
+		m.complete(1)
+		return nil
 	case "shift+tab":
+		m.complete(-1)
+		return nil
+	case "ctrl+n":
+		return m.cycle(1)
+	case "ctrl+p":
 		return m.cycle(-1)
+	case "alt+a":
+		return m.nextActive()
 	case "pgup":
 		m.pane.PageUp()
 		return nil
@@ -510,7 +528,9 @@ func (m *Model) submit(line string) tea.Cmd {
 		for _, l := range strings.Split(strings.TrimRight(UIHelpText, "\n"), "\n") {
 			m.info("%s", l)
 		}
-		m.info("  Tab, Shift+Tab, Alt+1..9 switch conversations; PgUp, PgDn scroll; Up, Down recall lines")
+		for _, l := range strings.Split(strings.TrimRight(KeysText, "\n"), "\n") {
+			m.info("%s", l)
+		}
 	case ActQuit:
 		return m.quit()
 	}
@@ -685,6 +705,7 @@ func (m *Model) who(r whoMsg) {
 	}
 	var parts []string
 	for _, u := range r.users {
+		m.seeUser(u.Username)
 		parts = append(parts, fmt.Sprintf("%s (node %d)", Clean(u.Username), u.Node))
 	}
 	if len(parts) == 0 {
@@ -704,6 +725,7 @@ func (m *Model) groupList(r groupsMsg) {
 	clear(m.groups)
 	var parts []string
 	for _, g := range r.groups {
+		m.seeGroup(g.Group)
 		if g.Member {
 			m.groups[g.Group] = true
 		}
@@ -738,6 +760,11 @@ func (m *Model) open(to client.Recipient) *conversation {
 	c := m.convs[k]
 	if c == nil {
 		c = &conversation{to: to, ids: map[string]bool{}}
+		if to.Group {
+			m.seeGroup(to.Name)
+		} else {
+			m.seeUser(to.Name)
+		}
 		m.convs[k] = c
 		m.order = append(m.order, k)
 	}
@@ -760,19 +787,21 @@ func (m *Model) switchTo(to client.Recipient) tea.Cmd {
 	return m.fetchHistory(to, m.cfg.HistoryOnOpen, histOpen)
 }
 
-// cycle moves to the next (or previous) conversation, preferring one with
-// unread messages.
+// cycle moves to the next (or previous) conversation.
 func (m *Model) cycle(step int) tea.Cmd {
-	i := slices.Index(m.order, m.cur)
-	n := len(m.order)
-	if step > 0 {
-		for j := 1; j < n; j++ {
-			if k := m.order[(i+j)%n]; m.convs[k].unread > 0 {
-				return m.switchTo(m.convs[k].to)
-			}
+	i, n := slices.Index(m.order, m.cur), len(m.order)
+	return m.switchTo(m.convs[m.order[((i+step)%n+n)%n]].to)
+}
+
+// nextActive moves to the next conversation with unread messages.
+func (m *Model) nextActive() tea.Cmd {
+	i, n := slices.Index(m.order, m.cur), len(m.order)
+	for j := 1; j < n; j++ {
+		if k := m.order[(i+j)%n]; m.convs[k].unread > 0 {
+			return m.switchTo(m.convs[k].to)
 		}
 	}
-	return m.switchTo(m.convs[m.order[((i+step)%n+n)%n]].to)
+	return nil
 }
 
 func (m *Model) add(c *conversation, e *entry) {

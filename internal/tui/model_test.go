@@ -214,14 +214,14 @@ func TestIncomingWhileTyping(t *testing.T) {
 		t.Fatalf("input %q: typing was disturbed", h.m.input.Value())
 	}
 
-	// Tab goes to a conversation with unread messages, and loads its history.
-	h.press(tea.KeyTab)
+	// Alt+A goes to a conversation with unread messages, and loads its history.
+	h.press('a', tea.ModAlt)
 	h.want("09:20 bob earlier", "10:15 bob hi alice", "── 1 earlier messages ──", "bob › hel", "│ → bob")
 	h.wantNot("(1)")
 	if strings.Count(h.screen(), "hi alice") != 1 {
 		t.Errorf("a message shown again by its history:\n%s", h.screen())
 	}
-	h.press(tea.KeyTab)
+	h.press('a', tea.ModAlt)
 	h.want("10:16 carol deploy done", `\x1b[2Jgotcha`, "#ops › hel")
 	if strings.Contains(h.m.View().Content, "\x1b[2J") {
 		t.Error("an escape sequence from the network reached the terminal")
@@ -386,6 +386,10 @@ func TestSwitchWithAltNumber(t *testing.T) {
 	h.want("dave › ", "dave two")
 	h.press('1', tea.ModAlt)
 	h.want("› ", "connected to node 1")
-	h.press(tea.KeyTab, tea.ModShift)
+	h.press('p', tea.ModCtrl)
 	h.want("dave › ")
+	h.press('n', tea.ModCtrl)
+	h.want("› ", "connected to node 1")
+	h.press('n', tea.ModCtrl)
+	h.want("bob › ")
 }

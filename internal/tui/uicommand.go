@@ -13,6 +13,13 @@ const UIHelpText = `  /query USER        open a conversation with USER (as /to)
   /search [TEXT]     find TEXT in the current tab; Ctrl-R: the match before; /search: clear
 `
 
+// KeysText lists the keys of the full-screen client.
+const KeysText = `  Tab, Shift+Tab     complete a command, user or #group (again: the next one)
+  Ctrl-N, Ctrl-P     next, previous conversation; Alt+1..9 the Nth; Alt+A the next with unread
+  PgUp, PgDn         scroll; Esc back to the bottom
+  Up, Down           recall typed lines; Ctrl-C, Ctrl-D (on an empty line) quit
+`
+
 // ActionPrefix starts the text of an action (/me waves travels as the
 // text "/me waves"): every client shows it, and ringchat shows it as
 // "* alice waves".
