@@ -35,6 +35,7 @@ type globals struct {
 	tls      bool
 	ca       string
 	getenv   func(string) string
+	ui       uiOptions // the full-screen client's
 }
 
 // execute runs ringchat with args, printing any error to stderr.
@@ -104,9 +105,13 @@ Exit status: 0 success, 1 failure (no login, refused, messages not sent),
 			if err != nil {
 				return err
 			}
+			ui, err := g.resolveUI(cmd.Flags())
+			if err != nil {
+				return err
+			}
 			in, out := cmd.InOrStdin(), cmd.OutOrStdout()
 			if fin, fout, ok := terminals(in, out); ok && !cfg.plain && !cfg.json {
-				return runUI(cmd.Context(), cfg, fin, fout, cmd.ErrOrStderr())
+				return runUI(cmd.Context(), cfg, ui, fin, fout, cmd.ErrOrStderr())
 			}
 			return runLineMode(cmd.Context(), cfg, in, out, cmd.ErrOrStderr())
 		},
@@ -123,6 +128,7 @@ Exit status: 0 success, 1 failure (no login, refused, messages not sent),
 	f.BoolVar(&g.tls, "tls", false, "connect over TLS, verifying the node's certificate (env RINGCHAT_TLS)")
 	f.StringVar(&g.ca, "ca", "", "PEM file of the CA that signed the nodes' certificates (implies --tls; default: the system's roots; env RINGCHAT_CA)")
 	root.Flags().BoolVar(&g.plain, "plain", false, "line mode even on a terminal")
+	addUIFlags(root, &g.ui)
 	root.AddCommand(newSendCmd(g), newTailCmd(g), newWhoCmd(g), newGroupsCmd(g), newHistoryCmd(g), newRegisterCmd(g), newVersionCmd())
 	return root
 }

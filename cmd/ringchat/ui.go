@@ -13,7 +13,7 @@ import (
 
 // runUI is the root command on a terminal: log in, then the full-screen
 // chat until /quit.
-func runUI(ctx context.Context, cfg config, in, out *os.File, stderr io.Writer) error {
+func runUI(ctx context.Context, cfg config, ui uiOptions, in, out *os.File, stderr io.Writer) error {
 	if cfg.user == "" {
 		fmt.Fprint(stderr, "username: ")
 		line, err := bufio.NewReader(io.LimitReader(in, 256)).ReadString('\n')
@@ -34,5 +34,5 @@ func runUI(ctx context.Context, cfg config, in, out *os.File, stderr io.Writer) 
 	}
 	defer s.Close()
 	addr, node, _ := s.Where()
-	return tui.Run(ctx, tui.Config{Backend: s, Timeout: cfg.timeout, Addr: addr, Node: node}, s.Events(), in, out)
+	return tui.Run(ctx, tui.Config{Backend: s, Timeout: cfg.timeout, Addr: addr, Node: node, NoBell: !ui.bell}, s.Events(), in, out)
 }

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -58,6 +59,8 @@ type Config struct {
 	// status bar's; later Connected events update them).
 	Addr string
 	Node int64
+	// NoBell: a message naming the user does not ring the terminal's bell.
+	NoBell bool
 	// Now and Location are the clock and the time zone of timestamps
 	// (defaults: time.Now, time.Local).
 	Now      func() time.Time
@@ -181,6 +184,7 @@ type conversation struct {
 	entries       []*entry
 	ids           map[string]bool
 	unread        int
+	mentioned     bool // an unread line names me
 	historyLoaded bool
 }
 
@@ -204,6 +208,8 @@ type Model struct {
 	// users and groups seen, for completion
 	users, knownGroups map[string]bool
 	comp               *completion // Tab completion under way
+	mention            *regexp.Regexp
+	bell               bool // a mention wants the bell rung
 
 	conn     connState
 	addr     string
@@ -237,6 +243,7 @@ func New(cfg Config) *Model {
 
 		knownGroups: map[string]bool{},
 	}
+	m.mention = mentionPattern(m.me)
 	m.input = textinput.New()
 	m.input.SetVirtualCursor(false)
 	m.input.Focus()
@@ -279,7 +286,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, cmd
 	case EventMsg:
 		m.event(msg.Event)
-		return m, nil
+		return m, m.takeBell()
 	case EventsClosedMsg:
 		if !m.quitting && m.conn != stateOffline {
 			m.conn, m.detail = stateOffline, "connection closed"
@@ -663,8 +670,10 @@ func (m *Model) incoming(msg client.ChatMessage) {
 	if msg.ID != "" && c.ids[msg.ID] {
 		return
 	}
-	m.add(c, m.historyEntry(msg))
+	e := m.historyEntry(msg)
+	m.add(c, e)
 	m.markUnread(c)
+	m.noticeMention(c, e)
 }
 
 // markUnread counts a new line of c as unread unless c is on screen.
@@ -776,7 +785,7 @@ func (m *Model) open(to client.Recipient) *conversation {
 func (m *Model) switchTo(to client.Recipient) tea.Cmd {
 	c := m.open(to)
 	m.cur = key(to)
-	c.unread = 0
+	c.unread, c.mentioned = 0, false
 	m.newBelow = 0
 	m.layout()
 	m.pane.GotoBottom()

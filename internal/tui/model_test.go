@@ -73,6 +73,7 @@ type harness struct {
 	m    *Model
 	b    *fake
 	quit bool
+	raw  []string // written to the terminal as it is (the bell)
 }
 
 func newHarness(t *testing.T) *harness {
@@ -107,6 +108,8 @@ func (h *harness) run(cmd tea.Cmd) {
 		}
 	case tea.QuitMsg:
 		h.quit = true
+	case tea.RawMsg:
+		h.raw = append(h.raw, fmt.Sprint(msg.Msg))
 	default:
 		h.update(msg)
 	}
@@ -206,7 +209,7 @@ func TestIncomingWhileTyping(t *testing.T) {
 	h.event(chat("m1", "bob", client.ToUser("alice"), "hi alice", now.Add(-5*time.Minute)))
 	h.event(chat("m2", "carol", client.ToGroup("ops"), "deploy done", now.Add(-4*time.Minute)))
 	h.event(chat("m3", "carol", client.ToGroup("ops"), "\x1b[2Jgotcha", now.Add(-3*time.Minute)))
-	h.want(" 2:bob (1) 3:#ops (2)", "› hel")
+	h.want(" 2:bob (1@) 3:#ops (2)", "› hel")
 	if h.m.View().WindowTitle != "ringchat: alice (3 unread)" {
 		t.Errorf("title %q", h.m.View().WindowTitle)
 	}
@@ -217,7 +220,7 @@ func TestIncomingWhileTyping(t *testing.T) {
 	// Alt+A goes to a conversation with unread messages, and loads its history.
 	h.press('a', tea.ModAlt)
 	h.want("09:20 bob earlier", "10:15 bob hi alice", "── 1 earlier messages ──", "bob › hel", "│ → bob")
-	h.wantNot("(1)")
+	h.wantNot("(1@)")
 	if strings.Count(h.screen(), "hi alice") != 1 {
 		t.Errorf("a message shown again by its history:\n%s", h.screen())
 	}

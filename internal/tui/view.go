@@ -20,6 +20,7 @@ type styles struct {
 	time, info, err, faint, me lipgloss.Style
 	ok, bad                    lipgloss.Style
 	tab, tabCur, unread        lipgloss.Style
+	mention                    lipgloss.Style
 	bar, barOK, barWarn, barEr lipgloss.Style
 	prompt                     lipgloss.Style
 	senders                    []lipgloss.Style
@@ -37,6 +38,7 @@ func newStyles() styles {
 		tab:     lipgloss.NewStyle().Foreground(lipgloss.Color("250")),
 		tabCur:  lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("231")).Background(lipgloss.Color("25")),
 		unread:  lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("220")),
+		mention: lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("231")).Background(lipgloss.Color("161")),
 		bar:     lipgloss.NewStyle().Foreground(lipgloss.Color("252")).Background(lipgloss.Color("236")),
 		barOK:   lipgloss.NewStyle().Foreground(lipgloss.Color("42")).Background(lipgloss.Color("236")),
 		barWarn: lipgloss.NewStyle().Foreground(lipgloss.Color("220")).Background(lipgloss.Color("236")),
@@ -108,6 +110,9 @@ func (m *Model) render(e *entry) []string {
 	var mark string
 	switch e.kind {
 	case kindChat, kindOwn:
+		if m.isMention(e) {
+			style = st.mention
+		}
 		from := st.sender(e.from, m.me).Render(Clean(e.from)) + " "
 		if act, ok := actionOf(e.text); ok {
 			from, body = st.info.Render("*")+" "+from, Clean(act)
@@ -201,6 +206,8 @@ func (m *Model) tabs() string {
 		switch {
 		case k == m.cur:
 			b.WriteString(m.st.tabCur.Render(" " + label + " "))
+		case c.mentioned:
+			b.WriteString(m.st.tab.Render(" "+label+" ") + m.st.mention.Render(fmt.Sprintf("(%d@)", c.unread)))
 		case c.unread > 0:
 			b.WriteString(m.st.tab.Render(" "+label+" ") + m.st.unread.Render(fmt.Sprintf("(%d)", c.unread)))
 		default:
