@@ -210,6 +210,8 @@ type Model struct {
 	comp               *completion // Tab completion under way
 	mention            *regexp.Regexp
 	bell               bool // a mention wants the bell rung
+	search             *search
+	lineOf             []int // the first pane line of each entry of the current conversation
 
 	conn     connState
 	addr     string
@@ -386,7 +388,13 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	case "shift+down":
 		m.pane.ScrollDown(1)
 		return nil
+	case "ctrl+r":
+		m.searchEarlier()
+		return nil
 	case "esc":
+		if m.endSearch() {
+			return nil
+		}
 		if m.pwPrompt {
 			m.input.Reset()
 			m.endPrompt()
@@ -495,6 +503,8 @@ func (m *Model) submit(line string) tea.Cmd {
 		return m.leave(c.Group, c.Close)
 	case ActClose:
 		return m.closeCurrent()
+	case ActSearch:
+		m.startSearch(c.Text)
 	case ActTo:
 		if c.To.Name == "" {
 			if to := m.convs[m.cur].to; to.Name != "" {
@@ -785,6 +795,7 @@ func (m *Model) open(to client.Recipient) *conversation {
 func (m *Model) switchTo(to client.Recipient) tea.Cmd {
 	c := m.open(to)
 	m.cur = key(to)
+	m.search = nil
 	c.unread, c.mentioned = 0, false
 	m.newBelow = 0
 	m.layout()

@@ -20,7 +20,7 @@ type styles struct {
 	time, info, err, faint, me lipgloss.Style
 	ok, bad                    lipgloss.Style
 	tab, tabCur, unread        lipgloss.Style
-	mention                    lipgloss.Style
+	mention, found             lipgloss.Style
 	bar, barOK, barWarn, barEr lipgloss.Style
 	prompt                     lipgloss.Style
 	senders                    []lipgloss.Style
@@ -38,6 +38,7 @@ func newStyles() styles {
 		tab:     lipgloss.NewStyle().Foreground(lipgloss.Color("250")),
 		tabCur:  lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("231")).Background(lipgloss.Color("25")),
 		unread:  lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("220")),
+		found:   lipgloss.NewStyle().Reverse(true),
 		mention: lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("231")).Background(lipgloss.Color("161")),
 		bar:     lipgloss.NewStyle().Foreground(lipgloss.Color("252")).Background(lipgloss.Color("236")),
 		barOK:   lipgloss.NewStyle().Foreground(lipgloss.Color("42")).Background(lipgloss.Color("236")),
@@ -80,7 +81,9 @@ func (m *Model) refresh() {
 	follow := m.pane.AtBottom()
 	c := m.convs[m.cur]
 	var lines []string
+	m.lineOf = m.lineOf[:0]
 	for _, e := range c.entries {
+		m.lineOf = append(m.lineOf, len(lines))
 		lines = append(lines, m.render(e)...)
 	}
 	m.pane.SetContentLines(lines)
@@ -110,7 +113,10 @@ func (m *Model) render(e *entry) []string {
 	var mark string
 	switch e.kind {
 	case kindChat, kindOwn:
-		if m.isMention(e) {
+		switch {
+		case m.isHit(e):
+			style = st.found
+		case m.isMention(e):
 			style = st.mention
 		}
 		from := st.sender(e.from, m.me).Render(Clean(e.from)) + " "
@@ -246,6 +252,9 @@ func (m *Model) statusBar() string {
 	slices.Sort(groups)
 	if len(groups) > 0 {
 		parts = append(parts, st.bar.Render(" │ groups: "+strings.Join(groups, " ")))
+	}
+	if s := m.searchStatus(); s != "" {
+		parts = append(parts, st.barWarn.Render(s))
 	}
 	if m.newBelow > 0 && !m.pane.AtBottom() {
 		parts = append(parts, st.barWarn.Render(fmt.Sprintf(" │ ↓ %d new (Esc)", m.newBelow)))
