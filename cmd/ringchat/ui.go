@@ -24,6 +24,11 @@ func runUI(ctx context.Context, cfg config, ui uiOptions, in, out *os.File, stde
 			return usagef("no user name given")
 		}
 	}
+	if ui.logDir != "" {
+		if err := os.MkdirAll(ui.logDir, 0o700); err != nil {
+			return usagef("--log-dir: %v", err)
+		}
+	}
 	fmt.Fprintf(stderr, "connecting to %s as %s…\n", cfg.addrs[0], tui.Clean(cfg.user))
 	s, err := startSession(ctx, cfg)
 	if err != nil {
@@ -34,5 +39,5 @@ func runUI(ctx context.Context, cfg config, ui uiOptions, in, out *os.File, stde
 	}
 	defer s.Close()
 	addr, node, _ := s.Where()
-	return tui.Run(ctx, tui.Config{Backend: s, Timeout: cfg.timeout, Addr: addr, Node: node, NoBell: !ui.bell}, s.Events(), in, out)
+	return tui.Run(ctx, tui.Config{Backend: s, Timeout: cfg.timeout, Addr: addr, Node: node, NoBell: !ui.bell, LogDir: ui.logDir}, s.Events(), in, out)
 }

@@ -48,3 +48,14 @@ func TestBellSetting(t *testing.T) {
 		t.Errorf("a bad RINGCHAT_BELL: %v", err)
 	}
 }
+
+func TestLogDirSetting(t *testing.T) {
+	_, ui, _ := resolveWith(t, map[string]string{"RINGCHAT_LOG_DIR": "/env/logs"})
+	if ui.logDir != "/env/logs" {
+		t.Errorf("from the environment: %q", ui.logDir)
+	}
+	_, ui, _ = resolveWith(t, map[string]string{"RINGCHAT_LOG_DIR": "/env/logs"}, "--log-dir", "/flag/logs")
+	if ui.logDir != "/flag/logs" {
+		t.Errorf("the flag does not win: %q", ui.logDir)
+	}
+}

@@ -59,6 +59,9 @@ type Config struct {
 	// status bar's; later Connected events update them).
 	Addr string
 	Node int64
+	// LogDir, if set, is where each conversation's messages are appended
+	// to a file of its own (see LogFileName); it must exist.
+	LogDir string
 	// NoBell: a message naming the user does not ring the terminal's bell.
 	NoBell bool
 	// Now and Location are the clock and the time zone of timestamps
@@ -212,6 +215,7 @@ type Model struct {
 	bell               bool // a mention wants the bell rung
 	search             *search
 	lineOf             []int // the first pane line of each entry of the current conversation
+	log                *autolog
 
 	conn     connState
 	addr     string
@@ -246,6 +250,9 @@ func New(cfg Config) *Model {
 		knownGroups: map[string]bool{},
 	}
 	m.mention = mentionPattern(m.me)
+	if cfg.LogDir != "" {
+		m.log = &autolog{dir: cfg.LogDir, loc: cfg.Location}
+	}
 	m.input = textinput.New()
 	m.input.SetVirtualCursor(false)
 	m.input.Focus()
@@ -616,6 +623,7 @@ func (m *Model) send(to client.Recipient, text string) {
 	now := m.cfg.Now()
 	c := m.open(to)
 	m.add(c, &entry{kind: kindOwn, at: now, from: m.me, text: text, id: o.ID, out: out})
+	m.logMessage(to, now, m.me, text)
 	if key(to) != m.cur {
 		m.add(m.convs[m.cur], &entry{kind: kindRoute, at: now, to: to, text: text, out: out})
 	}
@@ -682,6 +690,7 @@ func (m *Model) incoming(msg client.ChatMessage) {
 	}
 	e := m.historyEntry(msg)
 	m.add(c, e)
+	m.logMessage(conv, e.at, e.from, e.text)
 	m.markUnread(c)
 	m.noticeMention(c, e)
 }
