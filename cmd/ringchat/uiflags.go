@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -9,8 +10,9 @@ import (
 
 // uiOptions are the settings of the full-screen client only.
 type uiOptions struct {
-	bell   bool
-	logDir string
+	bell     bool
+	logDir   string
+	stateDir string // where the open conversations are kept; empty: nowhere
 }
 
 // addUIFlags declares the full-screen client's flags on the root command.
@@ -33,5 +35,18 @@ func (g *globals) resolveUI(flags *pflag.FlagSet) (uiOptions, error) {
 	if v := g.getenv("RINGCHAT_LOG_DIR"); v != "" && !flags.Changed("log-dir") {
 		o.logDir = v
 	}
+	o.stateDir = stateDir(g.getenv)
 	return o, nil
+}
+
+// stateDir is ringchat's directory under the user's state directory:
+// $XDG_STATE_HOME/ringchat, else ~/.local/state/ringchat.
+func stateDir(getenv func(string) string) string {
+	if d := getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "ringchat")
+	}
+	if h := getenv("HOME"); h != "" {
+		return filepath.Join(h, ".local", "state", "ringchat")
+	}
+	return ""
 }

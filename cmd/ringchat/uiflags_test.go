@@ -59,3 +59,22 @@ func TestLogDirSetting(t *testing.T) {
 		t.Errorf("the flag does not win: %q", ui.logDir)
 	}
 }
+
+func TestStateDir(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"XDG_STATE_HOME": "/x/state", "HOME": "/home/a"}, "/x/state/ringchat"},
+		{map[string]string{"XDG_STATE_HOME": "relative", "HOME": "/home/a"}, "/home/a/.local/state/ringchat"},
+		{map[string]string{"HOME": "/home/a"}, "/home/a/.local/state/ringchat"},
+		{nil, ""},
+	} {
+		if _, ui, _ := resolveWith(t, tc.env); ui.stateDir != tc.want {
+			t.Errorf("%v: state directory %q, want %q", tc.env, ui.stateDir, tc.want)
+		}
+	}
+	if got := stateFile(uiOptions{stateDir: "/s"}, "../x"); got != "/s/%2E.%2Fx.json" {
+		t.Errorf("state file %q", got)
+	}
+}

@@ -38,11 +38,15 @@ func (a *autolog) write(conv client.Recipient, at time.Time, from, text string) 
 }
 
 // LogFileName is the name of a conversation's log file: "bob.log",
-// "#ops.log". Bytes other than letters, digits and "#+-.=@_" are written
-// %XX, and so is a leading dot, so that no name can leave the directory
-// or hide its file ("../../x" is "%2E.%2F..%2Fx.log").
+// "#ops.log" (see SafeFileName).
 func LogFileName(conv client.Recipient) string {
-	name := key(conv)
+	return SafeFileName(key(conv)) + ".log"
+}
+
+// SafeFileName is name as a file name: bytes other than letters, digits
+// and "#+-.=@_" are written %XX, and so is a leading dot, so that no name
+// can leave its directory or hide its file ("../../x" is "%2E.%2F..%2Fx").
+func SafeFileName(name string) string {
 	var b strings.Builder
 	for i := 0; i < len(name); {
 		r, w := utf8.DecodeRuneInString(name[i:])
@@ -55,7 +59,7 @@ func LogFileName(conv client.Recipient) string {
 		}
 		i += w
 	}
-	return b.String() + ".log"
+	return b.String()
 }
 
 func keepInFileName(r rune, first bool) bool {

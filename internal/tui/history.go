@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/ringchat/ringchat/internal/client"
 )
 
@@ -17,6 +19,15 @@ const (
 	// histAsked: /history; the last N messages are listed at the bottom,
 	// whether shown already or not, as asked.
 	histAsked
+	// histOlder: PageUp at the top; older messages go before what the
+	// conversation shows, and the view stays on the line it showed.
+	histOlder
+)
+
+// Paging back in history.
+const (
+	olderPage  = 50  // messages more than shown asked for by each PageUp at the top
+	maxHistory = 100 // the most a HISTORY request returns (docs/PROTOCOL.md)
 )
 
 // history shows the answer to a HISTORY request.
@@ -25,10 +36,15 @@ func (m *Model) history(r historyMsg) {
 	switch {
 	case r.err != nil && r.mode == histAsked:
 		m.addErr(c, "%s", errText(r.err))
+	case r.err != nil && r.mode == histOlder:
+		c.loadingOlder = false
+		m.addErr(c, "older messages: %s", errText(r.err))
 	case r.err != nil:
 		c.historyLoaded = false // opening it again tries again
 	case r.mode == histAsked:
 		m.listHistory(c, r.msgs)
+	case r.mode == histOlder:
+		m.olderHistory(c, r)
 	default:
 		c.historyLoaded = true
 		m.prependHistory(c, r.msgs)
@@ -82,4 +98,51 @@ func (m *Model) historyEntry(msg client.ChatMessage) *entry {
 		at = m.cfg.Now()
 	}
 	return &entry{kind: kindChat, at: at, from: msg.From, text: msg.Content, id: msg.ID}
+}
+
+// pageUp scrolls up; at the top of a conversation it loads older messages.
+func (m *Model) pageUp() tea.Cmd {
+	if m.pane.YOffset() > 0 {
+		m.pane.PageUp()
+		return nil
+	}
+	c := m.convs[m.cur]
+	if c.to.Name == "" || c.loadingOlder || c.noOlder {
+		return nil
+	}
+	shown := 0
+	for _, e := range c.entries {
+		if e.id != "" {
+			shown++
+		}
+	}
+	if shown >= maxHistory {
+		c.noOlder = true
+		m.prependInfo(c, fmt.Sprintf("── older messages: the server gives the last %d, /history shows them ──", maxHistory))
+		return nil
+	}
+	c.loadingOlder = true
+	return m.fetchHistory(c.to, min(shown+olderPage, maxHistory), histOlder)
+}
+
+// olderHistory puts the older messages of r before what c shows, keeping
+// the view on the line it showed.
+func (m *Model) olderHistory(c *conversation, r historyMsg) {
+	c.loadingOlder = false
+	before := m.pane.TotalLineCount()
+	if m.prependHistory(c, r.msgs) == 0 || len(r.msgs) < r.limit {
+		c.noOlder = true
+		m.prependInfo(c, fmt.Sprintf("── no older messages with %s ──", Clean(c.to.String())))
+	}
+	if key(c.to) == m.cur {
+		m.pane.SetYOffset(m.pane.YOffset() + m.pane.TotalLineCount() - before)
+	}
+}
+
+// prependInfo puts a note at the top of c.
+func (m *Model) prependInfo(c *conversation, text string) {
+	c.entries = slices.Insert(c.entries, 0, &entry{kind: kindInfo, at: m.cfg.Now(), text: text})
+	if key(c.to) == m.cur {
+		m.refresh()
+	}
 }

@@ -59,6 +59,9 @@ type Config struct {
 	// status bar's; later Connected events update them).
 	Addr string
 	Node int64
+	// StateFile, if set, keeps the open conversations between runs: they
+	// are opened again, with their recent history, at the start.
+	StateFile string
 	// LogDir, if set, is where each conversation's messages are appended
 	// to a file of its own (see LogFileName); it must exist.
 	LogDir string
@@ -188,6 +191,8 @@ type conversation struct {
 	ids           map[string]bool
 	unread        int
 	mentioned     bool // an unread line names me
+	loadingOlder  bool // PageUp at the top asked for older messages
+	noOlder       bool // and there are none (or none the server gives)
 	historyLoaded bool
 }
 
@@ -216,6 +221,7 @@ type Model struct {
 	search             *search
 	lineOf             []int // the first pane line of each entry of the current conversation
 	log                *autolog
+	restored           bool // the state file was read: changes are saved
 
 	conn     connState
 	addr     string
@@ -269,11 +275,19 @@ func New(cfg Config) *Model {
 }
 
 // Init asks which groups the user is in (for the status bar).
+// It opens the conversations of the state file again, with their recent
+// history.
 func (m *Model) Init() tea.Cmd {
-	return m.request(func(ctx context.Context) tea.Msg {
+	groups := m.request(func(ctx context.Context) tea.Msg {
 		g, err := m.cfg.Backend.Groups(ctx)
 		return groupsMsg{groups: g, err: err, quiet: true}
 	})
+	if m.cfg.StateFile == "" {
+		return groups
+	}
+	restore := m.restore()
+	m.restored = true
+	return tea.Batch(groups, restore)
 }
 
 // Unsent is why /quit could not deliver everything typed (nil when it
@@ -381,8 +395,7 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	case "alt+a":
 		return m.nextActive()
 	case "pgup":
-		m.pane.PageUp()
-		return nil
+		return m.pageUp()
 	case "pgdown":
 		m.pane.PageDown()
 		if m.pane.AtBottom() {
@@ -795,6 +808,7 @@ func (m *Model) open(to client.Recipient) *conversation {
 		}
 		m.convs[k] = c
 		m.order = append(m.order, k)
+		m.saveState()
 	}
 	return c
 }
@@ -803,12 +817,22 @@ func (m *Model) open(to client.Recipient) *conversation {
 // history the first time.
 func (m *Model) switchTo(to client.Recipient) tea.Cmd {
 	c := m.open(to)
-	m.cur = key(to)
+	if m.cur != key(to) {
+		m.cur = key(to)
+		m.saveState()
+	}
 	m.search = nil
 	c.unread, c.mentioned = 0, false
 	m.newBelow = 0
 	m.layout()
 	m.pane.GotoBottom()
+	return m.loadOnOpen(to)
+}
+
+// loadOnOpen opens the conversation with to and fetches its recent
+// history the first time.
+func (m *Model) loadOnOpen(to client.Recipient) tea.Cmd {
+	c := m.open(to)
 	if to.Name == "" || c.historyLoaded || m.cfg.HistoryOnOpen < 0 {
 		return nil
 	}

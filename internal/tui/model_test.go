@@ -27,6 +27,8 @@ type fake struct {
 	history  map[string][]client.ChatMessage
 	fail     map[string]error // by operation: "join", "leave", "who", "groups", "history", "post"
 	flushErr error
+
+	historyCalls int
 }
 
 func (f *fake) User() string { return f.user }
@@ -57,6 +59,7 @@ func (f *fake) Groups(context.Context) ([]client.GroupInfo, error) {
 	return f.groups, f.fail["groups"]
 }
 func (f *fake) History(_ context.Context, with client.Recipient, limit int) ([]client.ChatMessage, error) {
+	f.historyCalls++
 	h := f.history[with.String()]
 	if len(h) > limit {
 		h = h[len(h)-limit:]

@@ -51,6 +51,7 @@ func (m *Model) closeTab(to client.Recipient) tea.Cmd {
 	m.order = slices.Delete(m.order, i, i+1)
 	delete(m.convs, k)
 	if k != m.cur {
+		m.saveState()
 		return nil
 	}
 	return m.switchTo(m.convs[m.order[i-1]].to)

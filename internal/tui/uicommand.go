@@ -16,7 +16,7 @@ const UIHelpText = `  /query USER        open a conversation with USER (as /to)
 // KeysText lists the keys of the full-screen client.
 const KeysText = `  Tab, Shift+Tab     complete a command, user or #group (again: the next one)
   Ctrl-N, Ctrl-P     next, previous conversation; Alt+1..9 the Nth; Alt+A the next with unread
-  PgUp, PgDn         scroll; Esc back to the bottom
+  PgUp, PgDn         scroll (PgUp at the top loads older messages); Esc back to the bottom
   Ctrl-R             find the input line's text in the tab; again: the match before; Esc ends
   Up, Down           recall typed lines; Ctrl-C, Ctrl-D (on an empty line) quit
 `
