@@ -6,12 +6,15 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/ringchat/ringchat/internal/tui"
 )
 
 // uiOptions are the settings of the full-screen client only.
 type uiOptions struct {
 	bell     bool
 	logDir   string
+	colors   tui.Colors
 	stateDir string // where the open conversations are kept; empty: nowhere
 }
 
@@ -22,9 +25,17 @@ func addUIFlags(root *cobra.Command, o *uiOptions) {
 	f.StringVar(&o.logDir, "log-dir", "", "append each conversation to DIR/NAME.log, as irssi's autolog (env RINGCHAT_LOG_DIR)")
 }
 
-// resolveUI applies the environment to the UI settings; flags win.
+// resolveUI applies the environment and the config file (read by
+// resolve) to the UI settings: flags win, then the environment.
 func (g *globals) resolveUI(flags *pflag.FlagSet) (uiOptions, error) {
 	o := g.ui
+	if g.file.bell != nil && !flags.Changed("bell") {
+		o.bell = *g.file.bell
+	}
+	if g.file.logDir != "" && !flags.Changed("log-dir") {
+		o.logDir = g.file.logDir
+	}
+	o.colors = g.file.colors
 	if v := g.getenv("RINGCHAT_BELL"); v != "" && !flags.Changed("bell") {
 		b, err := strconv.ParseBool(v)
 		if err != nil {

@@ -65,6 +65,8 @@ type Config struct {
 	// LogDir, if set, is where each conversation's messages are appended
 	// to a file of its own (see LogFileName); it must exist.
 	LogDir string
+	// Colors replace the default colours.
+	Colors Colors
 	// NoBell: a message naming the user does not ring the terminal's bell.
 	NoBell bool
 	// Now and Location are the clock and the time zone of timestamps
@@ -245,7 +247,7 @@ func New(cfg Config) *Model {
 	m := &Model{
 		cfg:    cfg,
 		me:     cfg.Backend.User(),
-		st:     newStyles(),
+		st:     newStyles(cfg.Colors),
 		width:  80,
 		height: 24,
 		convs:  map[string]*conversation{},

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 
 	"github.com/ringchat/ringchat/internal/client"
 )
@@ -118,5 +120,21 @@ func TestPageUpAtTheStart(t *testing.T) {
 	h.press(tea.KeyPgUp) // nothing more is asked for
 	if h.b.historyCalls != calls {
 		t.Fatal("asked again")
+	}
+}
+
+func TestColors(t *testing.T) {
+	h := newHarnessWith(t, nil, Config{Colors: Colors{Me: "#ff0000", Senders: []string{"#00ff00"}}})
+	h.line("/to bob")
+	h.line("hi")
+	h.event(chat("m1", "bob", client.ToUser("alice"), "hello", now))
+	content := h.m.View().Content
+	for _, want := range []string{
+		lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("#ff0000")).Render("alice"),
+		lipgloss.NewStyle().Foreground(lipgloss.Color("#00ff00")).Render("bob"),
+	} {
+		if !strings.Contains(content, want) {
+			t.Errorf("screen lacks %q:\n%q", want, content)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -26,28 +27,45 @@ type styles struct {
 	senders                    []lipgloss.Style
 }
 
-func newStyles() styles {
+// Colors are the UI's colours, each an ANSI 256 colour number ("39") or
+// "#rrggbb"; empty: the default.
+type Colors struct {
+	Me, Mention, Time, Info, Error string
+	// Senders are the colours of other people's names (each name keeps one).
+	Senders []string
+}
+
+// fg is the style of colour c, or def if c is empty.
+func fg(c, def string) lipgloss.Style {
+	return lipgloss.NewStyle().Foreground(lipgloss.Color(cmp.Or(c, def)))
+}
+
+func newStyles(c Colors) styles {
 	s := styles{
-		time:    lipgloss.NewStyle().Foreground(lipgloss.Color("244")),
-		info:    lipgloss.NewStyle().Foreground(lipgloss.Color("246")),
-		err:     lipgloss.NewStyle().Foreground(lipgloss.Color("203")),
+		time:    fg(c.Time, "244"),
+		info:    fg(c.Info, "246"),
+		err:     fg(c.Error, "203"),
 		faint:   lipgloss.NewStyle().Faint(true),
-		me:      lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("252")),
+		me:      fg(c.Me, "252").Bold(true),
 		ok:      lipgloss.NewStyle().Foreground(lipgloss.Color("42")),
 		bad:     lipgloss.NewStyle().Foreground(lipgloss.Color("203")),
 		tab:     lipgloss.NewStyle().Foreground(lipgloss.Color("250")),
 		tabCur:  lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("231")).Background(lipgloss.Color("25")),
 		unread:  lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("220")),
 		found:   lipgloss.NewStyle().Reverse(true),
-		mention: lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("231")).Background(lipgloss.Color("161")),
+		mention: lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("231")).Background(lipgloss.Color(cmp.Or(c.Mention, "161"))),
 		bar:     lipgloss.NewStyle().Foreground(lipgloss.Color("252")).Background(lipgloss.Color("236")),
 		barOK:   lipgloss.NewStyle().Foreground(lipgloss.Color("42")).Background(lipgloss.Color("236")),
 		barWarn: lipgloss.NewStyle().Foreground(lipgloss.Color("220")).Background(lipgloss.Color("236")),
 		barEr:   lipgloss.NewStyle().Foreground(lipgloss.Color("203")).Background(lipgloss.Color("236")),
 		prompt:  lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("75")),
 	}
-	for _, c := range senderColors {
-		s.senders = append(s.senders, lipgloss.NewStyle().Foreground(lipgloss.Color(c)))
+	senders := c.Senders
+	if len(senders) == 0 {
+		senders = senderColors
+	}
+	for _, col := range senders {
+		s.senders = append(s.senders, fg(col, "252"))
 	}
 	return s
 }
