@@ -2,14 +2,15 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
 // search is a search of the current conversation's lines.
 type search struct {
 	query string
-	hits  []int // indices of the matching entries, oldest first
-	at    int   // the hit shown
+	hits  []*entry // the matching lines, oldest first
+	at    int      // the hit shown
 }
 
 // startSearch searches the current conversation for query (empty: ends
@@ -21,9 +22,9 @@ func (m *Model) startSearch(query string) {
 		return
 	}
 	s := &search{query: query}
-	for i, e := range m.convs[m.cur].entries {
+	for _, e := range m.convs[m.cur].entries {
 		if e.kind != kindInfo && e.kind != kindError && containsFold(e.text, query) {
-			s.hits = append(s.hits, i)
+			s.hits = append(s.hits, e)
 		}
 	}
 	if len(s.hits) == 0 {
@@ -52,11 +53,15 @@ func (m *Model) searchEarlier() {
 	m.showHit()
 }
 
-// showHit scrolls the pane to the match shown, in its middle.
+// showHit scrolls the pane to the match shown, in its middle (lines
+// may have been added before it, or dropped, since the search began).
 func (m *Model) showHit() {
 	m.refresh()
-	line := m.lineOf[m.search.hits[m.search.at]]
-	m.pane.SetYOffset(max(line-m.pane.Height()/2, 0))
+	i := slices.Index(m.convs[m.cur].entries, m.search.hits[m.search.at])
+	if i < 0 { // dropped from the scrollback
+		return
+	}
+	m.pane.SetYOffset(max(m.lineOf[i]-m.pane.Height()/2, 0))
 }
 
 // endSearch ends a search; false if there was none.

@@ -53,3 +53,22 @@ func TestSearch(t *testing.T) {
 	h.press('1', tea.ModAlt)
 	h.wantNot(`found "deploy"`)
 }
+
+// Lines added before the matches, or dropped from the scrollback, while
+// searching do not confuse it.
+func TestSearchWhileLinesChange(t *testing.T) {
+	h := newHarnessWith(t, nil, Config{MaxLines: 30})
+	h.line("/to bob")
+	for i := range 30 {
+		h.event(chat(fmt.Sprint("m", i), "bob", client.ToUser("alice"), fmt.Sprint("line ", i), now))
+	}
+	h.line("/search line 1") // line 1, line 10..19
+	h.want(`found "line 1" 11/11`, "line 19")
+	for i := 30; i < 50; i++ { // line 1 and line 10..19 leave the scrollback
+		h.event(chat(fmt.Sprint("m", i), "bob", client.ToUser("alice"), fmt.Sprint("line ", i), now))
+	}
+	for range 11 {
+		h.press('r', tea.ModCtrl)
+	}
+	h.want(`found "line 1" 11/11`)
+}
