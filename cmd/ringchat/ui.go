@@ -39,7 +39,9 @@ func runUI(ctx context.Context, cfg config, ui uiOptions, in, out *os.File, stde
 	}
 	defer s.Close()
 	addr, node, _ := s.Where()
-	return tui.Run(ctx, tui.Config{Backend: s, Timeout: cfg.timeout, Addr: addr, Node: node, NoBell: !ui.bell, LogDir: ui.logDir, Colors: ui.colors, StateFile: stateFile(ui, cfg.user)}, s.Events(), in, out)
+	tc := tui.Config{Backend: s, Timeout: cfg.timeout, Addr: addr, Node: node,
+		NoBell: !ui.bell, LogDir: ui.logDir, Colors: ui.colors, StateFile: stateFile(ui, cfg.user)}
+	return tui.Run(ctx, tc, s.Events(), in, out)
 }
 
 // stateFile is the file keeping user's open conversations, if any.

@@ -245,16 +245,15 @@ type Model struct {
 func New(cfg Config) *Model {
 	cfg = cfg.withDefaults()
 	m := &Model{
-		cfg:    cfg,
-		me:     cfg.Backend.User(),
-		st:     newStyles(cfg.Colors),
-		width:  80,
-		height: 24,
-		convs:  map[string]*conversation{},
-		own:    map[string]*outgoing{},
-		groups: map[string]bool{},
-		users:  map[string]bool{},
-
+		cfg:         cfg,
+		me:          cfg.Backend.User(),
+		st:          newStyles(cfg.Colors),
+		width:       80,
+		height:      24,
+		convs:       map[string]*conversation{},
+		own:         map[string]*outgoing{},
+		groups:      map[string]bool{},
+		users:       map[string]bool{},
 		knownGroups: map[string]bool{},
 	}
 	m.mention = mentionPattern(m.me)
@@ -276,9 +275,8 @@ func New(cfg Config) *Model {
 	return m
 }
 
-// Init asks which groups the user is in (for the status bar).
-// It opens the conversations of the state file again, with their recent
-// history.
+// Init asks which groups the user is in (for the status bar), and opens
+// the conversations of the state file again, with their recent history.
 func (m *Model) Init() tea.Cmd {
 	groups := m.request(func(ctx context.Context) tea.Msg {
 		g, err := m.cfg.Backend.Groups(ctx)
@@ -561,13 +559,7 @@ func (m *Model) submit(line string) tea.Cmd {
 		}
 		return m.fetchHistory(with, c.Limit, histAsked)
 	case ActHelp:
-		for _, l := range strings.Split(strings.TrimRight(HelpText, "\n"), "\n") {
-			m.info("%s", l)
-		}
-		for _, l := range strings.Split(strings.TrimRight(UIHelpText, "\n"), "\n") {
-			m.info("%s", l)
-		}
-		for _, l := range strings.Split(strings.TrimRight(KeysText, "\n"), "\n") {
+		for _, l := range strings.Split(strings.TrimRight(HelpText+UIHelpText+KeysText, "\n"), "\n") {
 			m.info("%s", l)
 		}
 	case ActQuit:
