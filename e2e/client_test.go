@@ -297,7 +297,9 @@ func TestClient(t *testing.T) {
 }
 
 // tmuxSmoke runs the real terminal UI in tmux: a conversation with a user
-// of another node, receipts, and /quit.
+// of another node, receipts, a refusal shown at once, Tab completion,
+// Ctrl-N, the bell of a mention, the conversation log, /quit, and the
+// conversations restored by the next start.
 func tmuxSmoke(t *testing.T, c *clientRing) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -306,6 +308,7 @@ func tmuxSmoke(t *testing.T, c *clientRing) {
 		t.Skip("!!! SKIPPING the terminal UI smoke test: tmux is not installed (apt-get install tmux)")
 	}
 	sock := fmt.Sprintf("ringchat-e2e-%d", os.Getpid())
+	home, logs := t.TempDir(), t.TempDir()
 	tmux := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command("tmux", append([]string{"-L", sock, "-f", "/dev/null"}, args...)...)
@@ -319,11 +322,19 @@ func tmuxSmoke(t *testing.T, c *clientRing) {
 	t.Cleanup(func() { _ = exec.Command("tmux", "-L", sock, "kill-server").Run() })
 	bob := c.session(t, 2, "bob-tmux")
 	// The shell records the exit status: tmux does not always reap a pane's
-	// process that closed its terminal first.
+	// process that closed its terminal first. The client's config and state
+	// directories are the test's own.
 	status := filepath.Join(t.TempDir(), "status")
-	tmux("new-session", "-d", "-s", "ui", "-x", "100", "-y", "24", "env", "TERM=xterm-256color",
-		"sh", "-c", `"$0" "$@"; echo $? >"`+status+`"; sleep 60`, c.bin, "--node", c.addr(1), "--user", "uma")
-	screen := func() string { return tmux("capture-pane", "-p", "-t", "ui") }
+	start := func(session string) {
+		tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "24", "env", "TERM=xterm-256color",
+			"XDG_CONFIG_HOME="+home, "XDG_STATE_HOME="+home,
+			"sh", "-c", `"$0" "$@"; echo $? >"`+status+`"; sleep 60`, c.bin, "--node", c.addr(1), "--user", "uma", "--log-dir", logs)
+		// A second window in front: tmux flags a bell only in a window not shown.
+		tmux("new-window", "-t", session)
+	}
+	target := "ui:0"
+	start("ui")
+	screen := func() string { return tmux("capture-pane", "-p", "-t", target) }
 	waitScreen := func(part string) {
 		t.Helper()
 		deadline := time.Now().Add(within)
@@ -334,12 +345,19 @@ func tmuxSmoke(t *testing.T, c *clientRing) {
 			time.Sleep(50 * time.Millisecond) // polling the pane
 		}
 	}
+	keys := func(text string, special ...string) {
+		t.Helper()
+		if text != "" {
+			tmux("send-keys", "-t", target, "-l", text)
+		}
+		for _, k := range special {
+			tmux("send-keys", "-t", target, k)
+		}
+	}
 	waitScreen("● node 1 " + c.addr(1) + " │ uma")
-	tmux("send-keys", "-t", "ui", "-l", "/to bob-tmux")
-	tmux("send-keys", "-t", "ui", "Enter")
+	keys("/to bob-tmux", "Enter")
 	waitScreen("bob-tmux ›")
-	tmux("send-keys", "-t", "ui", "-l", "hello from tmux")
-	tmux("send-keys", "-t", "ui", "Enter")
+	keys("hello from tmux", "Enter")
 	if m := receive(t, bob, "hello from tmux"); m.From != "uma" {
 		t.Fatalf("bob got %+v", m)
 	}
@@ -348,9 +366,59 @@ func tmuxSmoke(t *testing.T, c *clientRing) {
 		t.Fatal(err)
 	}
 	waitScreen("bob-tmux hi uma, got it")
+
+	// A message to nobody: its ✗ shows at once, without a redraw.
+	keys("/msg ghost-tmux ping", "Enter")
+	waitScreen(`→ ghost-tmux ping ✗ no user "ghost-tmux"`)
+	waitScreen("3:ghost-tmux (1)")
+
+	// Tab completes the name; Ctrl-N goes to the next tab.
+	keys("/msg bob-t", "Tab")
+	keys("done", "Enter")
+	receive(t, bob, "done")
+	keys("", "C-n")
+	waitScreen("ghost-tmux ›")
+	keys("", "M-2")
+	waitScreen("bob-tmux ›")
+
+	// A mention rings the bell.
+	if _, err := bob.Post(client.ToUser("uma"), "uma: are you there?"); err != nil {
+		t.Fatal(err)
+	}
+	waitScreen("bob-tmux uma: are you there?")
+	testutil.Eventually(t, within, "the bell of a mention", func() bool {
+		return strings.TrimSpace(tmux("display-message", "-p", "-t", target, "#{window_bell_flag}")) == "1"
+	})
 	t.Logf("the screen:\n%s", screen())
-	tmux("send-keys", "-t", "ui", "-l", "/quit")
-	tmux("send-keys", "-t", "ui", "Enter")
+
+	keys("/quit", "Enter")
+	waitStatus(t, status, screen)
+
+	// The conversation log, one line per message.
+	logged, err := os.ReadFile(filepath.Join(logs, "bob-tmux.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"<uma> hello from tmux\n", "<bob-tmux> hi uma, got it\n", "<uma> done\n", "<bob-tmux> uma: are you there?\n"} {
+		if !strings.Contains(string(logged), line) {
+			t.Errorf("bob-tmux.log lacks %q:\n%s", line, logged)
+		}
+	}
+
+	// The next start opens the conversations again, with their messages.
+	os.Remove(status)
+	target = "again:0"
+	start("again")
+	waitScreen(" 2:bob-tmux  3:ghost-tmux")
+	waitScreen("bob-tmux uma: are you there?")
+	keys("/quit", "Enter")
+	waitStatus(t, status, screen)
+}
+
+// waitStatus waits for the exit status the shell around ringchat writes,
+// and wants 0.
+func waitStatus(t *testing.T, status string, screen func() string) {
+	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
 		b, err := os.ReadFile(status)

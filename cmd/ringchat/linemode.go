@@ -247,15 +247,6 @@ func (ls *lineSession) handle(ctx context.Context, line string) (quit bool) {
 		ls.out.infof("%s", strings.TrimSuffix(tui.HelpText, "\n"))
 	case tui.ActQuit:
 		return true
-	case tui.ActSearch:
-		ls.errorf("/search looks in the full-screen client's scrollback: here, search the output (grep)")
-	case tui.ActClose:
-		if ls.current.Name == "" {
-			ls.errorf("no conversation to close")
-			return false
-		}
-		ls.out.infof("closed %s", tui.Clean(ls.current.String()))
-		ls.current = client.Recipient{}
 	}
 	return false
 }

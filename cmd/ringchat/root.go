@@ -32,10 +32,12 @@ type globals struct {
 	timeout  time.Duration
 	json     bool
 	plain    bool
-	bell     bool
 	tls      bool
 	ca       string
 	getenv   func(string) string
+	ui       uiOptions  // the full-screen client's
+	config   string     // --config
+	file     fileConfig // what the config file sets
 }
 
 // execute runs ringchat with args, printing any error to stderr.
@@ -91,6 +93,11 @@ positional HOST PORT, else $RINGCHAT_NODE, else the first node of
 asked for. --password (else $RINGCHAT_PASSWORD) claims the name on first
 use and is needed from then on.
 
+A config file (--config, else $RINGCHAT_CONFIG, else
+$XDG_CONFIG_HOME/ringchat/config.toml or ~/.config/ringchat/config.toml)
+may set node, nodes, user, bell, log_dir and a [colors] table; flags and
+the environment win over it. See the README.
+
 --tls (else RINGCHAT_TLS=1) connects over TLS to a node started with
 --tls-cert, verifying its certificate against the system's roots, or
 against the CA in --ca FILE (else $RINGCHAT_CA; --ca implies --tls).
@@ -105,9 +112,13 @@ Exit status: 0 success, 1 failure (no login, refused, messages not sent),
 			if err != nil {
 				return err
 			}
+			ui, err := g.resolveUI(cmd.Flags())
+			if err != nil {
+				return err
+			}
 			in, out := cmd.InOrStdin(), cmd.OutOrStdout()
 			if fin, fout, ok := terminals(in, out); ok && !cfg.plain && !cfg.json {
-				return runUI(cmd.Context(), cfg, fin, fout, cmd.ErrOrStderr())
+				return runUI(cmd.Context(), cfg, ui, fin, fout, cmd.ErrOrStderr())
 			}
 			return runLineMode(cmd.Context(), cfg, in, out, cmd.ErrOrStderr())
 		},
@@ -122,9 +133,10 @@ Exit status: 0 success, 1 failure (no login, refused, messages not sent),
 	f.DurationVar(&g.timeout, "timeout", client.DefaultTimeout, "bound on logging in and on each request")
 	f.BoolVar(&g.json, "json", false, "line mode, each event one JSON object per line")
 	f.BoolVar(&g.tls, "tls", false, "connect over TLS, verifying the node's certificate (env RINGCHAT_TLS)")
+	f.StringVar(&g.config, "config", "", "config file (env RINGCHAT_CONFIG; default $XDG_CONFIG_HOME/ringchat/config.toml or ~/.config/ringchat/config.toml, if there is one)")
 	f.StringVar(&g.ca, "ca", "", "PEM file of the CA that signed the nodes' certificates (implies --tls; default: the system's roots; env RINGCHAT_CA)")
 	root.Flags().BoolVar(&g.plain, "plain", false, "line mode even on a terminal")
-	root.Flags().BoolVar(&g.bell, "bell", true, "ring the terminal bell when a message names you or a direct message arrives in another tab (env RINGCHAT_BELL)")
+	addUIFlags(root, &g.ui)
 	root.AddCommand(newSendCmd(g), newTailCmd(g), newWhoCmd(g), newGroupsCmd(g), newHistoryCmd(g), newRegisterCmd(g), newVersionCmd())
 	return root
 }
@@ -159,7 +171,6 @@ type config struct {
 	timeout  time.Duration
 	json     bool
 	plain    bool
-	bell     bool        // the full-screen client rings on mentions and direct messages
 	tls      *tls.Config // nil: plain TCP
 }
 
@@ -171,15 +182,11 @@ func (cfg config) options() client.Options {
 // resolve applies positional arguments, the environment, the node list
 // and defaults.
 func (g *globals) resolve(cmd *cobra.Command, args []string) (config, error) {
-	cfg := config{user: g.user, password: g.password, timeout: g.timeout, json: g.json, plain: g.plain, bell: g.bell}
-	if !cmd.Flags().Changed("bell") && g.getenv("RINGCHAT_BELL") != "" {
-		b, err := strconv.ParseBool(g.getenv("RINGCHAT_BELL"))
-		if err != nil {
-			return config{}, usagef("RINGCHAT_BELL=%q: want true or false", g.getenv("RINGCHAT_BELL"))
-		}
-		cfg.bell = b
-	}
 	flags := cmd.Flags()
+	if err := g.loadConfigFile(flags); err != nil {
+		return config{}, err
+	}
+	cfg := config{user: g.user, password: g.password, timeout: g.timeout, json: g.json, plain: g.plain}
 	env := func(name, flag, val string) string {
 		if !flags.Changed(flag) && g.getenv(name) != "" {
 			return g.getenv(name)

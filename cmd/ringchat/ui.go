@@ -13,7 +13,7 @@ import (
 
 // runUI is the root command on a terminal: log in, then the full-screen
 // chat until /quit.
-func runUI(ctx context.Context, cfg config, in, out *os.File, stderr io.Writer) error {
+func runUI(ctx context.Context, cfg config, ui uiOptions, in, out *os.File, stderr io.Writer) error {
 	if cfg.user == "" {
 		fmt.Fprint(stderr, "username: ")
 		line, err := bufio.NewReader(io.LimitReader(in, 256)).ReadString('\n')
@@ -22,6 +22,11 @@ func runUI(ctx context.Context, cfg config, in, out *os.File, stderr io.Writer) 
 				return usagef("no user name: use --user or set RINGCHAT_USER")
 			}
 			return usagef("no user name given")
+		}
+	}
+	if ui.logDir != "" {
+		if err := os.MkdirAll(ui.logDir, 0o700); err != nil {
+			return usagef("--log-dir: %v", err)
 		}
 	}
 	fmt.Fprintf(stderr, "connecting to %s as %s…\n", cfg.addrs[0], tui.Clean(cfg.user))
@@ -34,9 +39,15 @@ func runUI(ctx context.Context, cfg config, in, out *os.File, stderr io.Writer) 
 	}
 	defer s.Close()
 	addr, node, _ := s.Where()
-	tc := tui.Config{Backend: s, Timeout: cfg.timeout, Addr: addr, Node: node}
-	if cfg.bell {
-		tc.Bell = func() { fmt.Fprint(stderr, "\a") }
-	}
+	tc := tui.Config{Backend: s, Timeout: cfg.timeout, Addr: addr, Node: node,
+		NoBell: !ui.bell, LogDir: ui.logDir, Colors: ui.colors, StateFile: stateFile(ui, cfg.user)}
 	return tui.Run(ctx, tc, s.Events(), in, out)
+}
+
+// stateFile is the file keeping user's open conversations, if any.
+func stateFile(ui uiOptions, user string) string {
+	if ui.stateDir == "" {
+		return ""
+	}
+	return tui.StateFile(ui.stateDir, user)
 }

@@ -12,17 +12,15 @@ import (
 // HelpText lists the commands of an input line, for /help and --help.
 const HelpText = `  /msg USER TEXT     send TEXT to USER (/msg #GROUP TEXT sends to a group)
   /g GROUP TEXT      send TEXT to GROUP
-  /to USER|#GROUP    talk to USER or GROUP: plain lines go there (also /query)
-  /me ACTION         send "* you ACTION" to the current conversation
-  /close             close the current conversation's tab (a group stays joined)
-  /search TEXT       the lines of the current conversation that contain TEXT
+  /to USER|#GROUP    talk to USER or GROUP: plain lines go there
   /join GROUP        join a group (and talk to it)
   /private GROUP     new invite-only group; /invite USER [#GROUP]; /passwd (hidden)
-  /leave GROUP       leave a group (also /part)
+  /leave GROUP       leave a group
   /who               who is online, and at which node
   /groups            every group, its size, and the ones you are in
   /history [USER|#GROUP] [N]
                      the last N messages (20) of a conversation (the current one)
+  /me ACTION         send "* you ACTION" to the current conversation
   /help              show this help
   /quit              leave (so does end of input)
   TEXT               send TEXT to the current conversation (//TEXT sends /TEXT)
@@ -46,23 +44,9 @@ const (
 	ActPasswd                // ask for a new password
 	ActHelp                  // show the commands
 	ActQuit                  // leave
-	ActClose                 // close the current conversation's tab
-	ActSearch                // show the current conversation's lines containing Text
+	ActClose                 // the full-screen client: close the current tab
+	ActSearch                // the full-screen client: search the current tab for Text
 )
-
-// MePrefix starts the text of an action (/me waves travels as "/me
-// waves"): clients that know it show "* alice waves", the others the text
-// as it is, which reads the same to anyone who has used IRC.
-const MePrefix = "/me "
-
-// ActionText returns the action of a message's text ("waves" of "/me
-// waves"), and whether it is one.
-func ActionText(text string) (string, bool) {
-	if a, ok := strings.CutPrefix(text, MePrefix); ok && strings.TrimSpace(a) != "" {
-		return a, true
-	}
-	return "", false
-}
 
 // DefaultHistory is how many messages /history shows without a count.
 const DefaultHistory = 20
@@ -76,6 +60,7 @@ type Command struct {
 	ToCurrent bool             // ActSend to the current conversation
 	Limit     int              // ActHistory
 	User      string           // ActInvite
+	Close     bool             // ActLeave: close the group's tab too (/part in the full-screen client)
 }
 
 // Parse reads one input line. Its errors are for people to read.
@@ -126,21 +111,6 @@ func Parse(line string) (Command, error) {
 			return Command{}, fmt.Errorf("usage: /to USER or /to #GROUP")
 		}
 		return Command{Act: ActTo, To: to}, nil
-	case "/me":
-		if rest == "" {
-			return Command{}, fmt.Errorf("usage: /me ACTION")
-		}
-		return Command{Act: ActSend, Text: MePrefix + rest, ToCurrent: true}, nil
-	case "/search":
-		if rest == "" {
-			return Command{}, fmt.Errorf("usage: /search TEXT")
-		}
-		return Command{Act: ActSearch, Text: rest}, nil
-	case "/close":
-		if rest != "" {
-			return Command{}, fmt.Errorf("usage: /close (closes the current tab)")
-		}
-		return Command{Act: ActClose}, nil
 	case "/private":
 		if word == "" || text != "" {
 			return Command{}, fmt.Errorf("usage: /private GROUP")
@@ -156,6 +126,11 @@ func Parse(line string) (Command, error) {
 			return Command{}, fmt.Errorf("usage: /passwd (the password is asked for on the next line, hidden)")
 		}
 		return Command{Act: ActPasswd}, nil
+	case "/me":
+		if rest == "" {
+			return Command{}, fmt.Errorf("usage: /me ACTION")
+		}
+		return Command{Act: ActSend, Text: ActionPrefix + rest, ToCurrent: true}, nil
 	case "/who":
 		return Command{Act: ActWho}, nil
 	case "/groups":

@@ -14,11 +14,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"charm.land/bubbles/v2/textinput"
 	"charm.land/bubbles/v2/viewport"
@@ -60,13 +59,20 @@ type Config struct {
 	// status bar's; later Connected events update them).
 	Addr string
 	Node int64
+	// StateFile, if set, keeps the open conversations between runs: they
+	// are opened again, with their recent history, at the start.
+	StateFile string
+	// LogDir, if set, is where each conversation's messages are appended
+	// to a file of its own (see LogFileName); it must exist.
+	LogDir string
+	// Colors replace the default colours.
+	Colors Colors
+	// NoBell: a message naming the user does not ring the terminal's bell.
+	NoBell bool
 	// Now and Location are the clock and the time zone of timestamps
 	// (defaults: time.Now, time.Local).
 	Now      func() time.Time
 	Location *time.Location
-	// Bell rings the terminal's bell when a message names the user (a
-	// mention) or a direct message arrives in another tab; nil: silent.
-	Bell func()
 }
 
 func (c Config) withDefaults() Config {
@@ -103,6 +109,7 @@ type (
 		group   string
 		leave   bool
 		private bool // /private: created or joined invite-only
+		close   bool // /part, /close: close the group's tab once left
 		err     error
 	}
 	inviteMsg struct {
@@ -124,7 +131,7 @@ type (
 		msgs  []client.ChatMessage
 		err   error
 		limit int
-		auto  bool // on opening the conversation
+		mode  histMode
 	}
 	flushedMsg struct{ err error }
 )
@@ -177,17 +184,17 @@ type entry struct {
 	text string
 	id   string
 	out  *outgoing // kindOwn, kindRoute
-	// mention: a kindChat line that names the user, shown highlighted.
-	mention bool
 }
 
 // conversation is a user, a group, or the status buffer (zero To).
 type conversation struct {
-	mentions      int // unread lines that name the user
 	to            client.Recipient
 	entries       []*entry
 	ids           map[string]bool
 	unread        int
+	mentioned     bool // an unread line names me
+	loadingOlder  bool // PageUp at the top asked for older messages
+	noOlder       bool // and there are none (or none the server gives)
 	historyLoaded bool
 }
 
@@ -208,6 +215,15 @@ type Model struct {
 	own   map[string]*outgoing
 	// joined groups, as far as this client knows
 	groups map[string]bool
+	// users and groups seen, for completion
+	users, knownGroups map[string]bool
+	comp               *completion // Tab completion under way
+	mention            *regexp.Regexp
+	bell               bool // a mention wants the bell rung
+	search             *search
+	lineOf             []int // the first pane line of each entry of the current conversation
+	log                *autolog
+	restored           bool // the state file was read: changes are saved
 
 	conn     connState
 	addr     string
@@ -229,14 +245,20 @@ type Model struct {
 func New(cfg Config) *Model {
 	cfg = cfg.withDefaults()
 	m := &Model{
-		cfg:    cfg,
-		me:     cfg.Backend.User(),
-		st:     newStyles(),
-		width:  80,
-		height: 24,
-		convs:  map[string]*conversation{},
-		own:    map[string]*outgoing{},
-		groups: map[string]bool{},
+		cfg:         cfg,
+		me:          cfg.Backend.User(),
+		st:          newStyles(cfg.Colors),
+		width:       80,
+		height:      24,
+		convs:       map[string]*conversation{},
+		own:         map[string]*outgoing{},
+		groups:      map[string]bool{},
+		users:       map[string]bool{},
+		knownGroups: map[string]bool{},
+	}
+	m.mention = mentionPattern(m.me)
+	if cfg.LogDir != "" {
+		m.log = &autolog{dir: cfg.LogDir, loc: cfg.Location}
 	}
 	m.input = textinput.New()
 	m.input.SetVirtualCursor(false)
@@ -253,12 +275,19 @@ func New(cfg Config) *Model {
 	return m
 }
 
-// Init asks which groups the user is in (for the status bar).
+// Init asks which groups the user is in (for the status bar), and opens
+// the conversations of the state file again, with their recent history.
 func (m *Model) Init() tea.Cmd {
-	return m.request(func(ctx context.Context) tea.Msg {
+	groups := m.request(func(ctx context.Context) tea.Msg {
 		g, err := m.cfg.Backend.Groups(ctx)
 		return groupsMsg{groups: g, err: err, quiet: true}
 	})
+	if m.cfg.StateFile == "" {
+		return groups
+	}
+	restore := m.restore()
+	m.restored = true
+	return tea.Batch(groups, restore)
 }
 
 // Unsent is why /quit could not deliver everything typed (nil when it
@@ -280,7 +309,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, cmd
 	case EventMsg:
 		m.event(msg.Event)
-		return m, nil
+		return m, m.takeBell()
 	case EventsClosedMsg:
 		if !m.quitting && m.conn != stateOffline {
 			m.conn, m.detail = stateOffline, "connection closed"
@@ -288,8 +317,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case joinMsg:
 		var cmd tea.Cmd
-		if msg.err == nil && !msg.leave {
+		switch {
+		case msg.err == nil && !msg.leave:
 			cmd = m.switchTo(client.ToGroup(msg.group))
+		case msg.err == nil && msg.close:
+			cmd = m.closeTab(client.ToGroup(msg.group))
 		}
 		m.joined(msg)
 		return m, cmd
@@ -326,7 +358,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // key handles a key press: editing and sending go to the input line,
 // a few keys move between conversations and scroll the pane.
 func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
-	switch s := k.String(); s {
+	s := k.String()
+	if s != "tab" && s != "shift+tab" {
+		m.comp = nil
+	}
+	switch s {
 	case "ctrl+c":
 		if m.quitting {
 			return tea.Quit
@@ -347,12 +383,19 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		m.newBelow = 0
 		return m.submit(line)
 	case "tab":
-		return m.cycle(1)
-	case "shift+tab":
-		return m.cycle(-1)
-	case "pgup":
-		m.pane.PageUp()
+		m.complete(1)
 		return nil
+	case "shift+tab":
+		m.complete(-1)
+		return nil
+	case "ctrl+n":
+		return m.cycle(1)
+	case "ctrl+p":
+		return m.cycle(-1)
+	case "alt+a":
+		return m.nextActive()
+	case "pgup":
+		return m.pageUp()
 	case "pgdown":
 		m.pane.PageDown()
 		if m.pane.AtBottom() {
@@ -365,7 +408,13 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	case "shift+down":
 		m.pane.ScrollDown(1)
 		return nil
+	case "ctrl+r":
+		m.searchEarlier()
+		return nil
 	case "esc":
+		if m.endSearch() {
+			return nil
+		}
 		if m.pwPrompt {
 			m.input.Reset()
 			m.endPrompt()
@@ -428,7 +477,7 @@ func (m *Model) browse(back bool) {
 
 // submit runs one input line.
 func (m *Model) submit(line string) tea.Cmd {
-	c, err := Parse(line)
+	c, err := ParseUI(line)
 	if err != nil {
 		m.errorf("%v", err)
 		return nil
@@ -471,9 +520,11 @@ func (m *Model) submit(line string) tea.Cmd {
 		m.input.EchoMode = textinput.EchoPassword
 		m.info("new password (hidden; Enter sets it, Esc cancels):")
 	case ActLeave:
-		return m.request(func(ctx context.Context) tea.Msg {
-			return joinMsg{group: c.Group, leave: true, err: b.Leave(ctx, c.Group)}
-		})
+		return m.leave(c.Group, c.Close)
+	case ActClose:
+		return m.closeCurrent()
+	case ActSearch:
+		m.startSearch(c.Text)
 	case ActTo:
 		if c.To.Name == "" {
 			if to := m.convs[m.cur].to; to.Name != "" {
@@ -506,67 +557,15 @@ func (m *Model) submit(line string) tea.Cmd {
 			m.open(with).historyLoaded = true
 			m.switchTo(with)
 		}
-		return m.fetchHistory(with, c.Limit, false)
+		return m.fetchHistory(with, c.Limit, histAsked)
 	case ActHelp:
-		for _, l := range strings.Split(strings.TrimRight(HelpText, "\n"), "\n") {
+		for _, l := range strings.Split(strings.TrimRight(HelpText+UIHelpText+KeysText, "\n"), "\n") {
 			m.info("%s", l)
 		}
-		m.info("  Tab, Shift+Tab, Alt+1..9 switch conversations; PgUp, PgDn scroll; Up, Down recall lines")
 	case ActQuit:
 		return m.quit()
-	case ActClose:
-		return m.closeTab()
-	case ActSearch:
-		m.search(c.Text)
 	}
 	return nil
-}
-
-// maxSearchLines bounds the matches /search shows.
-const maxSearchLines = 20
-
-// search shows the lines of the current conversation that contain text
-// (any case), the latest maxSearchLines of them.
-func (m *Model) search(text string) {
-	c := m.convs[m.cur]
-	want := strings.ToLower(text)
-	var hits []*entry
-	for _, e := range c.entries {
-		if (e.kind == kindChat || e.kind == kindOwn) && strings.Contains(strings.ToLower(e.text), want) {
-			hits = append(hits, e)
-		}
-	}
-	if len(hits) == 0 {
-		m.info("search: no line here contains %q", Clean(text))
-		return
-	}
-	shown := hits[max(0, len(hits)-maxSearchLines):]
-	m.info("search: %s here contain %q%s:", Plural(len(hits), "line"), Clean(text),
-		map[bool]string{true: fmt.Sprintf(" (the last %d)", len(shown)), false: ""}[len(shown) < len(hits)])
-	for _, e := range shown {
-		m.info("  %s %s: %s", m.stamp(e.at), Clean(e.from), Clean(e.text))
-	}
-}
-
-// closeTab closes the current conversation's tab (not the status buffer's):
-// its lines go; a group stays joined, and a message from it opens it again.
-func (m *Model) closeTab() tea.Cmd {
-	if m.cur == "" {
-		m.errorf("the status tab stays open: /quit leaves")
-		return nil
-	}
-	to := m.convs[m.cur].to
-	i := slices.Index(m.order, m.cur)
-	m.order = slices.Delete(m.order, i, i+1)
-	delete(m.convs, m.cur)
-	next := m.convs[m.order[max(0, i-1)]].to
-	cmd := m.switchTo(next)
-	if to.Group {
-		m.info("closed %s (still joined: /part %s leaves it)", Clean(to.String()), Clean(to.Name))
-	} else {
-		m.info("closed %s", Clean(to.String()))
-	}
-	return cmd
 }
 
 // passwd sets the password typed at the password prompt.
@@ -597,11 +596,11 @@ func (m *Model) request(f func(ctx context.Context) tea.Msg) tea.Cmd {
 	}
 }
 
-func (m *Model) fetchHistory(with client.Recipient, limit int, auto bool) tea.Cmd {
+func (m *Model) fetchHistory(with client.Recipient, limit int, mode histMode) tea.Cmd {
 	b := m.cfg.Backend
 	return m.request(func(ctx context.Context) tea.Msg {
 		msgs, err := b.History(ctx, with, limit)
-		return historyMsg{with: with, msgs: msgs, err: err, limit: limit, auto: auto}
+		return historyMsg{with: with, msgs: msgs, err: err, limit: limit, mode: mode}
 	})
 }
 
@@ -631,6 +630,7 @@ func (m *Model) send(to client.Recipient, text string) {
 	now := m.cfg.Now()
 	c := m.open(to)
 	m.add(c, &entry{kind: kindOwn, at: now, from: m.me, text: text, id: o.ID, out: out})
+	m.logMessage(to, now, m.me, text)
 	if key(to) != m.cur {
 		m.add(m.convs[m.cur], &entry{kind: kindRoute, at: now, to: to, text: text, out: out})
 	}
@@ -651,10 +651,8 @@ func (m *Model) event(ev client.Event) {
 			o.state, o.err = failed, ev.Message
 			c := m.open(o.to)
 			m.addErr(c, "not sent to %s: %s", Clean(o.to.String()), Clean(ev.Message))
-			if key(o.to) != m.cur {
-				c.unread++ // the refusal is news there
-			}
-			m.refresh() // the ✗ shows on the line in view, wherever it is
+			m.markUnread(c)
+			m.refresh() // the ✗ shows wherever the message does, here too
 			return
 		}
 		m.errorf("%s", Clean(ev.Message))
@@ -697,43 +695,17 @@ func (m *Model) incoming(msg client.ChatMessage) {
 	if msg.ID != "" && c.ids[msg.ID] {
 		return
 	}
-	at, ok := MessageTime(msg)
-	if !ok {
-		at = m.cfg.Now()
-	}
-	e := &entry{kind: kindChat, at: at, from: msg.From, text: msg.Content, id: msg.ID, mention: Mentions(msg.Content, m.me)}
+	e := m.historyEntry(msg)
 	m.add(c, e)
-	if key(conv) != m.cur {
-		c.unread++
-		if e.mention {
-			c.mentions++
-		}
-	}
-	if m.cfg.Bell != nil && (e.mention || (!conv.Group && key(conv) != m.cur)) {
-		m.cfg.Bell()
-	}
+	m.logMessage(conv, e.at, e.from, e.text)
+	m.markUnread(c)
+	m.noticeMention(c, e)
 }
 
-// Mentions reports whether text names user as a word of its own
-// ("alice:", "@alice", "hi alice!"; not "malice"), in any case.
-func Mentions(text, user string) bool {
-	if user == "" {
-		return false
-	}
-	lt, lu := strings.ToLower(text), strings.ToLower(user)
-	word := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' || r == '-' }
-	for i := 0; ; {
-		j := strings.Index(lt[i:], lu)
-		if j < 0 {
-			return false
-		}
-		start, end := i+j, i+j+len(lu)
-		before, _ := utf8.DecodeLastRuneInString(lt[:start])
-		after, _ := utf8.DecodeRuneInString(lt[end:])
-		if (start == 0 || !word(before)) && (end == len(lt) || !word(after)) {
-			return true
-		}
-		i = start + 1
+// markUnread counts a new line of c as unread unless c is on screen.
+func (m *Model) markUnread(c *conversation) {
+	if key(c.to) != m.cur {
+		c.unread++
 	}
 }
 
@@ -768,6 +740,7 @@ func (m *Model) who(r whoMsg) {
 	}
 	var parts []string
 	for _, u := range r.users {
+		m.seeUser(u.Username)
 		parts = append(parts, fmt.Sprintf("%s (node %d)", Clean(u.Username), u.Node))
 	}
 	if len(parts) == 0 {
@@ -787,6 +760,7 @@ func (m *Model) groupList(r groupsMsg) {
 	clear(m.groups)
 	var parts []string
 	for _, g := range r.groups {
+		m.seeGroup(g.Group)
 		if g.Member {
 			m.groups[g.Group] = true
 		}
@@ -815,62 +789,20 @@ func (m *Model) groupList(r groupsMsg) {
 	}
 }
 
-// history puts earlier messages of a conversation before what it shows.
-func (m *Model) history(r historyMsg) {
-	c := m.open(r.with)
-	if r.err != nil {
-		if !r.auto {
-			m.addErr(c, "%s", errText(r.err))
-		} else {
-			c.historyLoaded = false
-		}
-		return
-	}
-	c.historyLoaded = true
-	var earlier []*entry
-	for _, msg := range r.msgs {
-		if msg.ID != "" && c.ids[msg.ID] {
-			continue
-		}
-		at, ok := MessageTime(msg)
-		if !ok {
-			at = m.cfg.Now()
-		}
-		earlier = append(earlier, &entry{kind: kindChat, at: at, from: msg.From, text: msg.Content, id: msg.ID})
-		if msg.ID != "" {
-			c.ids[msg.ID] = true
-		}
-	}
-	switch {
-	case len(earlier) == 0 && !r.auto && len(r.msgs) > 0:
-		// What the history holds is on screen already: say so, not that
-		// there is nothing.
-		m.addInfo(c, "the last %s with %s %s shown above; nothing earlier", Plural(len(r.msgs), "message"),
-			Clean(r.with.String()), map[bool]string{true: "is", false: "are"}[len(r.msgs) == 1])
-		return
-	case len(earlier) == 0 && !r.auto:
-		m.addInfo(c, "no earlier messages with %s", Clean(r.with.String()))
-		return
-	case len(earlier) == 0:
-		return
-	}
-	head := &entry{kind: kindInfo, at: m.cfg.Now(), text: fmt.Sprintf("── %d earlier messages ──", len(earlier))}
-	tail := &entry{kind: kindInfo, at: m.cfg.Now(), text: "──"}
-	c.entries = slices.Concat([]*entry{head}, earlier, []*entry{tail}, c.entries)
-	m.trim(c)
-	if key(r.with) == m.cur {
-		m.refresh()
-	}
-}
-
 // open returns the conversation with to, creating it.
 func (m *Model) open(to client.Recipient) *conversation {
 	k := key(to)
 	c := m.convs[k]
 	if c == nil {
 		c = &conversation{to: to, ids: map[string]bool{}}
+		if to.Group {
+			m.seeGroup(to.Name)
+		} else {
+			m.seeUser(to.Name)
+		}
 		m.convs[k] = c
 		m.order = append(m.order, k)
+		m.saveState()
 	}
 	return c
 }
@@ -879,31 +811,44 @@ func (m *Model) open(to client.Recipient) *conversation {
 // history the first time.
 func (m *Model) switchTo(to client.Recipient) tea.Cmd {
 	c := m.open(to)
-	m.cur = key(to)
-	c.unread, c.mentions = 0, 0
+	if m.cur != key(to) {
+		m.cur = key(to)
+		m.saveState()
+	}
+	m.search = nil
+	c.unread, c.mentioned = 0, false
 	m.newBelow = 0
 	m.layout()
 	m.pane.GotoBottom()
+	return m.loadOnOpen(to)
+}
+
+// loadOnOpen opens the conversation with to and fetches its recent
+// history the first time.
+func (m *Model) loadOnOpen(to client.Recipient) tea.Cmd {
+	c := m.open(to)
 	if to.Name == "" || c.historyLoaded || m.cfg.HistoryOnOpen < 0 {
 		return nil
 	}
 	c.historyLoaded = true // one request at a time
-	return m.fetchHistory(to, m.cfg.HistoryOnOpen, true)
+	return m.fetchHistory(to, m.cfg.HistoryOnOpen, histOpen)
 }
 
-// cycle moves to the next (or previous) conversation, preferring one with
-// unread messages.
+// cycle moves to the next (or previous) conversation.
 func (m *Model) cycle(step int) tea.Cmd {
-	i := slices.Index(m.order, m.cur)
-	n := len(m.order)
-	if step > 0 {
-		for j := 1; j < n; j++ {
-			if k := m.order[(i+j)%n]; m.convs[k].unread > 0 {
-				return m.switchTo(m.convs[k].to)
-			}
+	i, n := slices.Index(m.order, m.cur), len(m.order)
+	return m.switchTo(m.convs[m.order[((i+step)%n+n)%n]].to)
+}
+
+// nextActive moves to the next conversation with unread messages.
+func (m *Model) nextActive() tea.Cmd {
+	i, n := slices.Index(m.order, m.cur), len(m.order)
+	for j := 1; j < n; j++ {
+		if k := m.order[(i+j)%n]; m.convs[k].unread > 0 {
+			return m.switchTo(m.convs[k].to)
 		}
 	}
-	return m.switchTo(m.convs[m.order[((i+step)%n+n)%n]].to)
+	return nil
 }
 
 func (m *Model) add(c *conversation, e *entry) {

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -20,33 +21,51 @@ type styles struct {
 	time, info, err, faint, me lipgloss.Style
 	ok, bad                    lipgloss.Style
 	tab, tabCur, unread        lipgloss.Style
-	mention                    lipgloss.Style
+	mention, found             lipgloss.Style
 	bar, barOK, barWarn, barEr lipgloss.Style
 	prompt                     lipgloss.Style
 	senders                    []lipgloss.Style
 }
 
-func newStyles() styles {
+// Colors are the UI's colours, each an ANSI 256 colour number ("39") or
+// "#rrggbb"; empty: the default.
+type Colors struct {
+	Me, Mention, Time, Info, Error string
+	// Senders are the colours of other people's names (each name keeps one).
+	Senders []string
+}
+
+// fg is the style of colour c, or def if c is empty.
+func fg(c, def string) lipgloss.Style {
+	return lipgloss.NewStyle().Foreground(lipgloss.Color(cmp.Or(c, def)))
+}
+
+func newStyles(c Colors) styles {
 	s := styles{
-		time:    lipgloss.NewStyle().Foreground(lipgloss.Color("244")),
-		info:    lipgloss.NewStyle().Foreground(lipgloss.Color("246")),
-		err:     lipgloss.NewStyle().Foreground(lipgloss.Color("203")),
+		time:    fg(c.Time, "244"),
+		info:    fg(c.Info, "246"),
+		err:     fg(c.Error, "203"),
 		faint:   lipgloss.NewStyle().Faint(true),
-		me:      lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("252")),
+		me:      fg(c.Me, "252").Bold(true),
 		ok:      lipgloss.NewStyle().Foreground(lipgloss.Color("42")),
 		bad:     lipgloss.NewStyle().Foreground(lipgloss.Color("203")),
 		tab:     lipgloss.NewStyle().Foreground(lipgloss.Color("250")),
 		tabCur:  lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("231")).Background(lipgloss.Color("25")),
 		unread:  lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("220")),
-		mention: lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("231")).Background(lipgloss.Color("161")),
+		found:   lipgloss.NewStyle().Reverse(true),
+		mention: lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("231")).Background(lipgloss.Color(cmp.Or(c.Mention, "161"))),
 		bar:     lipgloss.NewStyle().Foreground(lipgloss.Color("252")).Background(lipgloss.Color("236")),
 		barOK:   lipgloss.NewStyle().Foreground(lipgloss.Color("42")).Background(lipgloss.Color("236")),
 		barWarn: lipgloss.NewStyle().Foreground(lipgloss.Color("220")).Background(lipgloss.Color("236")),
 		barEr:   lipgloss.NewStyle().Foreground(lipgloss.Color("203")).Background(lipgloss.Color("236")),
 		prompt:  lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("75")),
 	}
-	for _, c := range senderColors {
-		s.senders = append(s.senders, lipgloss.NewStyle().Foreground(lipgloss.Color(c)))
+	senders := c.Senders
+	if len(senders) == 0 {
+		senders = senderColors
+	}
+	for _, col := range senders {
+		s.senders = append(s.senders, fg(col, "252"))
 	}
 	return s
 }
@@ -80,7 +99,9 @@ func (m *Model) refresh() {
 	follow := m.pane.AtBottom()
 	c := m.convs[m.cur]
 	var lines []string
+	m.lineOf = m.lineOf[:0]
 	for _, e := range c.entries {
+		m.lineOf = append(m.lineOf, len(lines))
 		lines = append(lines, m.render(e)...)
 	}
 	m.pane.SetContentLines(lines)
@@ -108,34 +129,32 @@ func (m *Model) render(e *entry) []string {
 	body := Clean(e.text)
 	style := lipgloss.NewStyle()
 	var mark string
-	action, isAction := ActionText(e.text)
-	switch {
-	case isAction && (e.kind == kindChat || e.kind == kindOwn):
-		// /me waves: "* alice waves"
-		who := st.sender(e.from, m.me)
-		if e.kind == kindOwn {
-			who = st.me
+	switch e.kind {
+	case kindChat, kindOwn:
+		switch {
+		case m.isHit(e):
+			style = st.found
+		case m.isMention(e):
+			style = st.mention
 		}
-		prefix += who.Render("* "+Clean(e.from)) + " "
-		body = Clean(action)
+		from := st.sender(e.from, m.me).Render(Clean(e.from)) + " "
+		if act, ok := actionOf(e.text); ok {
+			from, body = st.info.Render("*")+" "+from, Clean(act)
+		}
+		prefix += from
 		if e.kind == kindOwn {
 			mark = m.receipt(e.out)
 		}
-	case e.kind == kindChat:
-		prefix += st.sender(e.from, m.me).Render(Clean(e.from)) + " "
-		if e.mention {
-			style = st.mention
-		}
-	case e.kind == kindOwn:
-		prefix += st.me.Render(Clean(e.from)) + " "
-		mark = m.receipt(e.out)
-	case e.kind == kindRoute:
+	case kindRoute:
 		prefix += st.sender(e.to.Name, m.me).Render("→ "+Clean(e.to.String())) + " "
+		if act, ok := actionOf(e.text); ok {
+			body = "* " + Clean(m.me) + " " + Clean(act)
+		}
 		mark = m.receipt(e.out)
-	case e.kind == kindInfo:
+	case kindInfo:
 		prefix += st.info.Render("·") + " "
 		style = st.info
-	case e.kind == kindError:
+	case kindError:
 		prefix += st.err.Render("!") + " "
 		style = st.err
 	}
@@ -211,7 +230,7 @@ func (m *Model) tabs() string {
 		switch {
 		case k == m.cur:
 			b.WriteString(m.st.tabCur.Render(" " + label + " "))
-		case c.mentions > 0:
+		case c.mentioned:
 			b.WriteString(m.st.tab.Render(" "+label+" ") + m.st.mention.Render(fmt.Sprintf("(%d@)", c.unread)))
 		case c.unread > 0:
 			b.WriteString(m.st.tab.Render(" "+label+" ") + m.st.unread.Render(fmt.Sprintf("(%d)", c.unread)))
@@ -251,6 +270,9 @@ func (m *Model) statusBar() string {
 	slices.Sort(groups)
 	if len(groups) > 0 {
 		parts = append(parts, st.bar.Render(" │ groups: "+strings.Join(groups, " ")))
+	}
+	if s := m.searchStatus(); s != "" {
+		parts = append(parts, st.barWarn.Render(s))
 	}
 	if m.newBelow > 0 && !m.pane.AtBottom() {
 		parts = append(parts, st.barWarn.Render(fmt.Sprintf(" │ ↓ %d new (Esc)", m.newBelow)))

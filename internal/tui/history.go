@@ -1,0 +1,148 @@
+package tui
+
+import (
+	"fmt"
+	"slices"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/ringchat/ringchat/internal/client"
+)
+
+// histMode is why a conversation's history was asked for.
+type histMode int
+
+const (
+	// histOpen: the conversation was opened; the messages it does not
+	// show yet go before what it shows.
+	histOpen histMode = iota
+	// histAsked: /history; the last N messages are listed at the bottom,
+	// whether shown already or not, as asked.
+	histAsked
+	// histOlder: PageUp at the top; older messages go before what the
+	// conversation shows, and the view stays on the line it showed.
+	histOlder
+)
+
+// Paging back in history.
+const (
+	olderPage  = 50  // messages more than shown asked for by each PageUp at the top
+	maxHistory = 100 // the most a HISTORY request returns (docs/PROTOCOL.md)
+)
+
+// history shows the answer to a HISTORY request.
+func (m *Model) history(r historyMsg) {
+	c := m.open(r.with)
+	switch {
+	case r.err != nil && r.mode == histAsked:
+		m.addErr(c, "%s", errText(r.err))
+	case r.err != nil && r.mode == histOlder:
+		c.loadingOlder = false
+		m.addErr(c, "older messages: %s", errText(r.err))
+	case r.err != nil:
+		c.historyLoaded = false // opening it again tries again
+	case r.mode == histAsked:
+		m.listHistory(c, r.msgs)
+	case r.mode == histOlder:
+		m.olderHistory(c, r)
+	default:
+		c.historyLoaded = true
+		m.prependHistory(c, r.msgs)
+	}
+}
+
+// listHistory lists msgs at the bottom of c, between two rules.
+func (m *Model) listHistory(c *conversation, msgs []client.ChatMessage) {
+	if len(msgs) == 0 {
+		m.addInfo(c, "no messages with %s", Clean(c.to.String()))
+		return
+	}
+	m.addInfo(c, "── the last %s with %s ──", Plural(len(msgs), "message"), Clean(c.to.String()))
+	for _, msg := range msgs {
+		m.add(c, m.historyEntry(msg))
+	}
+	m.addInfo(c, "──")
+}
+
+// prependHistory puts the messages of msgs that c does not show yet
+// before what it shows, and returns how many it put.
+func (m *Model) prependHistory(c *conversation, msgs []client.ChatMessage) int {
+	var earlier []*entry
+	for _, msg := range msgs {
+		if msg.ID != "" && c.ids[msg.ID] {
+			continue
+		}
+		earlier = append(earlier, m.historyEntry(msg))
+		if msg.ID != "" {
+			c.ids[msg.ID] = true
+		}
+	}
+	if len(earlier) == 0 {
+		return 0
+	}
+	head := &entry{kind: kindInfo, at: m.cfg.Now(), text: fmt.Sprintf("── %d earlier messages ──", len(earlier))}
+	tail := &entry{kind: kindInfo, at: m.cfg.Now(), text: "──"}
+	c.entries = slices.Concat([]*entry{head}, earlier, []*entry{tail}, c.entries)
+	m.trim(c)
+	if key(c.to) == m.cur {
+		m.refresh()
+	}
+	return len(earlier)
+}
+
+// historyEntry is a chat message (live or from a HISTORY answer) as a line.
+func (m *Model) historyEntry(msg client.ChatMessage) *entry {
+	m.seeUser(msg.From)
+	at, ok := MessageTime(msg)
+	if !ok {
+		at = m.cfg.Now()
+	}
+	return &entry{kind: kindChat, at: at, from: msg.From, text: msg.Content, id: msg.ID}
+}
+
+// pageUp scrolls up; at the top of a conversation it loads older messages.
+func (m *Model) pageUp() tea.Cmd {
+	if m.pane.YOffset() > 0 {
+		m.pane.PageUp()
+		return nil
+	}
+	c := m.convs[m.cur]
+	if c.to.Name == "" || c.loadingOlder || c.noOlder {
+		return nil
+	}
+	shown := 0
+	for _, e := range c.entries {
+		if e.id != "" {
+			shown++
+		}
+	}
+	if shown >= maxHistory {
+		c.noOlder = true
+		m.prependInfo(c, fmt.Sprintf("── older messages: the server gives the last %d, /history shows them ──", maxHistory))
+		return nil
+	}
+	c.loadingOlder = true
+	return m.fetchHistory(c.to, min(shown+olderPage, maxHistory), histOlder)
+}
+
+// olderHistory puts the older messages of r before what c shows, keeping
+// the view on the line it showed.
+func (m *Model) olderHistory(c *conversation, r historyMsg) {
+	c.loadingOlder = false
+	before := m.pane.TotalLineCount()
+	if m.prependHistory(c, r.msgs) == 0 || len(r.msgs) < r.limit {
+		c.noOlder = true
+		m.prependInfo(c, fmt.Sprintf("── no older messages with %s ──", Clean(c.to.String())))
+	}
+	if key(c.to) == m.cur {
+		m.pane.SetYOffset(m.pane.YOffset() + m.pane.TotalLineCount() - before)
+	}
+}
+
+// prependInfo puts a note at the top of c.
+func (m *Model) prependInfo(c *conversation, text string) {
+	c.entries = slices.Insert(c.entries, 0, &entry{kind: kindInfo, at: m.cfg.Now(), text: text})
+	if key(c.to) == m.cur {
+		m.refresh()
+	}
+}
