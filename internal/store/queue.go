@@ -31,14 +31,20 @@ type sqlTx struct {
 }
 
 func (t *sqlTx) exec(q string, args ...any) (int64, error) {
+	res, err := t.execResult(q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// execResult is exec returning the driver's result (for LastInsertId).
+func (t *sqlTx) execResult(q string, args ...any) (sql.Result, error) {
 	if t.s.inspect != nil {
 		t.s.inspect(t, q, args)
 	}
 	res, err := t.tx.ExecContext(t.ctx, t.bound(q), args...)
-	if err != nil {
-		return 0, t.overBudget(err)
-	}
-	return res.RowsAffected()
+	return res, t.overBudget(err)
 }
 
 func (t *sqlTx) query(q string, args ...any) (*sql.Rows, error) {
@@ -494,12 +500,9 @@ func (t *sqlTx) InsertMessages(ms []NewMessage, recipients [][]int64) ([]Inserte
 			m := ms[i]
 			args = append(args, m.ID, m.SenderID, nullID(m.ToUserID), nullID(m.ToGroupID), m.Content, m.SentAt.UnixMicro(), now, m.NodeID)
 		}
-		if t.s.inspect != nil {
-			t.s.inspect(t, b.String(), args)
-		}
-		res, err := t.tx.ExecContext(t.ctx, t.bound(b.String()), args...)
+		res, err := t.execResult(b.String(), args...)
 		if err != nil {
-			return nil, fmt.Errorf("store: insert messages: %w", t.overBudget(err))
+			return nil, fmt.Errorf("store: insert messages: %w", err)
 		}
 		if len(fresh) == 1 {
 			// One row: its sequence is the insert's id, on every server
