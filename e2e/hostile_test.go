@@ -73,6 +73,15 @@ func startHostileRing(t *testing.T) *hostileRing {
 		}
 		waitChat(t, h.users[to], func(m client.ChatMessage) bool { return m.Content == "warm-up" })
 	}
+	// The attacks start from a settled ring: the election a voting method
+	// holds when a higher node joins after the first (the highest wins) is
+	// over, and every node follows the store's coordinator. Otherwise
+	// that election may end during an attack and be taken for its effect.
+	ctx := context.Background()
+	testutil.Eventually(t, within, "the startup election settled (node 5 coordinator, every node following it)", func() bool {
+		c, err := st.Coordinator(ctx)
+		return err == nil && c.NodeID == ids[len(ids)-1] && h.views(c, ids) == ""
+	})
 	return h
 }
 
