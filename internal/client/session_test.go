@@ -108,7 +108,9 @@ func TestSessionFailsOverAndResends(t *testing.T) {
 	}
 
 	// A message delivered again (by another node after a reconnect) is
-	// shown once and acknowledged again.
+	// shown once and acknowledged again. The first delivery's ACK goes out
+	// first, so the duplicate's is a batch of its own.
+	srv.WaitAcked(t, "bob")
 	dup := `{"messageType":"CHAT_MESSAGE","id":"` + ids[0] + `","seq":2,"fromName":"alice","toUsername":"bob","messageContent":"one","sentAt":"x"}`
 	if err := srv.SendRaw("bob", dup); err != nil {
 		t.Fatal(err)
