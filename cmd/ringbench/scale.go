@@ -203,6 +203,18 @@ func runScale(ctx context.Context, stdout, log io.Writer, o scaleOpts) error {
 		fmt.Sprintf("%d messages in %v (%.0f/s)", o.messages+o.expired+o.backlog, seeded.Round(100*time.Millisecond),
 			float64(o.messages+o.expired+o.backlog)/seeded.Seconds()))
 	st.Close()
+	// A store holding this much history grew over weeks, and its server
+	// flushed it long ago; seeding wrote it in a minute. The ring starts
+	// once the server has written its dirty pages and purged the seeding's
+	// undo history, so that the run measures the ring, not the seeding's
+	// aftermath.
+	settled, settleErr := settleStore(ctx, raw, 3*time.Minute)
+	sm := fmt.Sprintf("%v", fmtDur(settled))
+	if settleErr != nil {
+		sm += " (not settled: " + settleErr.Error() + ")"
+	}
+	rep.figure("the database server's flushing and purge after seeding, waited out", sm)
+	progress("store settled after seeding in %v", settled.Round(100*time.Millisecond))
 
 	// The ring, with metrics.
 	ring, list, addrs, stop, err := startScaleRing(bin, dir, dsn, o)
@@ -927,6 +939,44 @@ func expiredLeft(ctx context.Context, db *sql.DB, retention time.Duration) (int6
 	var n int64
 	err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM messages WHERE stored_us < ?", time.Now().Add(-retention).UnixMicro()).Scan(&n)
 	return n, err
+}
+
+// settleStore waits, up to limit, until the database server has
+// checkpointed the seeding's redo log (to where its adaptive flushing
+// rests) and purged its undo history.
+func settleStore(ctx context.Context, db *sql.DB, limit time.Duration) (time.Duration, error) {
+	start := time.Now()
+	for {
+		vals := map[string]int64{}
+		rows, err := db.QueryContext(ctx, "SHOW GLOBAL STATUS WHERE Variable_name IN "+
+			"('Innodb_checkpoint_age', 'Innodb_checkpoint_max_age', 'Innodb_history_list_length')")
+		if err != nil {
+			return time.Since(start), err
+		}
+		for rows.Next() {
+			var k string
+			var v int64
+			if err := rows.Scan(&k, &v); err != nil {
+				rows.Close()
+				return time.Since(start), err
+			}
+			vals[k] = v
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return time.Since(start), err
+		}
+		age, maxAge, history := vals["Innodb_checkpoint_age"], vals["Innodb_checkpoint_max_age"], vals["Innodb_history_list_length"]
+		if age*5 <= maxAge && history < 1000 {
+			return time.Since(start), nil
+		}
+		if time.Since(start) > limit {
+			return time.Since(start), fmt.Errorf("checkpoint age %d of %d, undo history %d", age, maxAge, history)
+		}
+		if err := sleepCtx(ctx, 500*time.Millisecond); err != nil {
+			return time.Since(start), err
+		}
+	}
 }
 
 // storeSize is the database's data and index bytes.
