@@ -742,7 +742,7 @@ func (c *conn) who(req Request) {
 // maxGroupsPage the largest it may name.
 const (
 	groupsPage    = 200
-	maxGroupsPage = 1000
+	maxGroupsPage = store.MaxGroupsPage
 )
 
 // groups serves GROUPS: one page of groups (by name, after req.After),

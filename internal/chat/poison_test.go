@@ -98,7 +98,8 @@ func TestMessageFailingBrieflyIsStored(t *testing.T) {
 // visit's budget.
 type cutStore struct {
 	store.Store
-	cuts atomic.Int64 // reads still to stop
+	cuts  atomic.Int64 // reads still to stop
+	marks atomic.Int64 // marks of a single user's fetch still to stop
 }
 
 func (c *cutStore) Fenced(ctx context.Context, f store.Fence, fn func(store.Tx) error) error {
@@ -109,6 +110,7 @@ type cutTx struct {
 	store.Tx
 	c     *cutStore
 	bound bool
+	users int // of the last PendingFor
 }
 
 func (t *cutTx) Bound(until time.Time) func() {
@@ -118,10 +120,44 @@ func (t *cutTx) Bound(until time.Time) func() {
 }
 
 func (t *cutTx) PendingFor(node int64, users []int64, perUser, limit int) ([]store.Delivery, error) {
+	t.users = len(users)
 	if t.bound && len(users) > 1 && t.c.cuts.Add(-1) >= 0 {
 		return nil, fmt.Errorf("store: pending messages: %w", store.ErrOverBudget)
 	}
 	return t.Tx.PendingFor(node, users, perUser, limit)
+}
+
+func (t *cutTx) MarkDeliveredRows(node int64, rows []store.RecipientSeq) ([]store.RecipientSeq, int64, error) {
+	if t.bound && t.users == 1 && t.c.marks.Add(-1) >= 0 {
+		return nil, 0, fmt.Errorf("store: mark delivered: %w", store.ErrOverBudget)
+	}
+	return t.Tx.MarkDeliveredRows(node, rows)
+}
+
+// A single user's fetch whose marks run over the visit's budget (a
+// backlog's batch on a busy store) is dropped, not the visit: the sender's
+// message stored in it is STORED, nothing fails, and the recipient gets it
+// from a smaller fetch.
+func TestSingleUsersFetchOverTheBudgetIsDroppedNotTheVisit(t *testing.T) {
+	st := &cutStore{Store: newStore(t, 1)}
+	st.marks.Store(2)
+	r := newRingOn(t, st, 2, nil)
+	ctx := ctxT(t)
+	a := dialV2(t, r.addr(1), "a", "", client.Options{AutoAck: true})
+	b := dialV2(t, r.addr(2), "b", "", client.Options{AutoAck: true})
+	if _, err := b.SendWait(ctx, client.ToUser("a"), "hello a"); err != nil {
+		t.Fatal(err)
+	}
+	if got := nextChat(t, a); got.Content != "hello a" {
+		t.Fatalf("a got %q", got.Content)
+	}
+	stats := r.servers[0].Stats()
+	if stats.FailedVisits != 0 {
+		t.Errorf("%d visits failed; a single user's fetch over the budget must not fail its visit", stats.FailedVisits)
+	}
+	if stats.FetchesCut != 2 || st.marks.Load() >= 0 {
+		t.Errorf("%d fetches cut (%d cuts left), want 2", stats.FetchesCut, st.marks.Load())
+	}
 }
 
 // A fetch of several users that runs over its share of the visit is

@@ -382,3 +382,18 @@ func TestStuckClient(t *testing.T) {
 		t.Error("nothing pending for the dropped client")
 	}
 }
+
+// TestV2GroupsLargestPage: GROUPS answers the largest page the protocol
+// allows (1,000) and clamps a larger one to it, instead of failing.
+func TestV2GroupsLargestPage(t *testing.T) {
+	r := newRing(t, 1, nil)
+	c := dialRaw(t, r.addr(1))
+	c.loginV2("alice", "")
+	for _, limit := range []int{maxGroupsPage, maxGroupsPage + 1, 5000} {
+		c.send(fmt.Sprintf(`{"messageType":"GROUPS","limit":%d,"id":"g%d"}`, limit, limit))
+		m := c.obj()
+		if m["messageType"] != "GROUPS" || m["id"] != fmt.Sprint("g", limit) {
+			t.Errorf("GROUPS with limit %d: %v", limit, m)
+		}
+	}
+}

@@ -18,6 +18,10 @@ import (
 // several users may take: the marks and the commit need the rest.
 const fetchShare = 60
 
+// aloneShare is the percentage of a visit's budget a fetch for a single
+// user may take: most of it, the rest left for the commit.
+const aloneShare = 80
+
 // defaultBudget is a visit's time budget when its context has no deadline.
 const defaultBudget = 100 * time.Millisecond
 
@@ -44,6 +48,10 @@ const (
 	pruneSliceStart = 20
 	pruneSliceMax   = 500
 )
+
+// pruneShare: a prune statement is held to budget/pruneShare (its slice
+// shrinks past it, and grows only below half of it).
+const pruneShare = 50
 
 // firstPruneAfter delays a node's first prune after its start.
 const firstPruneAfter = time.Minute
@@ -93,9 +101,9 @@ type visitWork struct {
 	// fails from work that fails (the suspect).
 	shrunk bool
 	probe  bool
-	// fetchBy: the fetch's read of several users stops at the server then
-	// (a share of the visit's budget).
-	fetchBy time.Time
+	// fetchBy: the fetch of several users stops at the server then (a
+	// share of the visit's budget); aloneBy: a single user's.
+	fetchBy, aloneBy time.Time
 
 	// results (reset at every attempt of the transaction)
 	stored     []storedMsg
@@ -105,7 +113,8 @@ type visitWork struct {
 	more       bool            // the fetch of every user left some behind
 	moreFor    []int64         // users the fetch gave a full share: read again next visit
 	pruned     store.PruneSlice
-	cut        bool // the fetch's read stopped at fetchBy: nothing was read
+	pruneTook  time.Duration // the prune statement's own time
+	cut        bool          // the fetch stopped at its share of the budget: nothing was marked
 }
 
 // visit is one critical section, in one fenced transaction:
@@ -173,6 +182,7 @@ func (s *Server) visit(ctx context.Context, tok token.Token, fenced node.Fenced)
 	}
 	if _, ok := ctx.Deadline(); ok {
 		w.fetchBy = start.Add(budget * fetchShare / 100)
+		w.aloneBy = start.Add(budget * aloneShare / 100)
 	}
 	err := fenced(func(tx store.Tx) error { return s.work(tx, now, w) })
 	elapsed := time.Since(start)
@@ -227,18 +237,24 @@ func (s *Server) visit(ctx context.Context, tok token.Token, fenced node.Fenced)
 		s.v.ackMax = min(maxAckRows, s.v.ackMax*3/2+1)
 	}
 	switch {
-	// Pruning rides on visits with other work, and every visit's time is
-	// the token's lap for everyone: it grows only while the visit stays
-	// short, so that a week of history expiring costs latency to nobody.
-	case w.prune && elapsed > budget/5:
+	// Pruning rides on visits, and every visit's time is the token's lap
+	// for everyone, at every node pruning at once: its statement is held
+	// to a fiftieth of the budget (2 ms of 100), so that a week of history
+	// expiring adds a few milliseconds to a lap, never a visit's worth.
+	case w.prune && (w.pruneTook > budget/pruneShare || elapsed > budget/5):
 		s.v.pruneSlice = max(pruneSliceMin, s.v.pruneSlice*3/4)
-	case w.prune && elapsed < budget/10:
-		s.v.pruneSlice = min(pruneSliceMax, s.v.pruneSlice*3/2)
+	case w.prune && w.pruneTook < budget/(2*pruneShare) && elapsed < budget/10:
+		s.v.pruneSlice = min(pruneSliceMax, s.v.pruneSlice*5/4+1)
 	}
 	switch {
 	case w.cut:
-		// The read ran over its share: a quarter of it next time.
-		s.v.fetchMax = max(1, min(s.v.fetchMax, len(w.users))/4)
+		// The fetch ran over its share: a quarter of it next time (of
+		// the users, or of a single user's rows).
+		if len(w.users) > 1 {
+			s.v.fetchMax = max(1, min(s.v.fetchMax, len(w.users))/4)
+		} else {
+			s.v.fetchMax = max(1, s.v.fetchMax/4)
+		}
 		s.stats.fetchesCut.Add(1)
 		s.log.Debug().Int("users", len(w.users)).Int("fetch_max", s.v.fetchMax).Dur("took_ms", elapsed).
 			Msg("chat: fetch stopped at its share of the visit; the rest committed, the next fetch reads less")
@@ -564,7 +580,7 @@ func (s *Server) poison(w *visitWork) {
 // work is the transaction's body. The store may run it again after a
 // deadlock, so it starts from scratch each time.
 func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
-	w.stored, w.deliveries, w.waiting, w.more, w.moreFor, w.stamp, w.cut = w.stored[:0], w.deliveries[:0], nil, false, nil, 0, false
+	w.stored, w.deliveries, w.waiting, w.more, w.moreFor, w.stamp, w.cut, w.pruneTook = w.stored[:0], w.deliveries[:0], nil, false, nil, 0, false, 0
 	if err := s.unmarkRows(tx, w); err != nil {
 		return err
 	}
@@ -601,17 +617,21 @@ func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
 		s.fetchOwn(w)
 	}
 	if w.fetch {
-		if err := s.fetch(tx, w); errors.Is(err, store.ErrOverBudget) {
-			// The read stopped at its share of the budget, having read
-			// and changed nothing: what was stored and acknowledged
-			// commits, and the same users are read again, fewer at once.
+		if err := s.fetch(tx, w); errors.Is(err, store.ErrOverBudget) && (len(w.users) > 1 || s.v.fetchMax > 1) {
+			// The fetch stopped at its share of the budget, having
+			// changed nothing: what was stored and acknowledged commits,
+			// and the same users are read again, fewer at once. A single
+			// row of a single user that does not fit fails the visit, so
+			// that work failing alone can be set aside.
 			w.cut, w.deliveries, w.more, w.moreFor = true, w.deliveries[:0], false, nil
 		} else if err != nil {
 			return err
 		}
 	}
 	if w.prune {
+		began := time.Now()
 		res, err := tx.PruneMessages(now.Add(-s.cfg.Retention), s.v.pruneNext, s.v.pruneSlice)
+		w.pruneTook = time.Since(began)
 		if err != nil {
 			return err
 		}
@@ -697,15 +717,17 @@ func (s *Server) fetch(tx store.Tx, w *visitWork) error {
 	// user's share is the size over the users, at most FetchPerClient.
 	limit := s.v.fetchMax
 	perUser := min(s.cfg.FetchPerClient, max(1, limit/max(1, len(w.users))))
-	unbound := func() {}
-	if !w.fetchBy.IsZero() && len(w.users) > 1 {
-		// A read of several users may run over its share and be dropped
-		// (ErrOverBudget); a single user's fails the visit, so that what
-		// fails alone can be set aside.
-		unbound = tx.Bound(w.fetchBy)
+	if !w.fetchBy.IsZero() {
+		// The fetch (its read and its marks) may run over its share and be
+		// dropped (ErrOverBudget); a single user's share is most of the
+		// visit (see work for when its cut fails the visit).
+		by := w.fetchBy
+		if len(w.users) == 1 {
+			by = w.aloneBy
+		}
+		defer tx.Bound(by)()
 	}
 	ds, err := tx.PendingFor(s.cfg.NodeID, w.users, perUser, limit)
-	unbound()
 	if err != nil {
 		return err
 	}

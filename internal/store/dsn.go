@@ -26,9 +26,15 @@ const DefaultDSN = "sqlite:.ringchat/ringchat.db"
 // its transaction after a second of silence, and the others wait for a lock
 // at most a few seconds. A live critical section issues its statements
 // within milliseconds (it is bounded far below that).
+//
+// tx_isolation makes read committed the session's level once, when the
+// connection opens (a waiter for the fence row lock sees what the previous
+// holder committed); set per transaction instead, it would cost a round
+// trip before every one.
 var sessionGuards = map[string]string{
 	"idle_write_transaction_timeout": "1",
 	"innodb_lock_wait_timeout":       "5",
+	"tx_isolation":                   "'READ-COMMITTED'",
 }
 
 // ErrBadDSN wraps every DSN parsing error.
@@ -93,7 +99,7 @@ func ParseDSN(s string) (DSN, error) {
 		if err != nil {
 			return DSN{}, fmt.Errorf("%w: %v", ErrBadDSN, tlsHint(err))
 		}
-		return finishMySQL(cfg)
+		return finishMySQL(cfg, s)
 	}
 	return DSN{}, fmt.Errorf("%w: %q is not mysql://user:pass@host:port/db, user:pass@tcp(host:port)/db or sqlite:PATH", ErrBadDSN, redact(s))
 }
@@ -148,10 +154,12 @@ func parseMySQLURL(s string) (DSN, error) {
 		extra.User, extra.Passwd, extra.Net, extra.Addr, extra.DBName = cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName
 		cfg = extra
 	}
-	return finishMySQL(cfg)
+	return finishMySQL(cfg, u.RawQuery)
 }
 
-func finishMySQL(cfg *mysql.Config) (DSN, error) {
+// finishMySQL completes a parsed MySQL DSN with the store's defaults; raw
+// is the text the parameters came from.
+func finishMySQL(cfg *mysql.Config, raw string) (DSN, error) {
 	if cfg.DBName == "" {
 		return DSN{}, fmt.Errorf("%w: mysql DSN needs a database name, as in mysql://root@127.0.0.1:3306/ringchat", ErrBadDSN)
 	}
@@ -163,6 +171,13 @@ func finishMySQL(cfg *mysql.Config) (DSN, error) {
 	}
 	if cfg.WriteTimeout == 0 {
 		cfg.WriteTimeout = 30 * time.Second
+	}
+	if !strings.Contains(raw, "interpolateParams=") {
+		// A statement's arguments go in its text: one round trip a
+		// statement, where a prepared statement takes two (and a third
+		// message to close it). The driver refuses to interpolate for the
+		// character sets where that would be unsafe.
+		cfg.InterpolateParams = true
 	}
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}

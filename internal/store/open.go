@@ -94,7 +94,9 @@ func openSQLite(ctx context.Context, d DSN, opts Options, now func() time.Time) 
 		db.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, d.Path, err)
 	}
-	return newSQLStore(db, d, sqliteDialect, now), nil
+	st := newSQLStore(db, d, sqliteDialect, now)
+	st.returning = true // SQLite 3.35 and later; the driver embeds a newer one
+	return st, nil
 }
 
 // pingSQLite opens the first connection. Nodes that start together on a
@@ -162,7 +164,29 @@ func openMySQL(ctx context.Context, d DSN, opts Options, now func() time.Time) (
 	// The session guards are MariaDB's: where they were accepted, so is
 	// max_statement_time.
 	st.statementTime = cfg.Params["idle_write_transaction_timeout"] != ""
+	if cfg.Params["tx_isolation"] == sessionGuards["tx_isolation"] {
+		st.d.txOptions = nil // the session's level already
+	}
+	var version string
+	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		db.Close()
+		return nil, classifyMySQL(err, d)
+	}
+	st.returning = mariaDBAtLeast(version, 10, 5)
 	return st, nil
+}
+
+// mariaDBAtLeast reports whether a server's VERSION() is MariaDB's, at
+// least major.minor ("10.11.19-MariaDB-0+deb12u1").
+func mariaDBAtLeast(version string, major, minor int) bool {
+	if !strings.Contains(version, "MariaDB") {
+		return false
+	}
+	var ma, mi int
+	if _, err := fmt.Sscanf(version, "%d.%d", &ma, &mi); err != nil {
+		return false
+	}
+	return ma > major || (ma == major && mi >= minor)
 }
 
 func openMySQLDB(ctx context.Context, cfg *mysql.Config) (*sql.DB, error) {

@@ -28,6 +28,8 @@ type sqlTx struct {
 	s   *sqlStore
 	// until: when set (Bound), the server stops statements then.
 	until time.Time
+	// writes counts the statements run through execResult that succeeded.
+	writes int
 }
 
 func (t *sqlTx) exec(q string, args ...any) (int64, error) {
@@ -44,6 +46,9 @@ func (t *sqlTx) execResult(q string, args ...any) (sql.Result, error) {
 		t.s.inspect(t, q, args)
 	}
 	res, err := t.tx.ExecContext(t.ctx, t.bound(q), args...)
+	if err == nil {
+		t.writes++
+	}
 	return res, t.overBudget(err)
 }
 
@@ -274,12 +279,13 @@ func (t *sqlTx) UserGroups(userID int64) ([]Group, error) {
 		" JOIN group_members m ON m.group_id = g.group_id WHERE m.user_id = ? ORDER BY g.name", userID)
 }
 
-// MaxGroupsPage bounds one page of ListGroups.
+// MaxGroupsPage bounds one page of ListGroups; a call may ask for one
+// group more, to learn whether another page follows.
 const MaxGroupsPage = 1000
 
 func (t *sqlTx) ListGroups(after string, limit int) ([]Group, error) {
-	if limit <= 0 || limit > MaxGroupsPage {
-		return nil, fmt.Errorf("%w: groups page of %d (1-%d)", ErrInvalid, limit, MaxGroupsPage)
+	if limit <= 0 || limit > MaxGroupsPage+1 {
+		return nil, fmt.Errorf("%w: groups page of %d (1-%d)", ErrInvalid, limit, MaxGroupsPage+1)
 	}
 	return t.queryGroups("list groups", groupCols+" WHERE g.name > ? ORDER BY g.name LIMIT ?", after, limit)
 }
@@ -465,64 +471,43 @@ func (t *sqlTx) InsertMessages(ms []NewMessage, recipients [][]int64) ([]Inserte
 		}
 	}
 	out := make([]Inserted, len(ms))
-	ids := make([]string, len(ms))
-	for i, m := range ms {
-		ids[i] = m.ID
-	}
-	stored, err := t.storedRefs(ids)
-	if err != nil {
-		return nil, err
-	}
-	// The new ones, each id once, in order.
-	var fresh []int
+	// Each id once, in order (a later copy in the batch is a resend).
+	var once []int
 	seen := map[string]bool{}
 	for i, m := range ms {
-		if _, ok := stored[m.ID]; ok || seen[m.ID] {
+		if seen[m.ID] {
 			out[i].Dup = true
 			continue
 		}
 		seen[m.ID] = true
-		fresh = append(fresh, i)
+		once = append(once, i)
 	}
-	if err := t.lockGroups(ms, fresh); err != nil {
+	if err := t.lockGroups(ms, once); err != nil {
 		return nil, err
 	}
 	now := t.s.nowUS()
-	for chunk := range slices.Chunk(fresh, msgChunk) {
-		var b strings.Builder
-		b.WriteString("INSERT INTO messages (msg_id, sender_id, to_user_id, to_group_id, content, sent_us, stored_us, node_id) VALUES ")
-		args := make([]any, 0, 8*len(chunk))
-		for k, i := range chunk {
-			if k > 0 {
-				b.WriteString(", ")
+	stored := map[string]storedRef{}
+	var fresh []int
+	for chunk := range slices.Chunk(once, msgChunk) {
+		if t.s.returning {
+			// A new message as a rule: inserted, its sequence returned, in
+			// one statement. A stored one among them fails the statement
+			// (and only the statement): the chunk goes the long way.
+			refs, err := t.insertReturning(ms, chunk, now)
+			if err == nil {
+				maps.Copy(stored, refs)
+				fresh = append(fresh, chunk...)
+				continue
 			}
-			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
-			m := ms[i]
-			args = append(args, m.ID, m.SenderID, nullID(m.ToUserID), nullID(m.ToGroupID), m.Content, m.SentAt.UnixMicro(), now, m.NodeID)
-		}
-		res, err := t.execResult(b.String(), args...)
-		if err != nil {
-			return nil, fmt.Errorf("store: insert messages: %w", err)
-		}
-		if len(fresh) == 1 {
-			// One row: its sequence is the insert's id, on every server
-			// and whatever its auto-increment settings.
-			if id, err := res.LastInsertId(); err == nil && id > 0 {
-				m := ms[fresh[0]]
-				stored[m.ID] = storedRef{seq: id, sentUS: m.SentAt.UnixMicro()}
+			if !t.s.isDuplicate(err) {
+				return nil, fmt.Errorf("store: insert messages: %w", err)
 			}
 		}
-	}
-	if len(fresh) > 1 || (len(fresh) == 1 && stored[ms[fresh[0]].ID].seq == 0) {
-		newIDs := make([]string, len(fresh))
-		for k, i := range fresh {
-			newIDs[k] = ms[i].ID
-		}
-		refs, err := t.storedRefs(newIDs)
+		added, err := t.insertNew(ms, chunk, now, stored, out)
 		if err != nil {
 			return nil, err
 		}
-		maps.Copy(stored, refs)
+		fresh = append(fresh, added...)
 	}
 	var rows []RecipientSeq
 	last := map[int64]int64{}
@@ -545,6 +530,99 @@ func (t *sqlTx) InsertMessages(ms []NewMessage, recipients [][]int64) ([]Inserte
 		out[i].Seq, out[i].SentAt = r.seq, time.UnixMicro(r.sentUS).UTC()
 	}
 	return out, nil
+}
+
+// messageValues is the multi-row INSERT of the messages at these indexes.
+func messageValues(ms []NewMessage, idx []int, now int64) (string, []any) {
+	var b strings.Builder
+	b.WriteString("INSERT INTO messages (msg_id, sender_id, to_user_id, to_group_id, content, sent_us, stored_us, node_id) VALUES ")
+	args := make([]any, 0, 8*len(idx))
+	for k, i := range idx {
+		if k > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
+		m := ms[i]
+		args = append(args, m.ID, m.SenderID, nullID(m.ToUserID), nullID(m.ToGroupID), m.Content, m.SentAt.UnixMicro(), now, m.NodeID)
+	}
+	return b.String(), args
+}
+
+// insertReturning inserts the messages at idx, none of them stored yet,
+// and returns their sequences from the insert itself (RETURNING).
+func (t *sqlTx) insertReturning(ms []NewMessage, idx []int, now int64) (map[string]storedRef, error) {
+	q, args := messageValues(ms, idx, now)
+	sent := make(map[string]int64, len(idx))
+	for _, i := range idx {
+		sent[ms[i].ID] = ms[i].SentAt.UnixMicro()
+	}
+	refs := make(map[string]storedRef, len(idx))
+	err := t.each(q+" RETURNING msg_seq, msg_id", args, func(rows *sql.Rows) error {
+		var seq int64
+		var id string
+		if err := rows.Scan(&seq, &id); err != nil {
+			return err
+		}
+		refs[id] = storedRef{seq: seq, sentUS: sent[id]}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(refs) != len(idx) {
+		return nil, fmt.Errorf("%d messages inserted, %d sequences returned", len(idx), len(refs))
+	}
+	return refs, nil
+}
+
+// insertNew stores those of the messages at idx that are not stored yet:
+// the stored ones are marked Dup in out; stored gets every one's sequence
+// and acceptance time. It returns the indexes it inserted.
+func (t *sqlTx) insertNew(ms []NewMessage, idx []int, now int64, stored map[string]storedRef, out []Inserted) ([]int, error) {
+	ids := make([]string, len(idx))
+	for k, i := range idx {
+		ids[k] = ms[i].ID
+	}
+	have, err := t.storedRefs(ids)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(stored, have)
+	var fresh []int
+	for _, i := range idx {
+		if _, ok := have[ms[i].ID]; ok {
+			out[i].Dup = true
+			continue
+		}
+		fresh = append(fresh, i)
+	}
+	if len(fresh) == 0 {
+		return nil, nil
+	}
+	q, args := messageValues(ms, fresh, now)
+	res, err := t.execResult(q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: insert messages: %w", err)
+	}
+	if len(fresh) == 1 {
+		// One row: its sequence is the insert's id, on every server
+		// and whatever its auto-increment settings.
+		if id, err := res.LastInsertId(); err == nil && id > 0 {
+			m := ms[fresh[0]]
+			stored[m.ID] = storedRef{seq: id, sentUS: m.SentAt.UnixMicro()}
+			return fresh, nil
+		}
+	}
+	newIDs := make([]string, len(fresh))
+	for k, i := range fresh {
+		newIDs[k] = ms[i].ID
+	}
+	refs, err := t.storedRefs(newIDs)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(stored, refs)
+	return fresh, nil
 }
 
 // storedRef is a stored message's sequence and acceptance time.
@@ -836,6 +914,38 @@ func (t *sqlTx) MarkDeliveredRows(nodeID int64, rows []RecipientSeq) ([]Recipien
 	if len(rows) == 0 {
 		return nil, stamp, nil
 	}
+	if t.until.IsZero() {
+		return t.markDeliveredRows(nodeID, stamp, rows)
+	}
+	if direct, group := splitRows(rows); len(group) == 0 && len(direct) <= rowChunk {
+		// One update at most (direct rows, one chunk): the server stops it
+		// whole, and nothing needs undoing. Only a look-up after it can be
+		// stopped with the update done: then the visit fails (and rolls it
+		// back) instead of dropping the fetch.
+		before := t.writes
+		marked, stamp, err := t.markDeliveredRows(nodeID, stamp, rows)
+		if errors.Is(err, ErrOverBudget) && t.writes > before {
+			return nil, 0, fmt.Errorf("store: mark delivered: stopped after its update: %v", err)
+		}
+		return marked, stamp, err
+	}
+	// Bound, several updates: its statements (presence, cursors, rows) are
+	// undone together if the server stops one of them, so that no cursor
+	// moves for rows that were not marked.
+	if _, err := t.exec("SAVEPOINT mark_delivered"); err != nil {
+		return nil, 0, fmt.Errorf("store: mark delivered: %w", err)
+	}
+	marked, stamp, err := t.markDeliveredRows(nodeID, stamp, rows)
+	if errors.Is(err, ErrOverBudget) {
+		// Its own statement unbounded: the budget has run out.
+		if _, rerr := t.tx.ExecContext(t.ctx, "ROLLBACK TO SAVEPOINT mark_delivered"); rerr != nil {
+			return nil, 0, fmt.Errorf("store: mark delivered: %w (undoing it: %v)", err, rerr)
+		}
+	}
+	return marked, stamp, err
+}
+
+func (t *sqlTx) markDeliveredRows(nodeID, stamp int64, rows []RecipientSeq) ([]RecipientSeq, int64, error) {
 	var users []any
 	seen := map[int64]bool{}
 	for _, r := range rows {

@@ -482,3 +482,48 @@ func TestScaleGroupMemberBackFromAway(t *testing.T) {
 		}
 	})
 }
+
+// A bound mark that the server stops part-way (its direct rows wait for a
+// lock another transaction holds) undoes the cursor it had moved: the
+// visit commits, and the group message is still pending, not skipped.
+func TestMariaDBBoundMarkIsAllOrNothing(t *testing.T) {
+	s := openScale(t, testutil.MySQLDSN(t))
+	if !s.statementTime {
+		t.Skip("server without max_statement_time")
+	}
+	seedUsers(t, s, 2)
+	now := time.Now().UnixMicro()
+	seed(t, s, "INSERT INTO chat_groups (group_id, name, created_us, last_seq) VALUES (1, 'lab', 0, 1)",
+		"INSERT INTO group_members (group_id, user_id, joined_us) VALUES (1, 1, 0), (1, 2, 0)",
+		"INSERT INTO group_cursors (group_id, user_id, acked_seq, sent_seq) VALUES (1, 1, 0, 0), (1, 2, 1, 1)",
+		fmt.Sprintf("INSERT INTO messages (msg_seq, msg_id, sender_id, to_group_id, content, sent_us, stored_us, node_id) VALUES (1, 'g1', 2, 1, 'to all', %d, %d, 1)", now, now),
+		fmt.Sprintf("INSERT INTO messages (msg_seq, msg_id, sender_id, to_user_id, content, sent_us, stored_us, node_id) VALUES (2, 'd2', 2, 1, 'to one', %d, %d, 1)", now, now),
+		"INSERT INTO recipients (user_id, msg_seq) VALUES (1, 2)",
+		"INSERT INTO presence (user_id, node_id, since_us) VALUES (1, 1, 0)")
+	ctx := context.Background()
+	locker, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Rollback()
+	if _, err := locker.ExecContext(ctx, "SELECT * FROM recipients WHERE user_id = 1 AND msg_seq = 2 FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	err = visit(t, s, 1, func(tx *sqlTx) error {
+		defer tx.Bound(time.Now().Add(30 * time.Millisecond))()
+		_, _, err := tx.MarkDeliveredRows(1, []RecipientSeq{{RecipientID: 1, Seq: 1, GroupID: 1}, {RecipientID: 1, Seq: 2}})
+		if !errors.Is(err, ErrOverBudget) {
+			t.Errorf("a mark waiting on a lock, bound to 30 ms: err = %v, want ErrOverBudget", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("the visit after its stopped mark: %v", err)
+	}
+	if n := count(t, s, "SELECT sent_seq FROM group_cursors WHERE group_id = 1 AND user_id = 1"); n != 0 {
+		t.Errorf("cursor of the member after a stopped mark: sent %d, want 0 (still pending)", n)
+	}
+	if n := count(t, s, "SELECT COUNT(*) FROM recipients WHERE delivered_us IS NULL"); n != 1 {
+		t.Errorf("direct rows pending after a stopped mark: %d, want 1", n)
+	}
+}

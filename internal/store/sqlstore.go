@@ -87,6 +87,9 @@ type sqlStore struct {
 	// statementTime: the server stops a statement at its context's
 	// deadline (MariaDB's max_statement_time; not in MySQL).
 	statementTime bool
+	// returning: the server returns an insert's generated keys
+	// (INSERT ... RETURNING: MariaDB 10.5 and later, SQLite).
+	returning bool
 	// inspect, when set (tests), sees every statement of a transaction
 	// before it runs, with the transaction: plan checks.
 	inspect func(t *sqlTx, q string, args []any)
@@ -126,6 +129,17 @@ func newSQLStore(db *sql.DB, dsn DSN, d dialect, now func() time.Time) *sqlStore
 }
 
 func (s *sqlStore) Dialect() string { return s.d.name }
+
+// isDuplicate reports a unique key's violation, which ends the statement
+// and not the transaction.
+func (s *sqlStore) isDuplicate(err error) bool {
+	if s.d.name == "mysql" {
+		return isMySQLErr(err, 1062)
+	}
+	var c interface{ Code() int }
+	// SQLITE_CONSTRAINT_UNIQUE, SQLITE_CONSTRAINT_PRIMARYKEY
+	return errors.As(err, &c) && (c.Code() == 2067 || c.Code() == 1555)
+}
 
 func (s *sqlStore) Ping(ctx context.Context) error {
 	if err := s.db.PingContext(ctx); err != nil {

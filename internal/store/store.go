@@ -329,7 +329,8 @@ type Tx interface {
 	GroupMembers(groupID int64) ([]int64, error)
 	// UserGroups lists the groups a user belongs to, by name.
 	UserGroups(userID int64) ([]Group, error)
-	// ListGroups lists up to limit groups (at most MaxGroupsPage) whose
+	// ListGroups lists up to limit groups (at most MaxGroupsPage+1: a page
+	// and one to see whether another follows) whose
 	// names sort after after, by name, with their member counts: one page.
 	ListGroups(after string, limit int) ([]Group, error)
 
@@ -396,7 +397,8 @@ type Tx interface {
 	// mark's stamp (delivered_us). It reads the presence rows with a lock
 	// held to the end of the transaction, so a logout waits for the visit
 	// and a login elsewhere (whose ResetDelivered makes the rows pending
-	// again) comes after it.
+	// again) comes after it. Under Bound it marks all or nothing: stopped
+	// there, it fails with ErrOverBudget having changed nothing.
 	MarkDeliveredRows(nodeID int64, rows []RecipientSeq) (marked []RecipientSeq, stamp int64, err error)
 	// UnmarkDelivered makes these rows pending again if they still carry
 	// the mark stamped stamp (a row acknowledged or marked again since is

@@ -1,0 +1,190 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ringchat/ringchat/internal/testutil"
+)
+
+// TestMySQLDSNInterpolatesUnlessTold: a statement's arguments go in its text
+// (one round trip, not a prepare and an execute), unless the DSN says
+// otherwise, in either of its forms.
+func TestMySQLDSNInterpolatesUnlessTold(t *testing.T) {
+	for dsn, want := range map[string]bool{
+		"mysql://root@127.0.0.1:3306/ringchat":                               true,
+		"mysql://root@127.0.0.1:3306/ringchat?interpolateParams=false":       false,
+		"root@tcp(127.0.0.1:3306)/ringchat":                                  true,
+		"root@tcp(127.0.0.1:3306)/ringchat?interpolateParams=false":          false,
+		"root@tcp(127.0.0.1:3306)/ringchat?interpolateParams=true&tls=false": true,
+	} {
+		d, err := ParseDSN(dsn)
+		if err != nil {
+			t.Fatalf("%s: %v", dsn, err)
+		}
+		if d.MySQL.InterpolateParams != want {
+			t.Errorf("%s: InterpolateParams %v, want %v", dsn, d.MySQL.InterpolateParams, want)
+		}
+	}
+}
+
+// TestMariaDBTransactionsReadCommittedWithoutASetEach: every transaction
+// (fenced, Update, View) runs at read committed, the level the fence relies
+// on, set once on the session instead of before each transaction.
+func TestMariaDBTransactionsReadCommittedWithoutASetEach(t *testing.T) {
+	s := openScale(t, testutil.MySQLDSN(t))
+	if s.d.txOptions != nil {
+		t.Errorf("transactions still set their isolation level each (%+v): a round trip before every one", *s.d.txOptions)
+	}
+	level := func(tx Tx) string {
+		var l string
+		if err := tx.(*sqlTx).tx.QueryRowContext(context.Background(), "SELECT @@tx_isolation").Scan(&l); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	ctx := context.Background()
+	var got []string
+	if err := s.Fenced(ctx, Fence{Generation: 1, Seq: 1, Holder: 1}, func(tx Tx) error { got = append(got, level(tx)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(ctx, func(tx Tx) error { got = append(got, level(tx)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.View(ctx, func(tx Tx) error { got = append(got, level(tx)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range got {
+		if l != "READ-COMMITTED" {
+			t.Errorf("transaction %d (fenced, update, view) runs at %s", i, l)
+		}
+	}
+}
+
+// TestNewMessagesStoredInTwoStatements: a batch of new direct messages is
+// one INSERT that returns the sequences and one of their recipient rows,
+// on both stores; a batch holding a stored id still stores the rest once.
+func TestNewMessagesStoredInTwoStatements(t *testing.T) {
+	scaleStores(t, func(t *testing.T, s *sqlStore) {
+		if !s.returning {
+			t.Fatal("the store does not use INSERT ... RETURNING")
+		}
+		seedUsers(t, s, 3)
+		var stmts []string
+		s.inspect = func(_ *sqlTx, q string, _ []any) { stmts = append(stmts, q) }
+		defer func() { s.inspect = nil }()
+		batch := func(ids ...string) []NewMessage {
+			var ms []NewMessage
+			for _, id := range ids {
+				ms = append(ms, NewMessage{ID: id, SenderID: 1, ToUserID: 2, Content: id, SentAt: time.Now(), NodeID: 1})
+			}
+			return ms
+		}
+		rcpts := func(n int) [][]int64 {
+			out := make([][]int64, n)
+			for i := range out {
+				out[i] = []int64{2}
+			}
+			return out
+		}
+		var first []Inserted
+		err := visit(t, s, 1, func(tx *sqlTx) error {
+			stmts = nil
+			var err error
+			first, err = tx.InsertMessages(batch("m1", "m2", "m3"), rcpts(3))
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(stmts) != 2 {
+			t.Errorf("3 new messages took %d statements, want 2:\n%s", len(stmts), strings.Join(stmts, "\n"))
+		}
+		var again []Inserted
+		err = visit(t, s, 2, func(tx *sqlTx) error {
+			var err error
+			again, err = tx.InsertMessages(batch("m4", "m2", "m5"), rcpts(3))
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again[0].Dup || !again[1].Dup || again[2].Dup || again[1].Seq != first[1].Seq ||
+			!again[1].SentAt.Equal(first[1].SentAt) || again[2].Seq <= again[0].Seq || again[0].Seq <= first[2].Seq {
+			t.Errorf("a batch with a stored id: %+v (first %+v)", again, first)
+		}
+		if n := count(t, s, "SELECT COUNT(*) FROM recipients WHERE user_id = 2"); n != 5 {
+			t.Errorf("%d recipient rows, want 5", n)
+		}
+		if n := count(t, s, "SELECT COUNT(*) FROM messages"); n != 5 {
+			t.Errorf("%d messages, want 5", n)
+		}
+	})
+}
+
+// TestMariaDBBoundDirectMarkWithoutSavepoint: a bound mark of direct rows
+// alone (one update) runs without a savepoint, and a stop of its update
+// still leaves every row pending.
+func TestMariaDBBoundDirectMarkWithoutSavepoint(t *testing.T) {
+	s := openScale(t, testutil.MySQLDSN(t))
+	if !s.statementTime {
+		t.Skip("server without max_statement_time")
+	}
+	seedUsers(t, s, 2)
+	now := time.Now().UnixMicro()
+	seed(t, s,
+		fmt.Sprintf("INSERT INTO messages (msg_seq, msg_id, sender_id, to_user_id, content, sent_us, stored_us, node_id) VALUES (1, 'd1', 2, 1, 'one', %d, %d, 1), (2, 'd2', 2, 1, 'two', %d, %d, 1)", now, now, now, now),
+		"INSERT INTO recipients (user_id, msg_seq) VALUES (1, 1), (1, 2)",
+		"INSERT INTO presence (user_id, node_id, since_us) VALUES (1, 1, 0)")
+	var stmts []string
+	s.inspect = func(_ *sqlTx, q string, _ []any) { stmts = append(stmts, q) }
+	rows := []RecipientSeq{{RecipientID: 1, Seq: 1}, {RecipientID: 1, Seq: 2}}
+	ctx := context.Background()
+	locker, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := locker.ExecContext(ctx, "SELECT * FROM recipients WHERE user_id = 1 AND msg_seq = 2 FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	err = visit(t, s, 1, func(tx *sqlTx) error {
+		defer tx.Bound(time.Now().Add(30 * time.Millisecond))()
+		_, _, err := tx.MarkDeliveredRows(1, rows)
+		if !errors.Is(err, ErrOverBudget) {
+			t.Errorf("a mark waiting on a lock, bound to 30 ms: err = %v, want ErrOverBudget", err)
+		}
+		return nil
+	})
+	locker.Rollback()
+	if err != nil {
+		t.Fatalf("the visit after its stopped mark: %v", err)
+	}
+	if n := count(t, s, "SELECT COUNT(*) FROM recipients WHERE delivered_us IS NULL"); n != 2 {
+		t.Errorf("rows pending after a stopped mark: %d, want 2", n)
+	}
+	stmts = nil
+	err = visit(t, s, 2, func(tx *sqlTx) error {
+		defer tx.Bound(time.Now().Add(time.Second))()
+		marked, _, err := tx.MarkDeliveredRows(1, rows)
+		if err == nil && len(marked) != 2 {
+			t.Errorf("marked %v, want both rows", marked)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range stmts {
+		if strings.Contains(q, "SAVEPOINT") {
+			t.Errorf("a mark of direct rows alone used a savepoint:\n%s", strings.Join(stmts, "\n"))
+			break
+		}
+	}
+	if n := count(t, s, "SELECT COUNT(*) FROM recipients WHERE delivered_us IS NULL"); n != 0 {
+		t.Errorf("rows pending after the mark: %d, want 0", n)
+	}
+}
