@@ -48,6 +48,10 @@ type conn struct {
 	sess    *session
 	limiter *bucket
 	refused int // lines refused in a row by the rate limit
+	// lastTyping: when this connection's last TYPING went on to the ring.
+	lastTyping time.Time
+	// toldAway: the away statuses (name and message) this sender was told.
+	toldAway map[string]bool
 }
 
 // outItem is one line for the writer. A protocol-1 delivery carries its

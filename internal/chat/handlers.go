@@ -76,6 +76,16 @@ func (c *conn) handleLine(line []byte) {
 			c.invite(req)
 		case TypeRegister:
 			c.register(req)
+		case TypeAway:
+			c.away(req)
+		case TypeWhois:
+			c.whois(req)
+		case TypeNames:
+			c.names(req)
+		case TypeRead:
+			c.read(req)
+		case TypeTyping:
+			c.typing(req)
 		}
 	}
 }
@@ -115,6 +125,9 @@ func (c *conn) login(req Request) {
 		fail(e)
 		return
 	}
+	if version >= V2 {
+		sess.features = featuresOf(req.Features) // before ready: visits read it after
+	}
 	if e := s.claimPresence(ctx, u); e != nil {
 		s.unreserve(sess)
 		fail(e)
@@ -123,7 +136,7 @@ func (c *conn) login(req Request) {
 	c.sess, c.version = sess, version
 	c.sessPtr.Store(sess)
 	if version >= V2 {
-		c.sendLine(encode(loginV2{TypeLogin, u.Name, V2, s.cfg.NodeID, req.ID}))
+		c.sendLine(encode(loginV2{TypeLogin, u.Name, V2, s.cfg.NodeID, u.Away.Message, req.ID}))
 	} else {
 		c.sendLine(encode(loginV1{TypeLogin, u.Name}))
 	}
@@ -685,6 +698,9 @@ func (c *conn) chat(req Request) {
 	}
 	s.stats.queued.Add(1)
 	s.want()
+	if !req.To.Group && c.sess.features&featAway != 0 {
+		c.tellAway(req.To)
+	}
 }
 
 // ack queues protocol-2 acknowledgements for the next visit.
@@ -733,7 +749,7 @@ func (c *conn) who(req Request) {
 			r.Truncated = true
 			break
 		}
-		r.Users = append(r.Users, OnlineUser{Username: p.UserName, Node: p.NodeID})
+		r.Users = append(r.Users, OnlineUser{Username: p.UserName, Node: p.NodeID, Away: p.Away.Message})
 	}
 	c.sendLine(encode(r))
 }
@@ -821,6 +837,7 @@ func (c *conn) history(req Request) {
 	defer cancel()
 	var msgs []store.Message
 	var refusal *Error
+	var readSeq int64
 	err := s.st.View(ctx, func(tx store.Tx) error {
 		refusal = nil
 		id, e, err := s.lookup(tx, req.To)
@@ -828,10 +845,10 @@ func (c *conn) history(req Request) {
 			refusal = e
 			return err
 		}
-		conv := store.Conversation{UserA: c.sess.userID, UserB: id}
+		conv := store.Conversation{UserA: c.sess.userID, UserB: id, Before: req.Before}
 		if req.To.Group {
 			// A member reads what was sent since they joined.
-			conv = store.Conversation{GroupID: id, Member: c.sess.userID}
+			conv = store.Conversation{GroupID: id, Member: c.sess.userID, Before: req.Before}
 			member, err := tx.IsMember(id, c.sess.userID)
 			if err != nil {
 				return err
@@ -841,13 +858,17 @@ func (c *conn) history(req Request) {
 				return nil
 			}
 		}
-		msgs, err = tx.History(conv, limit)
+		if msgs, err = tx.History(conv, limit); err != nil || req.To.Group {
+			return err
+		}
+		// How far the other user has read this one's messages (✓✓).
+		readSeq, err = tx.ReadMark(id, c.sess.userID)
 		return err
 	})
 	if c.failed(req.ID, err, refusal) {
 		return
 	}
-	r := historyV2{MessageType: TypeHistory, Messages: make([]ChatV2, 0, len(msgs)), ID: req.ID}
+	r := historyV2{MessageType: TypeHistory, Messages: make([]ChatV2, 0, len(msgs)), ReadSeq: readSeq, ID: req.ID}
 	if req.To.Group {
 		r.ToGroup = req.To.Name
 	} else {

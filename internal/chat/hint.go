@@ -27,6 +27,8 @@ type hint struct {
 	// U: for nodes of W, the users there with deliveries waiting; a node
 	// of W without an entry may have them for every user.
 	U map[int64][]int64 `json:"u,omitempty"`
+	// N: READ and TYPING notices going round (status.go).
+	N []notice `json:"n,omitempty"`
 }
 
 // Bounds of the users a hint names: per node (past it, the node fetches
@@ -116,9 +118,9 @@ func (h hint) update(remove int64, add []store.Waiting) hint {
 
 // encode returns the App data for h (nil when empty).
 func (h hint) encode() json.RawMessage {
-	if len(h.W) == 0 {
+	if len(h.W) == 0 && len(h.N) == 0 {
 		return nil
 	}
-	b, _ := json.Marshal(h) // integers cannot fail
+	b, _ := json.Marshal(h) // integers and names cannot fail
 	return b
 }

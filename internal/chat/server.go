@@ -26,7 +26,8 @@ type Server struct {
 	hashSem chan struct{}
 	guard   *throttle // failed logins per account and address
 	names   nameCache
-	opens   groupSet // ids of groups known to be open (not invite-only)
+	opens   groupSet  // ids of groups known to be open (not invite-only)
+	aways   awayCache // users' away status, for senders of direct messages
 	stats   counters
 
 	ln     net.Listener
@@ -38,6 +39,7 @@ type Server struct {
 	perIP    map[string]int     // open connections by source address
 	sessions map[int64]*session // by user id: logged in, logging in, or logging out
 	outbox   []*outMsg          // messages accepted here, waiting for the token
+	notices  []notice           // READ and TYPING notices waiting for the token
 	acks     []store.RecipientSeq
 	ackIDs   map[int64][]string // protocol-2 ACKs by user id
 	ackCount int
@@ -106,6 +108,8 @@ type session struct {
 	userID  int64
 	name    string
 	version int
+	// features: the notices asked for at LOGIN (featAway, ...).
+	features int
 
 	ready   bool // mu: visits deliver to it
 	closing bool // mu: logging out; a new login of the user waits for gone

@@ -117,7 +117,7 @@ type visitWork struct {
 	cut        bool          // the fetch stopped at its share of the budget: nothing was marked
 }
 
-// visit is one critical section, in one fenced transaction:
+// visitStore is one critical section, in one fenced transaction:
 //
 //  1. apply acknowledgements (protocol-2 ACKs, protocol-1 writes), and make
 //     pending again what earlier visits marked delivered but never handed
@@ -142,7 +142,7 @@ type visitWork struct {
 // socket) and the token moves on while the writers write.
 //
 // A visit with none of this to do does not touch the store.
-func (s *Server) visit(ctx context.Context, tok token.Token, fenced node.Fenced) (json.RawMessage, bool, error) {
+func (s *Server) visitStore(ctx context.Context, tok token.Token, fenced node.Fenced) (json.RawMessage, bool, error) {
 	s.stats.visits.Add(1)
 	self := s.cfg.NodeID
 	h, herr := decodeHint(tok.App)

@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/ringchat/ringchat/internal/store"
 )
 
 // Message types on the client port. The first six are protocol 1 (the
@@ -32,7 +34,24 @@ const (
 	TypeRegister    = "REGISTER"
 	TypeSetPassword = "SET_PASSWORD"
 	TypeInvite      = "INVITE"
+	TypeAway        = "AWAY"
+	TypeWhois       = "WHOIS"
+	TypeNames       = "NAMES"
+	TypeRead        = "READ"
+	TypeTyping      = "TYPING"
 )
+
+// Features a protocol-2 LOGIN may ask for ("features"): the notices the
+// session receives beyond the replies to its requests. Unknown ones are
+// ignored, so a client may name features a node does not have yet.
+const (
+	FeatureAway   = "away"   // AWAY of a user this session writes to
+	FeatureRead   = "read"   // READ: a recipient has read this session's messages
+	FeatureTyping = "typing" // TYPING: someone is writing to this session's user
+)
+
+// MaxFeatures bounds the features one LOGIN names.
+const MaxFeatures = 16
 
 // TimeLayout is the layout of "sentAt" (the original client's format).
 const TimeLayout = "Jan 2, 2006, 3:04:05 PM"
@@ -129,8 +148,11 @@ type Request struct {
 	Content  string
 	ID       string   // protocol 2: the request's id (for CHAT_MESSAGE the message id)
 	IDs      []string // ACK
-	Limit    int      // HISTORY, GROUPS
-	After    string   // GROUPS: the page after this group name
+	Limit    int      // HISTORY, GROUPS, NAMES
+	After    string   // GROUPS: the page after this group name; NAMES: after this cursor
+	Before   int64    // HISTORY: messages older than this sequence
+	Seq      int64    // READ: read up to this sequence
+	Features []string // LOGIN (protocol 2): the notices asked for
 	// InviteOnly (JOIN_GROUP, protocol 2) creates the group invite-only.
 	InviteOnly bool
 }
@@ -154,6 +176,10 @@ type inbound struct {
 	Limit          int             `json:"limit"`
 	After          string          `json:"after"`
 	InviteOnly     json.RawMessage `json:"inviteOnly"`
+	Message        string          `json:"message"`
+	Seq            int64           `json:"seq"`
+	Before         int64           `json:"before"`
+	Features       []string        `json:"features"`
 }
 
 // Decode parses and checks one line from a client (without its newline).
@@ -183,6 +209,10 @@ func Decode(line []byte) (Request, *Error) {
 			return withID(r, err)
 		}
 		r.Version = v
+		if len(in.Features) > MaxFeatures {
+			return withID(r, errorf(CodeBadRequest, "at most %d features", MaxFeatures))
+		}
+		r.Features = in.Features
 		if err := CheckName("username", r.Username); err != nil {
 			return withID(r, err)
 		}
@@ -231,9 +261,9 @@ func Decode(line []byte) (Request, *Error) {
 		}
 		r.To = to
 		if r.Type == TypeHistory {
-			r.Limit = in.Limit
-			if r.Limit < 0 {
-				return withID(r, errorf(CodeBadRequest, "limit must not be negative"))
+			r.Limit, r.Before = in.Limit, in.Before
+			if r.Limit < 0 || r.Before < 0 {
+				return withID(r, errorf(CodeBadRequest, "limit and before must not be negative"))
 			}
 			break
 		}
@@ -265,6 +295,42 @@ func Decode(line []byte) (Request, *Error) {
 			return withID(r, errorf(CodeBadRequest, "limit must not be negative"))
 		}
 	case TypeWho:
+	case TypeAway:
+		r.Content = in.Message
+		switch {
+		case len(r.Content) > store.MaxAwayLen:
+			return withID(r, errorf(CodeTooLong, "away message is %d bytes, over the limit of %d", len(r.Content), store.MaxAwayLen))
+		case !utf8.ValidString(r.Content) || !printable(r.Content):
+			return withID(r, errorf(CodeBadRequest, "away message has unprintable characters"))
+		}
+	case TypeWhois:
+		r.Username = in.Username
+		if err := CheckName("username", r.Username); err != nil {
+			return withID(r, err)
+		}
+	case TypeNames:
+		r.Group, r.After, r.Limit = in.Group, in.After, in.Limit
+		if err := CheckName("group", r.Group); err != nil {
+			return withID(r, err)
+		}
+		if r.Limit < 0 {
+			return withID(r, errorf(CodeBadRequest, "limit must not be negative"))
+		}
+		if _, err := namesCursor(r.After); err != nil {
+			return withID(r, err)
+		}
+	case TypeRead, TypeTyping:
+		to, err := decodeRecipient(&in)
+		if err != nil {
+			return withID(r, err)
+		}
+		if to.Group {
+			return withID(r, errorf(CodeBadRequest, "%s is for direct conversations: give toUsername", r.Type))
+		}
+		r.To, r.Seq = to, in.Seq
+		if r.Type == TypeRead && r.Seq <= 0 {
+			return withID(r, errorf(CodeBadRequest, "READ needs the sequence read up to in \"seq\""))
+		}
 	default:
 		return withID(r, errorf(CodeUnknownType, "unknown messageType %s", quote(r.Type)))
 	}
@@ -384,6 +450,7 @@ type (
 		Username    string `json:"username"`
 		Version     int    `json:"version"`
 		Node        int64  `json:"node"`
+		Away        string `json:"away,omitempty"`
 		ID          string `json:"id,omitempty"`
 	}
 	groupV1 struct {
@@ -449,6 +516,7 @@ type (
 	OnlineUser struct {
 		Username string `json:"username"`
 		Node     int64  `json:"node"`
+		Away     string `json:"away,omitempty"`
 	}
 	whoV2 struct {
 		MessageType string       `json:"messageType"`
@@ -478,7 +546,50 @@ type (
 		ToGroup     string   `json:"toGroup,omitempty"`
 		Messages    []ChatV2 `json:"messages"`
 		Truncated   bool     `json:"truncated,omitempty"`
-		ID          string   `json:"id,omitempty"`
+		// ReadSeq: how far the other user has read this user's messages.
+		ReadSeq int64  `json:"readSeq,omitempty"`
+		ID      string `json:"id,omitempty"`
+	}
+	// awayV2 answers AWAY, and tells a sender that the user it writes to
+	// is away (Username set, no id).
+	awayV2 struct {
+		MessageType string `json:"messageType"`
+		Username    string `json:"username,omitempty"`
+		Message     string `json:"message,omitempty"`
+		Since       string `json:"since,omitempty"`
+		ID          string `json:"id,omitempty"`
+	}
+	whoisV2 struct {
+		MessageType string `json:"messageType"`
+		Username    string `json:"username"`
+		Online      bool   `json:"online"`
+		Node        int64  `json:"node,omitempty"`
+		Since       string `json:"since,omitempty"`
+		Away        string `json:"away,omitempty"`
+		AwaySince   string `json:"awaySince,omitempty"`
+		ID          string `json:"id,omitempty"`
+	}
+	// NameEntry is one member in a NAMES reply: Node is where they are
+	// logged in (absent: nowhere).
+	NameEntry struct {
+		Username string `json:"username"`
+		Node     int64  `json:"node,omitempty"`
+		Away     string `json:"away,omitempty"`
+	}
+	namesV2 struct {
+		MessageType string      `json:"messageType"`
+		Group       string      `json:"group"`
+		Members     []NameEntry `json:"members"`
+		Truncated   bool        `json:"truncated,omitempty"`
+		Next        string      `json:"next,omitempty"`
+		ID          string      `json:"id,omitempty"`
+	}
+	// noticeV2 is a READ or TYPING notice: Username has read this
+	// session's messages up to Seq, or is writing to it.
+	noticeV2 struct {
+		MessageType string `json:"messageType"`
+		Username    string `json:"username"`
+		Seq         int64  `json:"seq,omitempty"`
 	}
 )
 

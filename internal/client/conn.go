@@ -69,6 +69,10 @@ type Options struct {
 	// listens (ErrNothingListens). Without it, both are retried until the
 	// context ends, as a client reconnecting after a failure must.
 	FailFast bool
+	// Features (protocol 2) asks LOGIN for notices beyond the answers to
+	// requests: FeatureAway, FeatureRead, FeatureTyping. Events then
+	// carries Away (of a user written to), ReadNotice and TypingNotice.
+	Features []string
 }
 
 func (o Options) withDefaults() Options {

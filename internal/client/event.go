@@ -18,6 +18,8 @@ type Login struct {
 	Version  int
 	Node     int64
 	ID       string
+	// Away (protocol 2): the user's away message, kept from before.
+	Away string
 }
 
 // JoinGroup is a JOIN_GROUP message, echoed by the server on success.
@@ -88,6 +90,16 @@ type Stored struct {
 type OnlineUser struct {
 	Username string `json:"username"`
 	Node     int64  `json:"node"`
+	Away     string `json:"away,omitempty"`
+}
+
+// String is "{NAME NODE}", with " away: MESSAGE" before the brace when
+// the user is away.
+func (u OnlineUser) String() string {
+	if u.Away != "" {
+		return fmt.Sprintf("{%s %d away: %s}", u.Username, u.Node, u.Away)
+	}
+	return fmt.Sprintf("{%s %d}", u.Username, u.Node)
 }
 
 // Who is protocol 2's answer to WHO: the users online and their node.
@@ -135,6 +147,9 @@ type History struct {
 	Messages  []ChatMessage
 	Truncated bool
 	ID        string
+	// ReadSeq (direct conversations): the other user has read this
+	// user's messages up to this sequence (0: none, or not told).
+	ReadSeq int64
 }
 
 // Alive is an ALIVE keep-alive. Conn never delivers it.

@@ -181,6 +181,18 @@ func (c *Conn) dispatch(ev Event) {
 		if c.answerID(ev.ID, ev, nil) {
 			return
 		}
+	case Away:
+		if ev.ID != "" && c.answerID(ev.ID, ev, nil) {
+			return
+		}
+	case Whois:
+		if c.answerID(ev.ID, ev, nil) {
+			return
+		}
+	case Names:
+		if c.answerID(ev.ID, ev, nil) {
+			return
+		}
 	case ChatMessage:
 		if ev.ID == "" {
 			break

@@ -340,6 +340,63 @@ func (s *Session) History(ctx context.Context, with Recipient, limit int) ([]Cha
 	return c.History(ctx, with, limit)
 }
 
+// HistoryBefore returns the messages of a conversation before a sequence
+// (0: the last ones), oldest first, with the other user's read mark.
+func (s *Session) HistoryBefore(ctx context.Context, with Recipient, limit int, before int64) (History, error) {
+	c, err := s.current()
+	if err != nil {
+		return History{}, fmt.Errorf("history of %s: %w", with, err)
+	}
+	return c.HistoryBefore(ctx, with, limit, before)
+}
+
+// SetAway sets the user's away message; an empty one clears it.
+func (s *Session) SetAway(ctx context.Context, message string) (Away, error) {
+	c, err := s.current()
+	if err != nil {
+		return Away{}, fmt.Errorf("away: %w", err)
+	}
+	return c.SetAway(ctx, message)
+}
+
+// Whois tells where a user is logged in, since when, and their away status.
+func (s *Session) Whois(ctx context.Context, user string) (Whois, error) {
+	c, err := s.current()
+	if err != nil {
+		return Whois{}, fmt.Errorf("whois %s: %w", user, err)
+	}
+	return c.Whois(ctx, user)
+}
+
+// Names lists one page of a group's members.
+func (s *Session) Names(ctx context.Context, group, after string, limit int) (Names, error) {
+	c, err := s.current()
+	if err != nil {
+		return Names{}, fmt.Errorf("names of %s: %w", group, err)
+	}
+	return c.Names(ctx, group, after, limit)
+}
+
+// Read tells the server (and the other user) that this user has read a
+// user's messages up to seq. Offline, it is dropped: the next one says it.
+func (s *Session) Read(ctx context.Context, user string, seq int64) error {
+	c, err := s.current()
+	if err != nil {
+		return fmt.Errorf("read: %w", err)
+	}
+	return c.Read(ctx, user, seq)
+}
+
+// Typing tells a user that this one is writing to them. Offline, it is
+// dropped.
+func (s *Session) Typing(ctx context.Context, user string) error {
+	c, err := s.current()
+	if err != nil {
+		return fmt.Errorf("typing: %w", err)
+	}
+	return c.Typing(ctx, user)
+}
+
 // Close ends the session: the connection closes (the user logs out) and
 // Events closes. Messages still in the outbox are not sent (Flush first).
 func (s *Session) Close() error {

@@ -101,6 +101,7 @@ type (
 		Username    string      `json:"username"`
 		Version     int         `json:"version"`
 		Password    string      `json:"password,omitempty"`
+		Features    []string    `json:"features,omitempty"`
 		ID          string      `json:"id"`
 	}
 	groupV2Wire struct {
@@ -138,6 +139,7 @@ type (
 		ToUsername  string      `json:"toUsername,omitempty"`
 		ToGroup     string      `json:"toGroup,omitempty"`
 		Limit       int         `json:"limit,omitempty"`
+		Before      int64       `json:"before,omitempty"`
 	}
 )
 
@@ -191,6 +193,8 @@ func (c *Conn) call(ctx context.Context, msg any) (Event, error) {
 		id = m.ID
 	case chatV2Wire:
 		id = m.ID
+	case statusWire:
+		id = m.ID
 	}
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
@@ -224,7 +228,7 @@ func (c *Conn) LoginV2(ctx context.Context, user, password string) error {
 	if user == "" {
 		return fmt.Errorf("client: login: %w: empty username", ErrInvalidMessage)
 	}
-	if _, err := c.call(ctx, loginV2Wire{TypeLogin, user, 2, password, c.newID()}); err != nil {
+	if _, err := c.call(ctx, loginV2Wire{TypeLogin, user, 2, password, c.opts.Features, c.newID()}); err != nil {
 		return fmt.Errorf("login %s: %w", user, err)
 	}
 	return nil
@@ -463,7 +467,15 @@ func (c *Conn) Groups(ctx context.Context) ([]GroupInfo, error) {
 // between this user and a user, or of a group this user is a member of,
 // oldest first (protocol 2).
 func (c *Conn) History(ctx context.Context, with Recipient, limit int) ([]ChatMessage, error) {
-	q := queryWire{MessageType: TypeHistory, ID: c.newID(), Limit: limit}
+	h, err := c.HistoryBefore(ctx, with, limit, 0)
+	return h.Messages, err
+}
+
+// HistoryBefore returns up to limit messages of a conversation older than
+// sequence before (0: the last ones), oldest first, with how far the other
+// user has read this user's messages (History.ReadSeq; protocol 2).
+func (c *Conn) HistoryBefore(ctx context.Context, with Recipient, limit int, before int64) (History, error) {
+	q := queryWire{MessageType: TypeHistory, ID: c.newID(), Limit: limit, Before: before}
 	if with.Group {
 		q.ToGroup = with.Name
 	} else {
@@ -471,10 +483,10 @@ func (c *Conn) History(ctx context.Context, with Recipient, limit int) ([]ChatMe
 	}
 	ev, err := c.call(ctx, q)
 	if err != nil {
-		return nil, fmt.Errorf("history of %s: %w", with, err)
+		return History{}, fmt.Errorf("history of %s: %w", with, err)
 	}
 	h, _ := ev.(History)
-	return h.Messages, nil
+	return h, nil
 }
 
 // ErrNothingListens is DialV2's error (with Options.FailFast) when no node

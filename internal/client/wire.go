@@ -73,6 +73,16 @@ type Wire struct {
 	Truncated bool            `json:"truncated,omitempty"`
 	// InviteOnly marks a JOIN_GROUP echo of an invite-only group.
 	InviteOnly bool `json:"inviteOnly,omitempty"`
+
+	// AWAY, WHOIS, NAMES, HISTORY's read mark.
+	Message   string   `json:"message,omitempty"`
+	Since     string   `json:"since,omitempty"`
+	Away      string   `json:"away,omitempty"`
+	AwaySince string   `json:"awaySince,omitempty"`
+	Online    bool     `json:"online,omitempty"`
+	Members   []Member `json:"members,omitempty"`
+	Next      string   `json:"next,omitempty"`
+	ReadSeq   int64    `json:"readSeq,omitempty"`
 }
 
 // id returns the "id" field if it is a string.
@@ -107,7 +117,7 @@ func decodeWire(w *Wire) (Event, error) {
 		if w.Username == "" {
 			return nil, fmt.Errorf("%w: LOGIN without username", ErrInvalidMessage)
 		}
-		return Login{Username: w.Username, Version: w.Version, Node: w.Node, ID: id}, nil
+		return Login{Username: w.Username, Version: w.Version, Node: w.Node, ID: id, Away: w.Away}, nil
 	case TypeJoinGroup, TypeLeaveGroup:
 		if w.Group == "" {
 			return nil, fmt.Errorf("%w: %s without group", ErrInvalidMessage, w.MessageType)
@@ -136,7 +146,7 @@ func decodeWire(w *Wire) (Event, error) {
 	case TypeGroups:
 		return Groups{Groups: w.Groups, Truncated: w.Truncated, ID: id}, nil
 	case TypeHistory:
-		h := History{To: ToUser(w.ToUsername), Truncated: w.Truncated, ID: id}
+		h := History{To: ToUser(w.ToUsername), Truncated: w.Truncated, ID: id, ReadSeq: w.ReadSeq}
 		if w.ToGroup != "" {
 			h.To = ToGroup(w.ToGroup)
 		}
@@ -148,6 +158,20 @@ func decodeWire(w *Wire) (Event, error) {
 			h.Messages = append(h.Messages, ev.(ChatMessage))
 		}
 		return h, nil
+	case TypeAway:
+		return Away{User: w.Username, Message: w.Message, Since: w.Since, ID: id}, nil
+	case TypeWhois:
+		return Whois{User: w.Username, Online: w.Online, Node: w.Node, Since: w.Since, Away: w.Away, AwaySince: w.AwaySince, ID: id}, nil
+	case TypeNames:
+		return Names{Group: w.Group, Members: w.Members, Truncated: w.Truncated, Next: w.Next, ID: id}, nil
+	case TypeRead, TypeTyping:
+		if w.Username == "" {
+			return nil, fmt.Errorf("%w: %s without username", ErrInvalidMessage, w.MessageType)
+		}
+		if w.MessageType == TypeRead {
+			return ReadNotice{User: w.Username, Seq: w.Seq}, nil
+		}
+		return TypingNotice{User: w.Username}, nil
 	default:
 		return nil, fmt.Errorf("%w %q", ErrUnknownType, string(w.MessageType))
 	}

@@ -125,10 +125,10 @@ func (t *sqlTx) EnsureUser(name string) (User, bool, error) {
 
 func (t *sqlTx) UserByName(name string) (User, error) {
 	var u User
-	var hash sql.NullString
-	var us int64
-	err := t.queryRow("SELECT user_id, name, password_hash, created_us FROM users WHERE name = ?", name).
-		Scan(&u.ID, &u.Name, &hash, &us)
+	var hash, away sql.NullString
+	var us, awayUS int64
+	err := t.queryRow("SELECT user_id, name, password_hash, created_us, away_message, away_us FROM users WHERE name = ?", name).
+		Scan(&u.ID, &u.Name, &hash, &us, &away, &awayUS)
 	if errors.Is(err, sql.ErrNoRows) {
 		return User{}, fmt.Errorf("%w: user %q", ErrNotFound, name)
 	}
@@ -137,6 +137,7 @@ func (t *sqlTx) UserByName(name string) (User, error) {
 	}
 	u.PasswordHash = hash.String
 	u.CreatedAt = time.UnixMicro(us).UTC()
+	u.Away = awayOf(away, awayUS)
 	return u, nil
 }
 
@@ -1125,6 +1126,10 @@ func (t *sqlTx) History(c Conversation, limit int) ([]Message, error) {
 		args = []any{c.UserA, c.UserB, c.UserB, c.UserA}
 	default:
 		return nil, fmt.Errorf("%w: a history needs a group or two users", ErrInvalid)
+	}
+	if c.Before > 0 {
+		where += " AND m.msg_seq < ?"
+		args = append(args, c.Before)
 	}
 	var out []Message
 	err := t.each("SELECT "+messageCols+" FROM messages m"+t.messageJoins()+

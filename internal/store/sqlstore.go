@@ -588,7 +588,7 @@ func (s *sqlStore) View(ctx context.Context, fn func(Tx) error) error {
 
 func (s *sqlStore) Online(ctx context.Context) ([]Presence, error) {
 	rows, err := s.db.QueryContext(ctx,
-		"SELECT p.user_id, u.name, p.node_id, p.since_us FROM presence p JOIN users u ON u.user_id = p.user_id "+
+		"SELECT p.user_id, u.name, p.node_id, p.since_us, u.away_message, u.away_us FROM presence p JOIN users u ON u.user_id = p.user_id "+
 			"ORDER BY p.node_id, u.name")
 	if err != nil {
 		return nil, wrapOp("list online users", err)
@@ -597,11 +597,12 @@ func (s *sqlStore) Online(ctx context.Context) ([]Presence, error) {
 	var out []Presence
 	for rows.Next() {
 		var p Presence
-		var us int64
-		if err := rows.Scan(&p.UserID, &p.UserName, &p.NodeID, &us); err != nil {
+		var us, awayUS int64
+		var away sql.NullString
+		if err := rows.Scan(&p.UserID, &p.UserName, &p.NodeID, &us, &away, &awayUS); err != nil {
 			return nil, wrapOp("list online users", err)
 		}
-		p.Since = time.UnixMicro(us).UTC()
+		p.Since, p.Away = time.UnixMicro(us).UTC(), awayOf(away, awayUS)
 		out = append(out, p)
 	}
 	if err := rows.Err(); err != nil {

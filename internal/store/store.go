@@ -130,6 +130,7 @@ type User struct {
 	Name         string
 	PasswordHash string
 	CreatedAt    time.Time
+	Away         Away // filled by UserByName and StatusOf
 }
 
 // Group is a chat group. Members is filled by ListGroups, UserGroups and
@@ -150,6 +151,7 @@ type Presence struct {
 	UserName string
 	NodeID   int64
 	Since    time.Time
+	Away     Away // filled by Online
 }
 
 // NewMessage is a message to insert. Exactly one of ToUserID and ToGroupID is
@@ -231,6 +233,9 @@ type Conversation struct {
 	UserA   int64
 	UserB   int64
 	Member  int64
+	// Before, when set, keeps History to messages older than this
+	// sequence: the page before one already shown.
+	Before int64
 }
 
 // Store is the persistent state shared by all nodes. All methods are safe
@@ -315,6 +320,19 @@ type Tx interface {
 	// ClaimPassword sets the password hash if the user has none yet and
 	// reports whether it did.
 	ClaimPassword(userID int64, hash string) (bool, error)
+	// SetAway sets the user's away message (empty: not away) and returns
+	// it with the time it was set; over MaxAwayLen is ErrInvalid.
+	SetAway(userID int64, message string) (Away, error)
+	// StatusOf returns a user with where they are logged in (NodeID 0:
+	// nowhere) and their away status; ErrNotFound for an unknown name.
+	StatusOf(name string) (UserStatus, error)
+	// MarkRead records that userID has read peerID's direct messages up
+	// to seq (at most the newest message stored). A mark only moves
+	// forward: it returns the mark now and whether it moved.
+	MarkRead(userID, peerID, seq int64) (mark int64, moved bool, err error)
+	// ReadMark returns how far userID has read peerID's direct messages
+	// (0: no mark).
+	ReadMark(userID, peerID int64) (int64, error)
 
 	// EnsureGroup returns the group with this name, creating it if needed.
 	EnsureGroup(name string) (g Group, created bool, err error)
@@ -327,6 +345,11 @@ type Tx interface {
 	LeaveGroup(groupID, userID int64) (bool, error)
 	// GroupMembers lists the member ids of a group, ascending.
 	GroupMembers(groupID int64) ([]int64, error)
+	// GroupMembersPage lists up to limit members of a group (at most
+	// MaxMembersPage+1: a page and one to see whether another follows)
+	// with user ids above afterUserID, by user id, with where each is
+	// logged in and their away status.
+	GroupMembersPage(groupID, afterUserID int64, limit int) ([]Member, error)
 	// UserGroups lists the groups a user belongs to, by name.
 	UserGroups(userID int64) ([]Group, error)
 	// ListGroups lists up to limit groups (at most MaxGroupsPage+1: a page

@@ -24,6 +24,36 @@ type message struct {
 	ID             string   `json:"id"`
 	IDs            []string `json:"ids"`
 	Limit          int      `json:"limit"`
+	Message        string   `json:"message"`
+}
+
+type awayOut struct {
+	MessageType string `json:"messageType"`
+	Message     string `json:"message,omitempty"`
+	Since       string `json:"since,omitempty"`
+	ID          string `json:"id,omitempty"`
+}
+
+type whoisOut struct {
+	MessageType string `json:"messageType"`
+	Username    string `json:"username"`
+	Online      bool   `json:"online"`
+	Node        int64  `json:"node,omitempty"`
+	Away        string `json:"away,omitempty"`
+	ID          string `json:"id,omitempty"`
+}
+
+type namesOut struct {
+	MessageType string      `json:"messageType"`
+	Group       string      `json:"group"`
+	Members     []nameEntry `json:"members"`
+	ID          string      `json:"id,omitempty"`
+}
+
+type nameEntry struct {
+	Username string `json:"username"`
+	Node     int64  `json:"node,omitempty"`
+	Away     string `json:"away,omitempty"`
 }
 
 type userEcho struct {
@@ -122,7 +152,7 @@ func (s *Server) handle(c *sconn, line string) {
 		s.fail(c, "UNKNOWN_TYPE", m.ID, "missing messageType")
 	case "LOGIN":
 		s.loginLocked(c, m)
-	case "JOIN_GROUP", "LEAVE_GROUP", "CHAT_MESSAGE", "ACK", "WHO", "GROUPS", "HISTORY":
+	case "JOIN_GROUP", "LEAVE_GROUP", "CHAT_MESSAGE", "ACK", "WHO", "GROUPS", "HISTORY", "AWAY", "WHOIS", "NAMES":
 		switch {
 		case user == "":
 			s.fail(c, "NOT_LOGGED_IN", m.ID, "not logged in")
@@ -142,6 +172,8 @@ func (s *Server) handle(c *sconn, line string) {
 			s.groupsLocked(c, user, m.ID)
 		case m.MessageType == "HISTORY":
 			s.historyLocked(c, user, m)
+		default:
+			s.statusLocked(c, user, m)
 		}
 	default:
 		s.fail(c, "UNKNOWN_TYPE", m.ID, "unknown messageType %q", m.MessageType)
@@ -424,4 +456,46 @@ func (s *Server) historyLocked(c *sconn, user string, m message) {
 // String is for debugging.
 func (st *stored) String() string {
 	return strings.Join([]string{st.id, st.from, st.toUser, st.toGroup, st.content}, "|")
+}
+
+// statusLocked answers AWAY, WHOIS and NAMES.
+func (s *Server) statusLocked(c *sconn, user string, m message) {
+	switch m.MessageType {
+	case "AWAY":
+		if s.away == nil {
+			s.away = map[string]string{}
+		}
+		s.away[user] = m.Message
+		out := awayOut{MessageType: "AWAY", Message: m.Message, ID: m.ID}
+		if m.Message != "" {
+			out.Since = s.Now().UTC().Format("2006-01-02T15:04:05.000Z")
+		}
+		c.send(out)
+	case "WHOIS":
+		if !s.known[m.Username] {
+			s.fail(c, "UNKNOWN_USER", m.ID, "no user %q (a user exists once they have logged in)", m.Username)
+			return
+		}
+		out := whoisOut{MessageType: "WHOIS", Username: m.Username, Away: s.away[m.Username], ID: m.ID}
+		if uc := s.users[m.Username]; uc != nil {
+			out.Online, out.Node = true, uc.node.id
+		}
+		c.send(out)
+	case "NAMES":
+		members, ok := s.groups[m.Group]
+		if !ok {
+			s.fail(c, "UNKNOWN_GROUP", m.ID, "no group %q (a group is created when someone joins it)", m.Group)
+			return
+		}
+		out := namesOut{MessageType: "NAMES", Group: m.Group, Members: []nameEntry{}, ID: m.ID}
+		for name := range members {
+			e := nameEntry{Username: name, Away: s.away[name]}
+			if uc := s.users[name]; uc != nil {
+				e.Node = uc.node.id
+			}
+			out.Members = append(out.Members, e)
+		}
+		sort.Slice(out.Members, func(i, j int) bool { return out.Members[i].Username < out.Members[j].Username })
+		c.send(out)
+	}
 }

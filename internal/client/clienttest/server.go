@@ -68,6 +68,7 @@ type Server struct {
 	history  []*stored            // in seq order
 	queue    map[string][]*stored // per user: not yet acknowledged (protocol 2) or not yet written (protocol 1)
 	muted    map[string]bool      // users whose chat messages get no answer
+	away     map[string]string    // away messages, by user
 }
 
 // node is one client port of the fake ring.

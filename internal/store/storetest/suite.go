@@ -94,6 +94,9 @@ func Run(t *testing.T, newDSN NewDSN) {
 		{"Accounts", testAccounts},
 		{"InviteOnlyGroups", testInviteOnlyGroups},
 		{"HistorySinceJoin", testHistorySinceJoin},
+		{"AwayAndStatus", testAwayAndStatus},
+		{"MembersPage", testMembersPage},
+		{"ReadMarks", testReadMarks},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newDSN) })
@@ -1232,6 +1235,14 @@ func testHistory(t *testing.T, newDSN NewDSN) {
 		h, _ = tx.History(store.Conversation{UserA: p.a.ID, UserB: p.b.ID}, 2)
 		if diff := cmp.Diff([]string{"b>a 2", "a>b 5"}, contents(h)); diff != "" {
 			t.Errorf("limited history keeps the newest (-want +got):\n%s", diff)
+		}
+		// The page before the oldest shown ("b>a 2"), in both kinds.
+		h, _ = tx.History(store.Conversation{UserA: p.a.ID, UserB: p.b.ID, Before: h[0].Seq}, 2)
+		if diff := cmp.Diff([]string{"a>b 1"}, contents(h)); diff != "" {
+			t.Errorf("history before a sequence (-want +got):\n%s", diff)
+		}
+		if h, _ := tx.History(store.Conversation{GroupID: g.ID, Before: 1}, 10); len(h) != 0 {
+			t.Errorf("group history before the first message = %+v", h)
 		}
 		h, _ = tx.History(store.Conversation{GroupID: g.ID}, 10)
 		if len(h) != 1 || h[0].ToGroup != "g" || h[0].Sender != "c" {
