@@ -358,14 +358,41 @@ func tmuxSmoke(t *testing.T, c *clientRing) {
 	keys("/to bob-tmux", "Enter")
 	waitScreen("bob-tmux ›")
 	keys("hello from tmux", "Enter")
-	if m := receive(t, bob, "hello from tmux"); m.From != "uma" {
-		t.Fatalf("bob got %+v", m)
+	hello := receive(t, bob, "hello from tmux")
+	if hello.From != "uma" {
+		t.Fatalf("bob got %+v", hello)
 	}
 	waitScreen("uma hello from tmux ✓")
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	// bob is typing, then has read it: uma sees both.
+	if err := bob.Typing(ctx, "uma"); err != nil {
+		t.Fatal(err)
+	}
+	waitScreen("bob-tmux is typing…")
+	if err := bob.Read(ctx, "uma", hello.Seq); err != nil {
+		t.Fatal(err)
+	}
+	waitScreen("uma hello from tmux ✓✓")
 	if _, err := bob.Post(client.ToUser("uma"), "hi uma, got it"); err != nil {
 		t.Fatal(err)
 	}
 	waitScreen("bob-tmux hi uma, got it")
+	// uma's tab shows bob's message: bob learns she has read it.
+	testutil.Eventually(t, within, "uma's read mark of bob's message", func() bool {
+		h, err := bob.HistoryBefore(ctx, client.ToUser("uma"), 1, 0)
+		return err == nil && len(h.Messages) == 1 && h.ReadSeq == h.Messages[0].Seq
+	})
+	// Away, seen by others; /whois.
+	keys("/away back soon", "Enter")
+	waitScreen("│ uma (away)")
+	if w, err := bob.Whois(ctx, "uma"); err != nil || w.Away != "back soon" {
+		t.Errorf("bob's whois of uma: %+v, %v", w, err)
+	}
+	keys("/away", "Enter")
+	waitScreen("you are back")
+	keys("/whois bob-tmux", "Enter")
+	waitScreen("bob-tmux: online at node 2 since ")
 
 	// A message to nobody: its ✗ shows at once, without a redraw.
 	keys("/msg ghost-tmux ping", "Enter")

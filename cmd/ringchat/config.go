@@ -20,13 +20,13 @@ import (
 // fileConfig is what the config file sets; zero values are not set.
 type fileConfig struct {
 	node, nodes, user, logDir string
-	bell                      *bool
+	bell, receipts            *bool
 	colors                    tui.Colors
 }
 
 // configKeys are the keys of the config file, by table.
 var configKeys = map[string][]string{
-	"":       {"node", "nodes", "user", "bell", "log_dir"},
+	"":       {"node", "nodes", "user", "bell", "receipts", "log_dir"},
 	"colors": {"me", "mention", "time", "info", "error", "senders"},
 }
 
@@ -129,12 +129,16 @@ func parseConfig(r io.Reader, home string) (fileConfig, error) {
 func (fc *fileConfig) set(full, v, home string) error {
 	c := &fc.colors
 	switch full {
-	case "bell":
+	case "bell", "receipts":
 		b, err := strconv.ParseBool(v)
 		if err != nil || (v != "true" && v != "false") {
 			return fmt.Errorf("want true or false, got %s", v)
 		}
-		fc.bell = &b
+		if full == "bell" {
+			fc.bell = &b
+		} else {
+			fc.receipts = &b
+		}
 		return nil
 	case "node":
 		if _, err := strconv.Atoi(v); err == nil { // a node id

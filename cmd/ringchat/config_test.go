@@ -50,7 +50,7 @@ func TestParseConfig(t *testing.T) {
 	}
 
 	for text, want := range map[string]string{
-		"user = \"alice\"\nnick = \"al\"":      `2: unknown key "nick" (known: node, nodes, user, bell, log_dir)`,
+		"user = \"alice\"\nnick = \"al\"":      `2: unknown key "nick" (known: node, nodes, user, bell, receipts, log_dir)`,
 		"bell = yes":                           "1: bell: want true or false, got yes",
 		"user = \"alice":                       `1: user: want a quoted string, got "alice`,
 		"user = alice":                         "1: user: want a quoted string, got alice",

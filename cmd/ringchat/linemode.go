@@ -85,7 +85,7 @@ func runLineMode(ctx context.Context, cfg config, stdin io.Reader, stdout, stder
 		}
 		cfg.user = user
 	}
-	s, err := startSession(ctx, cfg)
+	s, err := startSession(ctx, cfg, client.FeatureAway)
 	if err != nil {
 		if interrupted(ctx) {
 			return nil
@@ -191,13 +191,9 @@ func (ls *lineSession) handle(ctx context.Context, line string) (quit bool) {
 	case tui.ActPrivate:
 		ls.do(s.JoinInviteOnly(ctx, cmd.Group), client.JoinGroup{Group: cmd.Group, InviteOnly: true})
 	case tui.ActInvite:
-		group := cmd.Group
-		if group == "" {
-			if !ls.current.Group {
-				ls.errorf("invite to which group? /invite USER #GROUP, or /to #GROUP first")
-				return false
-			}
-			group = ls.current.Name
+		group, ok := ls.groupOr(cmd.Group, "invite to which group? /invite USER #GROUP")
+		if !ok {
+			return false
 		}
 		if err := s.Invite(ctx, group, cmd.User); err != nil {
 			ls.errorf("%v", describe(err, ls.cfg.timeout))
@@ -243,12 +239,39 @@ func (ls *lineSession) handle(ctx context.Context, line string) (quit bool) {
 		}
 		msgs, err := s.History(ctx, with, cmd.Limit)
 		ls.do(err, client.History{To: with, Messages: msgs})
+	case tui.ActWhois:
+		w, err := s.Whois(ctx, cmd.User)
+		ls.do(err, w)
+	case tui.ActNames:
+		group, ok := ls.groupOr(cmd.Group, "names of which group? /names #GROUP")
+		if !ok {
+			return false
+		}
+		n, err := s.Names(ctx, group, "", 1000)
+		ls.do(err, n)
+	case tui.ActAway:
+		a, err := s.SetAway(ctx, cmd.Text)
+		ls.do(err, a)
 	case tui.ActHelp:
 		ls.out.infof("%s", strings.TrimSuffix(tui.HelpText, "\n"))
 	case tui.ActQuit:
 		return true
 	}
 	return false
+}
+
+// groupOr returns group, or if it is empty the current conversation's; if
+// that is no group it says so (ask, then "or /to #GROUP first") and returns
+// false.
+func (ls *lineSession) groupOr(group, ask string) (string, bool) {
+	if group != "" {
+		return group, true
+	}
+	if ls.current.Group {
+		return ls.current.Name, true
+	}
+	ls.errorf("%s, or /to #GROUP first", ask)
+	return "", false
 }
 
 // do prints a request's outcome: the event on success, else the error.

@@ -103,6 +103,16 @@ func TestLineMode(t *testing.T) {
 	r.stdout.waitFor(t, "online: alice (node 1), bob (node 1)")
 	r.send(t, "/groups")
 	r.stdout.waitFor(t, "groups: #g1 (2, joined)")
+	r.send(t, "/away back at five")
+	r.stdout.waitFor(t, "you are marked away: back at five (/away alone: back)")
+	r.send(t, "/whois alice")
+	r.stdout.waitFor(t, "alice: online at node 1; away: back at five")
+	r.send(t, "/names #g1")
+	r.stdout.waitFor(t, "#g1, 2 members (2 online): alice (node 1, away: back at five), bob (node 1)")
+	r.send(t, "/away")
+	r.stdout.waitFor(t, "you are back: no longer marked away")
+	r.send(t, "/whois nobody")
+	r.stdout.waitFor(t, `error: whois nobody: no user "nobody" (a user exists once they have logged in)`)
 	r.send(t, "/history bob 2")
 	r.stdout.waitFor(t, "[16:55:53] you -> bob: hello  bob")
 	r.stdout.waitFor(t, "[16:55:53] bob -> you: hi")
@@ -112,7 +122,8 @@ func TestLineMode(t *testing.T) {
 	r.stdout.waitFor(t, "  /quit              leave (so does end of input)")
 	r.send(t, "/quit")
 	// Commands failed above (a line with no conversation, /bogus, /leave
-	// g9, a message to nobody): a script learns it from the status.
+	// g9, a message to nobody, /whois nobody): a script learns it from the
+	// status.
 	if code := r.wait(t); code != 1 {
 		t.Fatalf("exit %d after failed commands, want 1; stderr:\n%s", code, r.stderr)
 	}

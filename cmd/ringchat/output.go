@@ -105,6 +105,27 @@ type (
 		Reconnect   bool   `json:"reconnect,omitempty"`
 		Resent      int    `json:"resent,omitempty"`
 	}
+	whoisJSON struct {
+		MessageType string `json:"messageType"` // WHOIS
+		Username    string `json:"username"`
+		Online      bool   `json:"online"`
+		Node        int64  `json:"node,omitempty"`
+		Since       string `json:"since,omitempty"`
+		Away        string `json:"away,omitempty"`
+		AwaySince   string `json:"awaySince,omitempty"`
+	}
+	namesJSON struct {
+		MessageType string          `json:"messageType"` // NAMES
+		Group       string          `json:"group"`
+		Members     []client.Member `json:"members"`
+		Truncated   bool            `json:"truncated,omitempty"`
+	}
+	awayJSON struct {
+		MessageType string `json:"messageType"` // AWAY
+		Username    string `json:"username,omitempty"`
+		Message     string `json:"message,omitempty"`
+		Since       string `json:"since,omitempty"`
+	}
 	lostJSON struct {
 		MessageType  string `json:"messageType"` // CONNECTION_LOST, RECONNECTING, DISCONNECTED
 		Address      string `json:"address,omitempty"`
@@ -164,7 +185,7 @@ func (p *printer) event(ev client.Event) {
 	case client.LeaveGroup:
 		v, text = groupJSON{"LEAVE_GROUP", ev.Group}, "left #"+tui.Clean(ev.Group)
 	case client.Who:
-		v, text = whoJSON{"WHO", nonNil(ev.Users)}, whoText(ev.Users)
+		v, text = whoJSON{"WHO", nonNil(ev.Users)}, tui.WhoText(ev.Users)
 	case client.Groups:
 		v, text = groupsJSON{"GROUPS", nonNil(ev.Groups)}, groupsText(ev.Groups)
 	case client.History:
@@ -183,6 +204,17 @@ func (p *printer) event(ev client.Event) {
 			lines = []string{"no earlier messages with " + tui.Clean(ev.To.String())}
 		}
 		v, text = h, strings.Join(lines, "\n")
+	case client.Whois:
+		v, text = whoisJSON{"WHOIS", ev.User, ev.Online, ev.Node, ev.Since, ev.Away, ev.AwaySince}, tui.WhoisText(ev, p.loc)
+	case client.Names:
+		v, text = namesJSON{"NAMES", ev.Group, nonNil(ev.Members), ev.Truncated}, tui.NamesText(ev)
+	case client.Away:
+		v = awayJSON{"AWAY", ev.User, ev.Message, ev.Since}
+		if ev.User == "" {
+			text = tui.AwayText(ev)
+		} else {
+			text = fmt.Sprintf("%s is away: %s", tui.Clean(ev.User), tui.Clean(ev.Message))
+		}
 	case client.Connected:
 		p.node = ev.Node
 		v = connectedJSON{"CONNECTED", p.me, ev.Node, ev.Addr, ev.Reconnect, ev.Resent}
@@ -246,17 +278,6 @@ func (p *printer) clock(stamp string) string {
 		t = time.Now()
 	}
 	return t.In(p.loc).Format("15:04:05")
-}
-
-func whoText(users []client.OnlineUser) string {
-	if len(users) == 0 {
-		return "nobody is online"
-	}
-	parts := make([]string, len(users))
-	for i, u := range users {
-		parts[i] = fmt.Sprintf("%s (node %d)", tui.Clean(u.Username), u.Node)
-	}
-	return "online: " + strings.Join(parts, ", ")
 }
 
 func groupsText(groups []client.GroupInfo) string {

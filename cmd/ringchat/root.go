@@ -280,12 +280,15 @@ func clientTLS(caFile string) (*tls.Config, error) {
 	return tc, nil
 }
 
-// startSession logs in within the timeout and keeps the login alive.
-func startSession(ctx context.Context, cfg config) (*client.Session, error) {
+// startSession logs in within the timeout, asking for the notices of
+// features (client.FeatureAway, ...), and keeps the login alive.
+func startSession(ctx context.Context, cfg config, features ...string) (*client.Session, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
+	opts := cfg.options()
+	opts.Features = features
 	s, err := client.StartSession(ctx, client.SessionConfig{Addrs: cfg.addrs, User: cfg.user, Password: cfg.password,
-		Options: cfg.options()})
+		Options: opts})
 	if err != nil {
 		return nil, describe(err, cfg.timeout)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/ringchat/ringchat/internal/client"
 	"github.com/ringchat/ringchat/internal/tui"
 )
 
@@ -30,7 +31,7 @@ func runUI(ctx context.Context, cfg config, ui uiOptions, in, out *os.File, stde
 		}
 	}
 	fmt.Fprintf(stderr, "connecting to %s as %s…\n", cfg.addrs[0], tui.Clean(cfg.user))
-	s, err := startSession(ctx, cfg)
+	s, err := startSession(ctx, cfg, client.FeatureAway, client.FeatureRead, client.FeatureTyping)
 	if err != nil {
 		if interrupted(ctx) {
 			return nil
@@ -40,7 +41,7 @@ func runUI(ctx context.Context, cfg config, ui uiOptions, in, out *os.File, stde
 	defer s.Close()
 	addr, node, _ := s.Where()
 	tc := tui.Config{Backend: s, Timeout: cfg.timeout, Addr: addr, Node: node,
-		NoBell: !ui.bell, LogDir: ui.logDir, Colors: ui.colors, StateFile: stateFile(ui, cfg.user)}
+		NoBell: !ui.bell, NoReceipts: !ui.receipts, LogDir: ui.logDir, Colors: ui.colors, StateFile: stateFile(ui, cfg.user)}
 	return tui.Run(ctx, tc, s.Events(), in, out)
 }
 

@@ -13,6 +13,7 @@ import (
 // uiOptions are the settings of the full-screen client only.
 type uiOptions struct {
 	bell     bool
+	receipts bool
 	logDir   string
 	colors   tui.Colors
 	stateDir string // where the open conversations are kept; empty: nowhere
@@ -22,6 +23,7 @@ type uiOptions struct {
 func addUIFlags(root *cobra.Command, o *uiOptions) {
 	f := root.Flags()
 	f.BoolVar(&o.bell, "bell", true, "ring the terminal's bell when a message names you (env RINGCHAT_BELL)")
+	f.BoolVar(&o.receipts, "receipts", true, "tell the other user of a direct conversation when you have read their messages (✓✓) and when you are typing (env RINGCHAT_RECEIPTS)")
 	f.StringVar(&o.logDir, "log-dir", "", "append each conversation to DIR/NAME.log, as irssi's autolog (env RINGCHAT_LOG_DIR)")
 }
 
@@ -31,6 +33,9 @@ func (g *globals) resolveUI(flags *pflag.FlagSet) (uiOptions, error) {
 	o := g.ui
 	if g.file.bell != nil && !flags.Changed("bell") {
 		o.bell = *g.file.bell
+	}
+	if g.file.receipts != nil && !flags.Changed("receipts") {
+		o.receipts = *g.file.receipts
 	}
 	if g.file.logDir != "" && !flags.Changed("log-dir") {
 		o.logDir = g.file.logDir
@@ -42,6 +47,13 @@ func (g *globals) resolveUI(flags *pflag.FlagSet) (uiOptions, error) {
 			return o, usagef("RINGCHAT_BELL=%q: want true or false", v)
 		}
 		o.bell = b
+	}
+	if v := g.getenv("RINGCHAT_RECEIPTS"); v != "" && !flags.Changed("receipts") {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return o, usagef("RINGCHAT_RECEIPTS=%q: want true or false", v)
+		}
+		o.receipts = b
 	}
 	if v := g.getenv("RINGCHAT_LOG_DIR"); v != "" && !flags.Changed("log-dir") {
 		o.logDir = v

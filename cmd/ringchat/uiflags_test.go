@@ -49,6 +49,30 @@ func TestBellSetting(t *testing.T) {
 	}
 }
 
+func TestReceiptsSetting(t *testing.T) {
+	off := writeConfig(t, "receipts = false\n")
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want bool
+	}{
+		{nil, nil, true},
+		{[]string{"--receipts=false"}, nil, false},
+		{nil, map[string]string{"RINGCHAT_RECEIPTS": "false"}, false},
+		{nil, map[string]string{"RINGCHAT_CONFIG": off}, false},
+		{nil, map[string]string{"RINGCHAT_CONFIG": off, "RINGCHAT_RECEIPTS": "true"}, true},
+		{[]string{"--receipts"}, map[string]string{"RINGCHAT_RECEIPTS": "false"}, true},
+	} {
+		_, ui, err := resolveWith(t, tc.env, tc.args...)
+		if err != nil || ui.receipts != tc.want {
+			t.Errorf("%q %v: receipts %v, %v; want %v", tc.args, tc.env, ui.receipts, err, tc.want)
+		}
+	}
+	if _, _, err := resolveWith(t, map[string]string{"RINGCHAT_RECEIPTS": "maybe"}); err == nil || err.Error() != `RINGCHAT_RECEIPTS="maybe": want true or false` {
+		t.Errorf("a bad RINGCHAT_RECEIPTS: %v", err)
+	}
+}
+
 func TestLogDirSetting(t *testing.T) {
 	_, ui, _ := resolveWith(t, map[string]string{"RINGCHAT_LOG_DIR": "/env/logs"})
 	if ui.logDir != "/env/logs" {

@@ -17,6 +17,9 @@ const HelpText = `  /msg USER TEXT     send TEXT to USER (/msg #GROUP TEXT sends
   /private GROUP     new invite-only group; /invite USER [#GROUP]; /passwd (hidden)
   /leave GROUP       leave a group
   /who               who is online, and at which node
+  /whois USER        where USER is logged in, since when, and whether away
+  /names [#GROUP]    the members of GROUP (the current one), who is online or away
+  /away [MESSAGE]    mark yourself away (others see MESSAGE); /away alone: back
   /groups            every group, its size, and the ones you are in
   /history [USER|#GROUP] [N]
                      the last N messages (20) of a conversation (the current one)
@@ -46,6 +49,9 @@ const (
 	ActQuit                  // leave
 	ActClose                 // the full-screen client: close the current tab
 	ActSearch                // the full-screen client: search the current tab for Text
+	ActWhois                 // tell where User is and whether away
+	ActNames                 // list the members of Group (empty: the current conversation's)
+	ActAway                  // mark the user away with Text (empty: back)
 )
 
 // DefaultHistory is how many messages /history shows without a count.
@@ -133,6 +139,18 @@ func Parse(line string) (Command, error) {
 		return Command{Act: ActSend, Text: ActionPrefix + rest, ToCurrent: true}, nil
 	case "/who":
 		return Command{Act: ActWho}, nil
+	case "/whois":
+		if word == "" || text != "" {
+			return Command{}, fmt.Errorf("usage: /whois USER")
+		}
+		return Command{Act: ActWhois, User: word}, nil
+	case "/names":
+		if text != "" {
+			return Command{}, fmt.Errorf("usage: /names [#GROUP]")
+		}
+		return Command{Act: ActNames, Group: strings.TrimPrefix(word, "#")}, nil
+	case "/away":
+		return Command{Act: ActAway, Text: rest}, nil
 	case "/groups":
 		return Command{Act: ActGroups}, nil
 	case "/history":

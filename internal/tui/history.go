@@ -33,6 +33,10 @@ const (
 // history shows the answer to a HISTORY request.
 func (m *Model) history(r historyMsg) {
 	c := m.open(r.with)
+	if r.err == nil && !r.with.Group {
+		m.readUpTo(r.with.Name, r.readSeq)
+		defer func() { m.later(m.markRead(c)) }()
+	}
 	switch {
 	case r.err != nil && r.mode == histAsked:
 		m.addErr(c, "%s", errText(r.err))
@@ -72,7 +76,9 @@ func (m *Model) prependHistory(c *conversation, msgs []client.ChatMessage) int {
 		if msg.ID != "" && c.ids[msg.ID] {
 			continue
 		}
-		earlier = append(earlier, m.historyEntry(msg))
+		e := m.historyEntry(msg)
+		m.noteIn(c, e)
+		earlier = append(earlier, e)
 		if msg.ID != "" {
 			c.ids[msg.ID] = true
 		}
@@ -97,7 +103,29 @@ func (m *Model) historyEntry(msg client.ChatMessage) *entry {
 	if !ok {
 		at = m.cfg.Now()
 	}
-	return &entry{kind: kindChat, at: at, from: msg.From, text: msg.Content, id: msg.ID}
+	return &entry{kind: kindChat, at: at, from: msg.From, text: msg.Content, id: msg.ID, seq: msg.Seq}
+}
+
+// noteIn keeps lastIn, the newest message of the other user of a direct
+// conversation that it shows.
+func (m *Model) noteIn(c *conversation, e *entry) {
+	if e.kind == kindChat && !c.to.Group && e.from == c.to.Name && e.seq > c.lastIn {
+		c.lastIn = e.seq
+	}
+}
+
+// oldestSeq is the sequence of the oldest message c shows whose place is
+// known (0: none).
+func oldestSeq(c *conversation) int64 {
+	for _, e := range c.entries {
+		if e.seq > 0 {
+			return e.seq
+		}
+		if e.out != nil && e.out.seq > 0 {
+			return e.out.seq
+		}
+	}
+	return 0
 }
 
 // pageUp scrolls up; at the top of a conversation it loads older messages.
@@ -109,6 +137,11 @@ func (m *Model) pageUp() tea.Cmd {
 	c := m.convs[m.cur]
 	if c.to.Name == "" || c.loadingOlder || c.noOlder {
 		return nil
+	}
+	if before := oldestSeq(c); before > 0 {
+		// The page before the oldest message shown, however far back.
+		c.loadingOlder = true
+		return m.fetchHistory(c.to, olderPage, before, histOlder)
 	}
 	shown := 0
 	for _, e := range c.entries {
@@ -122,7 +155,7 @@ func (m *Model) pageUp() tea.Cmd {
 		return nil
 	}
 	c.loadingOlder = true
-	return m.fetchHistory(c.to, min(shown+olderPage, maxHistory), histOlder)
+	return m.fetchHistory(c.to, min(shown+olderPage, maxHistory), 0, histOlder)
 }
 
 // olderHistory puts the older messages of r before what c shows, keeping

@@ -38,8 +38,15 @@ type Backend interface {
 	Leave(ctx context.Context, group string) error
 	Who(ctx context.Context) ([]client.OnlineUser, error)
 	Groups(ctx context.Context) ([]client.GroupInfo, error)
-	History(ctx context.Context, with client.Recipient, limit int) ([]client.ChatMessage, error)
+	// HistoryBefore returns up to limit messages of a conversation older
+	// than sequence before (0: the last ones), with the read mark.
+	HistoryBefore(ctx context.Context, with client.Recipient, limit int, before int64) (client.History, error)
 	Flush(ctx context.Context) error
+	SetAway(ctx context.Context, message string) (client.Away, error)
+	Whois(ctx context.Context, user string) (client.Whois, error)
+	Names(ctx context.Context, group, after string, limit int) (client.Names, error)
+	Read(ctx context.Context, user string, seq int64) error
+	Typing(ctx context.Context, user string) error
 }
 
 // Config configures a Model.
@@ -69,6 +76,10 @@ type Config struct {
 	Colors Colors
 	// NoBell: a message naming the user does not ring the terminal's bell.
 	NoBell bool
+	// NoReceipts: the other user of a direct conversation is not told
+	// that I have read their messages (READ) or that I am typing
+	// (TYPING). Theirs still show.
+	NoReceipts bool
 	// Now and Location are the clock and the time zone of timestamps
 	// (defaults: time.Now, time.Local).
 	Now      func() time.Time
@@ -127,11 +138,12 @@ type (
 		quiet  bool // at start-up: only learn the memberships
 	}
 	historyMsg struct {
-		with  client.Recipient
-		msgs  []client.ChatMessage
-		err   error
-		limit int
-		mode  histMode
+		with    client.Recipient
+		msgs    []client.ChatMessage
+		readSeq int64
+		err     error
+		limit   int
+		mode    histMode
 	}
 	flushedMsg struct{ err error }
 )
@@ -165,6 +177,7 @@ const (
 	stored                     // STORED: durable in the ring
 	delivered                  // a message to myself came back
 	failed                     // refused with an ERROR
+	read                       // READ: its recipient has shown it
 )
 
 // outgoing is one message I sent; its entries share it, so a receipt
@@ -173,6 +186,7 @@ type outgoing struct {
 	to    client.Recipient
 	state sendState
 	err   string
+	seq   int64 // from STORED
 }
 
 // entry is one line of a conversation (before wrapping).
@@ -183,6 +197,7 @@ type entry struct {
 	to   client.Recipient // kindRoute: where the message went
 	text string
 	id   string
+	seq  int64     // kindChat: the message's place in the ring's order (0: unknown)
 	out  *outgoing // kindOwn, kindRoute
 }
 
@@ -196,6 +211,10 @@ type conversation struct {
 	loadingOlder  bool // PageUp at the top asked for older messages
 	noOlder       bool // and there are none (or none the server gives)
 	historyLoaded bool
+	// Direct conversations: lastIn is the newest sequence of the other
+	// user's messages shown, readSent the newest I told them I read,
+	// readSeq how far they have read mine.
+	lastIn, readSent, readSeq int64
 }
 
 // Model is the Bubble Tea model of the chat client.
@@ -236,6 +255,13 @@ type Model struct {
 	// kept in the input history).
 	pwPrompt bool
 
+	away       string                                               // my away message ("": not away)
+	typing     map[string]time.Time                                 // users typing to me, until when
+	typingTo   string                                               // the user my last TYPING went to
+	typingSent time.Time                                            // and when
+	pending    []tea.Cmd                                            // for Update to return (see later)
+	tick       func(time.Duration, func(time.Time) tea.Msg) tea.Cmd // tea.Tick
+
 	typed   []string // input history, oldest first
 	typedAt int      // position while browsing it with up/down
 	draft   string   // the line being typed before browsing
@@ -255,6 +281,8 @@ func New(cfg Config) *Model {
 		groups:      map[string]bool{},
 		users:       map[string]bool{},
 		knownGroups: map[string]bool{},
+		typing:      map[string]time.Time{},
+		tick:        tea.Tick,
 	}
 	m.mention = mentionPattern(m.me)
 	if cfg.LogDir != "" {
@@ -282,12 +310,13 @@ func (m *Model) Init() tea.Cmd {
 		g, err := m.cfg.Backend.Groups(ctx)
 		return groupsMsg{groups: g, err: err, quiet: true}
 	})
+	self := m.whois(m.me, true)
 	if m.cfg.StateFile == "" {
-		return groups
+		return tea.Batch(groups, self)
 	}
 	restore := m.restore()
 	m.restored = true
-	return tea.Batch(groups, restore)
+	return tea.Batch(groups, self, restore)
 }
 
 // Unsent is why /quit could not deliver everything typed (nil when it
@@ -309,7 +338,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, cmd
 	case EventMsg:
 		m.event(msg.Event)
-		return m, m.takeBell()
+		return m, m.takePending()
 	case EventsClosedMsg:
 		if !m.quitting && m.conn != stateOffline {
 			m.conn, m.detail = stateOffline, "connection closed"
@@ -347,7 +376,18 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case historyMsg:
 		m.history(msg)
+		return m, m.takePending()
+	case whoisMsg:
+		m.showWhois(msg)
 		return m, nil
+	case namesMsg:
+		m.showNames(msg)
+		return m, nil
+	case awayMsg:
+		m.awayDone(msg)
+		return m, nil
+	case typingDoneMsg:
+		return m, nil // drawn again without the note
 	case flushedMsg:
 		m.unsent = msg.err
 		return m, tea.Quit
@@ -440,7 +480,7 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	}
 	var cmd tea.Cmd
 	m.input, cmd = m.input.Update(k)
-	return cmd
+	return tea.Batch(cmd, m.sendTyping())
 }
 
 // remember adds a line to the input history.
@@ -503,14 +543,9 @@ func (m *Model) submit(line string) tea.Cmd {
 			return joinMsg{group: c.Group, private: true, err: b.JoinInviteOnly(ctx, c.Group)}
 		})
 	case ActInvite:
-		group := c.Group
-		if group == "" {
-			if to := m.convs[m.cur].to; to.Group {
-				group = to.Name
-			} else {
-				m.errorf("invite to which group? /invite USER #GROUP, or go to the group's tab first")
-				return nil
-			}
+		group, ok := m.groupOr(c.Group, "invite to which group? /invite USER #GROUP")
+		if !ok {
+			return nil
 		}
 		return m.request(func(ctx context.Context) tea.Msg {
 			return inviteMsg{user: c.User, group: group, err: b.Invite(ctx, group, c.User)}
@@ -557,7 +592,13 @@ func (m *Model) submit(line string) tea.Cmd {
 			m.open(with).historyLoaded = true
 			m.switchTo(with)
 		}
-		return m.fetchHistory(with, c.Limit, histAsked)
+		return m.fetchHistory(with, c.Limit, 0, histAsked)
+	case ActWhois:
+		return m.whois(c.User, false)
+	case ActNames:
+		return m.names(c.Group)
+	case ActAway:
+		return m.setAway(c.Text)
 	case ActHelp:
 		for _, l := range strings.Split(strings.TrimRight(HelpText+UIHelpText+KeysText, "\n"), "\n") {
 			m.info("%s", l)
@@ -596,11 +637,11 @@ func (m *Model) request(f func(ctx context.Context) tea.Msg) tea.Cmd {
 	}
 }
 
-func (m *Model) fetchHistory(with client.Recipient, limit int, mode histMode) tea.Cmd {
+func (m *Model) fetchHistory(with client.Recipient, limit int, before int64, mode histMode) tea.Cmd {
 	b := m.cfg.Backend
 	return m.request(func(ctx context.Context) tea.Msg {
-		msgs, err := b.History(ctx, with, limit)
-		return historyMsg{with: with, msgs: msgs, err: err, limit: limit, mode: mode}
+		h, err := b.HistoryBefore(ctx, with, limit, before)
+		return historyMsg{with: with, msgs: h.Messages, readSeq: h.ReadSeq, err: err, limit: limit, mode: mode}
 	})
 }
 
@@ -643,8 +684,19 @@ func (m *Model) event(ev client.Event) {
 		m.incoming(ev)
 	case client.Stored:
 		if o := m.own[ev.ID]; o != nil && o.state == sending {
-			o.state = stored
+			o.state, o.seq = stored, ev.Seq
+			if c := m.convs[key(o.to)]; c != nil && !o.to.Group && ev.Seq <= c.readSeq {
+				o.state = read // its READ came first
+			}
 			m.refresh()
+		}
+	case client.ReadNotice:
+		m.readUpTo(ev.User, ev.Seq)
+	case client.TypingNotice:
+		m.later(m.typingNotice(ev.User))
+	case client.Away:
+		if ev.User != "" {
+			m.awayNotice(ev)
 		}
 	case client.ErrorMessage:
 		if o := m.own[ev.ID]; ev.ID != "" && o != nil {
@@ -696,10 +748,12 @@ func (m *Model) incoming(msg client.ChatMessage) {
 		return
 	}
 	e := m.historyEntry(msg)
+	delete(m.typing, msg.From)
 	m.add(c, e)
 	m.logMessage(conv, e.at, e.from, e.text)
 	m.markUnread(c)
 	m.noticeMention(c, e)
+	m.later(m.markRead(c))
 }
 
 // markUnread counts a new line of c as unread unless c is on screen.
@@ -738,16 +792,10 @@ func (m *Model) who(r whoMsg) {
 		m.errorf("%s", errText(r.err))
 		return
 	}
-	var parts []string
 	for _, u := range r.users {
 		m.seeUser(u.Username)
-		parts = append(parts, fmt.Sprintf("%s (node %d)", Clean(u.Username), u.Node))
 	}
-	if len(parts) == 0 {
-		m.info("nobody is online")
-		return
-	}
-	m.info("online: %s", strings.Join(parts, ", "))
+	m.info("%s", WhoText(r.users))
 }
 
 func (m *Model) groupList(r groupsMsg) {
@@ -820,7 +868,7 @@ func (m *Model) switchTo(to client.Recipient) tea.Cmd {
 	m.newBelow = 0
 	m.layout()
 	m.pane.GotoBottom()
-	return m.loadOnOpen(to)
+	return tea.Batch(m.loadOnOpen(to), m.markRead(c))
 }
 
 // loadOnOpen opens the conversation with to and fetches its recent
@@ -831,7 +879,7 @@ func (m *Model) loadOnOpen(to client.Recipient) tea.Cmd {
 		return nil
 	}
 	c.historyLoaded = true // one request at a time
-	return m.fetchHistory(to, m.cfg.HistoryOnOpen, histOpen)
+	return m.fetchHistory(to, m.cfg.HistoryOnOpen, 0, histOpen)
 }
 
 // cycle moves to the next (or previous) conversation.
@@ -852,6 +900,7 @@ func (m *Model) nextActive() tea.Cmd {
 }
 
 func (m *Model) add(c *conversation, e *entry) {
+	m.noteIn(c, e)
 	c.entries = append(c.entries, e)
 	if e.id != "" {
 		c.ids[e.id] = true

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,10 +26,17 @@ type fake struct {
 	who      []client.OnlineUser
 	groups   []client.GroupInfo
 	history  map[string][]client.ChatMessage
-	fail     map[string]error // by operation: "join", "leave", "who", "groups", "history", "post"
+	fail     map[string]error // by operation: "join", "leave", "who", "groups", "history", "post", "whois", "names", "away"
 	flushErr error
 
 	historyCalls int
+	readSeq      map[string]int64 // HISTORY's read mark, by conversation
+	whois        map[string]client.Whois
+	names        map[string][]client.Member
+	away         []string // AWAY requests
+	reads        []string // READ requests: "bob 5"
+	typings      []string // TYPING requests: "bob"
+	mu           sync.Mutex
 }
 
 func (f *fake) User() string { return f.user }
@@ -58,13 +66,50 @@ func (f *fake) Who(context.Context) ([]client.OnlineUser, error) { return f.who,
 func (f *fake) Groups(context.Context) ([]client.GroupInfo, error) {
 	return f.groups, f.fail["groups"]
 }
-func (f *fake) History(_ context.Context, with client.Recipient, limit int) ([]client.ChatMessage, error) {
+func (f *fake) HistoryBefore(_ context.Context, with client.Recipient, limit int, before int64) (client.History, error) {
 	f.historyCalls++
 	h := f.history[with.String()]
+	if before > 0 {
+		i := 0
+		for i < len(h) && h[i].Seq < before {
+			i++
+		}
+		h = h[:i]
+	}
 	if len(h) > limit {
 		h = h[len(h)-limit:]
 	}
-	return h, f.fail["history"]
+	return client.History{To: with, Messages: h, ReadSeq: f.readSeq[with.String()]}, f.fail["history"]
+}
+func (f *fake) SetAway(_ context.Context, msg string) (client.Away, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.away = append(f.away, msg)
+	return client.Away{Message: msg, Since: "2026-03-14T10:15:00Z"}, f.fail["away"]
+}
+func (f *fake) Whois(_ context.Context, user string) (client.Whois, error) {
+	if w, ok := f.whois[user]; ok {
+		return w, nil
+	}
+	if user == f.user {
+		return client.Whois{User: user, Online: true, Node: 1}, nil
+	}
+	return client.Whois{}, f.fail["whois"]
+}
+func (f *fake) Names(_ context.Context, group, _ string, _ int) (client.Names, error) {
+	return client.Names{Group: group, Members: f.names[group]}, f.fail["names"]
+}
+func (f *fake) Read(_ context.Context, user string, seq int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reads = append(f.reads, fmt.Sprint(user, " ", seq))
+	return nil
+}
+func (f *fake) Typing(_ context.Context, user string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.typings = append(f.typings, user)
+	return nil
 }
 func (f *fake) Flush(context.Context) error { return f.flushErr }
 
@@ -84,6 +129,7 @@ func newHarness(t *testing.T) *harness {
 		groups: []client.GroupInfo{{Group: "ops", Members: 3, Member: true}, {Group: "random", Members: 1}}}
 	m := New(Config{Backend: b, Now: func() time.Time { return now }, Location: time.UTC, Addr: "127.0.0.1:8001", Node: 1})
 	h := &harness{t: t, m: m, b: b}
+	m.tick = func(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return nil } // the harness runs commands at once
 	h.run(m.Init())
 	h.update(tea.WindowSizeMsg{Width: 100, Height: 16})
 	return h

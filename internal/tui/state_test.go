@@ -22,6 +22,7 @@ func newHarnessWith(t *testing.T, b *fake, cfg Config) *harness {
 	}
 	cfg.Backend, cfg.Now, cfg.Location = b, func() time.Time { return now }, time.UTC
 	h := &harness{t: t, b: b, m: New(cfg)}
+	h.m.tick = func(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return nil }
 	h.run(h.m.Init())
 	h.update(tea.WindowSizeMsg{Width: 100, Height: 16})
 	return h

@@ -12,18 +12,28 @@ import (
 // leave leaves group (empty: the current tab's) and, with closeTab, closes
 // its tab once left.
 func (m *Model) leave(group string, closeTab bool) tea.Cmd {
-	if group == "" {
-		to := m.convs[m.cur].to
-		if !to.Group {
-			m.errorf("leave which group? /part GROUP, or go to the group's tab first")
-			return nil
-		}
-		group = to.Name
+	group, ok := m.groupOr(group, "leave which group? /part GROUP")
+	if !ok {
+		return nil
 	}
 	b := m.cfg.Backend
 	return m.request(func(ctx context.Context) tea.Msg {
 		return joinMsg{group: group, leave: true, close: closeTab, err: b.Leave(ctx, group)}
 	})
+}
+
+// groupOr returns group, or if it is empty the current tab's; in a tab
+// that is no group it says so (ask, then "or go to the group's tab
+// first") and returns false.
+func (m *Model) groupOr(group, ask string) (string, bool) {
+	if group != "" {
+		return group, true
+	}
+	if to := m.convs[m.cur].to; to.Group {
+		return to.Name, true
+	}
+	m.errorf("%s, or go to the group's tab first", ask)
+	return "", false
 }
 
 // closeCurrent closes the current tab; a group's tab is left first, as

@@ -144,6 +144,8 @@ func (m *Model) render(e *entry) []string {
 		prefix += from
 		if e.kind == kindOwn {
 			mark = m.receipt(e.out)
+		} else if c := m.convs[m.cur]; e.from == m.me && e.seq > 0 && !c.to.Group && e.seq <= c.readSeq {
+			mark = " " + m.st.ok.Render("✓✓") // from history: read
 		}
 	case kindRoute:
 		prefix += st.sender(e.to.Name, m.me).Render("→ "+Clean(e.to.String())) + " "
@@ -178,12 +180,13 @@ func (m *Model) render(e *entry) []string {
 }
 
 // receipt is the mark after my message: … on its way, ✓ stored in the
-// ring, ✓✓ delivered (to myself), ✗ refused.
+// ring, ✓✓ shown to its recipient (READ) or delivered (to myself), ✗
+// refused.
 func (m *Model) receipt(o *outgoing) string {
 	switch o.state {
 	case stored:
 		return " " + m.st.ok.Render("✓")
-	case delivered:
+	case delivered, read:
 		return " " + m.st.ok.Render("✓✓")
 	case failed:
 		return " " + m.st.bad.Render("✗ "+Clean(o.err))
@@ -260,6 +263,9 @@ func (m *Model) statusBar() string {
 		conn = st.barWarn.Render(" leaving…")
 	}
 	parts := []string{conn, st.bar.Render(" │ " + Clean(m.me))}
+	if m.away != "" {
+		parts = append(parts, st.barWarn.Render(" (away)"))
+	}
 	if to := m.convs[m.cur].to; to.Name != "" {
 		parts = append(parts, st.bar.Render(" │ → "+Clean(to.String())))
 	}
@@ -270,6 +276,9 @@ func (m *Model) statusBar() string {
 	slices.Sort(groups)
 	if len(groups) > 0 {
 		parts = append(parts, st.bar.Render(" │ groups: "+strings.Join(groups, " ")))
+	}
+	if s := m.typingStatus(); s != "" {
+		parts = append(parts, st.barOK.Render(s))
 	}
 	if s := m.searchStatus(); s != "" {
 		parts = append(parts, st.barWarn.Render(s))
