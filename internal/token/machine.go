@@ -244,6 +244,11 @@ func (m *Machine) forward() {
 		next.Quiet = 0
 	case m.phase == phaseIdling:
 		next.Quiet = 0
+	case m.coordinator:
+		// Hurried past its rest here: a coordinator is on the way, so no
+		// other node may rest it (the coordinator expects it back within
+		// a lap, and would make a new one).
+		next.Quiet = 0
 	default:
 		next.Quiet++
 	}

@@ -209,6 +209,25 @@ func TestWakeHurriesForTwoRotations(t *testing.T) {
 	}
 }
 
+// A quiet token that a WAKE hurries past the coordinator's rest leaves it
+// with no quiet hops counted: the next nodes do not rest it (for a rest
+// there the coordinator, expecting it within a lap, would make a new one).
+func TestHurriedPastTheCoordinatorNobodyRestsIt(t *testing.T) {
+	m := NewMachine(cfg())
+	m.LinkUp()
+	m.SetCoordinator(true, 3, false)
+	m.Woken()
+	m.Drain()
+	tok := Token{Stamp: Stamp{Gen: 1, Seq: 7}, Quiet: 5}
+	m.Receive(tok)
+	m.Drain()
+	m.VisitDone(tok, false)
+	got := m.Drain()
+	if len(got) != 1 || got[0].Kind != SendToken || got[0].Token.Quiet != 0 {
+		t.Fatalf("a quiet token hurried past the coordinator: %+v, want it sent on with Quiet 0", got)
+	}
+}
+
 func TestCoordinatorRegeneratesOnceAfterLoss(t *testing.T) {
 	c := cfg()
 	m := NewMachine(c)

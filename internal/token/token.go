@@ -35,10 +35,10 @@ type Token struct {
 	// that did work sets it to the ring size, so that the work's effects
 	// (messages to deliver elsewhere) go round at full speed.
 	Busy int `json:"busy,omitempty"`
-	// Quiet counts the hops since the token last rested or did work. A
-	// quiet token rests once a lap, at the coordinator; a node that sees
-	// it quiet for two laps (no coordinator on the way) rests it instead,
-	// so an idle token never spins.
+	// Quiet counts the hops since the token last rested, did work or
+	// passed the coordinator. A quiet token rests once a lap, at the
+	// coordinator; a node that sees it quiet for two laps (no coordinator
+	// on the way) rests it instead, so an idle token never spins.
 	Quiet int `json:"quiet,omitempty"`
 	// Coord and Epoch gossip the newest coordinator any node on the way
 	// knew of, so a node that missed an announcement learns it within a

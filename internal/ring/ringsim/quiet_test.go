@@ -28,6 +28,7 @@ type quietRing struct {
 	s     *Sim
 	cfg   ring.Config // node 1's; the token timeouts are the same everywhere
 	order []int64     // the ring, from the coordinator
+	gen   int64       // the token's generation once settled: nothing fails, so it stays
 	log   []string    // arrivals and when their work was done, for a failure
 	trace []string    // the last events, for a failure
 }
@@ -85,6 +86,7 @@ func startQuiet(t fatalf, q quietSetup) *quietRing {
 	}) {
 		t.Fatalf("the token of a quiet ring of %d never rested at the coordinator %d", q.n, s.Store.Coord)
 	}
+	r.gen = s.Store.Gen
 	return r
 }
 
@@ -113,8 +115,12 @@ func (r *quietRing) work(id int64) error {
 		done = fmt.Sprintf("done at t=%d", p.WorkedAt)
 	}
 	r.log = append(r.log, fmt.Sprintf("t=%d work at node %d (token at %v): %s", at, id, holders, done))
-	if ok {
+	if ok && s.Store.Gen == r.gen {
 		return nil
+	}
+	if ok {
+		return fmt.Errorf("the token was made anew (generation %d -> %d) on a healthy ring while work arrived at node %d at t=%d; ring %v from the coordinator; arrivals:\n%s\nlast events:\n%s",
+			r.gen, s.Store.Gen, id, at, r.order, strings.Join(r.log, "\n"), strings.Join(r.trace, "\n"))
 	}
 	return fmt.Errorf("work that arrived at node %d at t=%d (token at %v) not done within %d ticks (a hurried rotation is %d, the rest %d); ring %v from the coordinator; arrivals:\n%s\nlast events:\n%s",
 		id, at, holders, r.bound(), r.cfg.Token.HurriedRotation(len(r.order)), r.cfg.Token.IdleHoldTicks, r.order,
