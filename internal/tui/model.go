@@ -668,6 +668,7 @@ func (m *Model) send(to client.Recipient, text string) {
 	}
 	out := &outgoing{to: to}
 	m.own[o.ID] = out
+	m.typingTo = "" // the message ended their "is typing": the next key says it again
 	now := m.cfg.Now()
 	c := m.open(to)
 	m.add(c, &entry{kind: kindOwn, at: now, from: m.me, text: text, id: o.ID, out: out})

@@ -58,23 +58,31 @@ func WhoText(users []client.OnlineUser) string {
 	return "online: " + strings.Join(parts, ", ")
 }
 
-// WhoisText is a WHOIS answer for people, times in loc.
+// WhoisText is a WHOIS answer for people, times in loc (the clock alone
+// for today's).
 func WhoisText(w client.Whois, loc *time.Location) string {
 	var b strings.Builder
 	b.WriteString(Clean(w.User))
+	today := time.Now().In(loc).Format(time.DateOnly)
+	since := func(stamp string) {
+		if t, err := time.Parse(time.RFC3339Nano, stamp); err == nil {
+			t = t.In(loc)
+			layout := "Jan 2 15:04"
+			if t.Format(time.DateOnly) == today {
+				layout = "15:04"
+			}
+			fmt.Fprintf(&b, " since %s", t.Format(layout))
+		}
+	}
 	if w.Online {
 		fmt.Fprintf(&b, ": online at node %d", w.Node)
-		if t, err := time.Parse(time.RFC3339Nano, w.Since); err == nil {
-			fmt.Fprintf(&b, " since %s", t.In(loc).Format("Jan 2 15:04"))
-		}
+		since(w.Since)
 	} else {
 		b.WriteString(": not logged in")
 	}
 	if w.Away != "" {
 		b.WriteString("; away")
-		if t, err := time.Parse(time.RFC3339Nano, w.AwaySince); err == nil {
-			fmt.Fprintf(&b, " since %s", t.In(loc).Format("Jan 2 15:04"))
-		}
+		since(w.AwaySince)
 		b.WriteString(": " + Clean(w.Away))
 	}
 	return b.String()

@@ -111,6 +111,17 @@ func TestTyping(t *testing.T) {
 	}
 	h.m.input.Reset()
 
+	// Sending the message ends my "is typing" at bob's: the next key
+	// starts it again, within the 3 s.
+	h.m.input.Reset()
+	h.typeText("hello")
+	h.press(tea.KeyEnter)
+	h.typeText("a")
+	if !slices.Equal(h.b.typings, []string{"bob", "bob"}) {
+		t.Errorf("TYPINGs %q: again at the first key after a message", h.b.typings)
+	}
+	h.m.input.Reset()
+
 	h.event(client.TypingNotice{User: "bob"})
 	h.want("bob is typing…")
 	m := chat("b1", "bob", client.ToUser("alice"), "here", now)
