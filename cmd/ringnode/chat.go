@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -9,11 +8,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
 	"github.com/ringchat/ringchat/internal/chat"
-	"github.com/ringchat/ringchat/internal/node"
 	"github.com/ringchat/ringchat/internal/store"
 )
 
@@ -70,28 +67,27 @@ func isLoopback(host string) bool {
 	return (ip != nil && ip.IsLoopback()) || host == "localhost"
 }
 
-// newChatServer configures the client port of node self; want is called
-// when clients have work for the token; delivery (may be nil) observes
-// delivery latencies.
-func newChatServer(self store.Node, st store.Store, o chatOpts, auth chat.AuthMode, log zerolog.Logger, want func(), delivery node.Observer) (*chat.Server, error) {
+// chatConfig configures the client port of node self from its flags (the
+// server sets its log and token); a configuration that cannot run is a
+// usage error.
+func chatConfig(self store.Node, st store.Store, o chatOpts, auth chat.AuthMode) (chat.Config, error) {
 	cfg := chat.DefaultConfig(self.ID)
-	cfg.Auth = auth
-	cfg.Store, cfg.Log, cfg.Want, cfg.DeliveryLatency = st, log, want, delivery
+	cfg.Auth, cfg.Store = auth, st
 	cfg.Addr = clientListenAddr(self, o.listen)
 	cfg.MaxClients, cfg.IdleTimeout, cfg.Retention = o.maxClients, o.idle, o.retention
 	cfg.MaxClientsPerIP = o.maxPerIP
 	tc, err := serverTLS(o.tlsCert, o.tlsKey)
 	if err != nil {
-		return nil, err
+		return cfg, err
 	}
 	cfg.TLS = tc
 	cfg.RateLimit = o.rate
 	cfg.RateBurst = max(1, int(4*o.rate))
 	cfg.FloodLimit = max(1, int(8*o.rate))
 	if err := cfg.Validate(); err != nil {
-		return nil, usageError{err}
+		return cfg, usageError{err}
 	}
-	return chat.New(cfg)
+	return cfg, nil
 }
 
 // serverTLS loads the client port's certificate; nil without one.
@@ -119,27 +115,6 @@ func clientListenAddr(self store.Node, explicit string) string {
 		return net.JoinHostPort(self.Host, port)
 	}
 	return net.JoinHostPort("", port)
-}
-
-// runWithChat runs the node and its client port until ctx ends. The chat
-// server stops first — it stores what its clients sent while the token
-// still visits — then the node leaves the ring.
-func runWithChat(ctx context.Context, n *node.Node, srv *chat.Server) error {
-	nodeCtx, stopNode := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopNode()
-	chatCtx, stopChat := context.WithCancel(ctx)
-	defer stopChat()
-	chatDone := make(chan error, 1)
-	go func() {
-		chatDone <- srv.Run(chatCtx)
-		stopNode()
-	}()
-	err := n.Run(nodeCtx)
-	stopChat()
-	if cerr := <-chatDone; err == nil && cerr != nil {
-		err = fmt.Errorf("chat: %w", cerr)
-	}
-	return err
 }
 
 // chatArgs are the chat flags set on a cluster command, for its children.

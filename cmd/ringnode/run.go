@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"runtime/pprof"
 	"strconv"
@@ -19,8 +17,8 @@ import (
 	"github.com/ringchat/ringchat/internal/metrics"
 	"github.com/ringchat/ringchat/internal/node"
 	"github.com/ringchat/ringchat/internal/ring"
+	"github.com/ringchat/ringchat/internal/server"
 	"github.com/ringchat/ringchat/internal/store"
-	"github.com/ringchat/ringchat/internal/transport"
 	"github.com/ringchat/ringchat/internal/wire"
 )
 
@@ -156,36 +154,8 @@ func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
 	if err != nil {
 		return err
 	}
-	addrs := node.NewAddresses(table)
-	tcfg := transport.DefaultConfig()
-	tcfg.ID, tcfg.Codec, tcfg.Resolve, tcfg.Log = o.id, codec, addrs.Resolve, log
-	tcfg.Addr = listenAddr(*self, o.listen)
-	// The transport outlives a SIGTERM: the node still talks while it leaves.
-	tr, err := transport.Listen(context.WithoutCancel(ctx), tcfg)
-	if err != nil {
-		return fmt.Errorf("node %d: listen on %s: %w", o.id, tcfg.Addr, err)
-	}
-	cfg := node.DefaultConfig(o.id)
-	cfg.Ring.Tick = o.tick
-	cfg.Ring.Election.Method = method
-	cfg.Ring.Election.LeaseTicks = int(o.leaseTTL / o.tick)
-	cfg.StatsInterval = o.stats
-	cfg.Store, cfg.Transport, cfg.Addresses, cfg.Log = st, tr, addrs, g.log
-	if o.mutexProbe {
-		cfg.Sections = append(cfg.Sections, node.MutexProbe(log))
-	}
-	var (
-		mx       *metrics.Metrics
-		delivery node.Observer
-	)
-	if o.metrics != "" {
-		mx = metrics.New(o.id)
-		mx.Pprof = o.pprof
-		cfg.RotationObserver, cfg.HopObserver, delivery = mx.Rotation, mx.Hop, mx.Delivery
-	}
 	auth, err := authMode(o.chat, *self, table)
 	if err != nil {
-		tr.Close()
 		return err
 	}
 	if auth == chat.AuthOpen {
@@ -193,60 +163,38 @@ func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
 	} else {
 		log.Info().Msg("logins: password (--auth password): protocol 2 and a password for every login")
 	}
-	var n *node.Node
-	srv, err := newChatServer(*self, st, o.chat, auth, log, func() { n.Want() }, delivery)
+	ccfg, err := chatConfig(*self, st, o.chat, auth)
 	if err != nil {
-		tr.Close()
 		return err
 	}
-	cfg.Sections = append(cfg.Sections, srv.Section())
-	cfg.OnJoin = srv.CheckPresence // after a rejoin: restore presence the coordinator cleared
-	n, err = node.New(cfg)
-	if err != nil {
-		tr.Close()
-		return err
-	}
-	// The client port, before the node joins: a port in use fails the start.
-	if err := srv.Listen(ctx); err != nil {
-		tr.Close()
-		return fmt.Errorf("node %d: %w", o.id, err)
-	}
-	if mx != nil {
-		ln, err := metrics.Listen(o.metrics)
-		if err != nil {
-			tr.Close()
-			return fmt.Errorf("node %d: %w", o.id, err)
-		}
-		mx.SetSources(metrics.Sources{Node: n.Status, Chat: srv.Stats, Drops: tr.Drops})
-		// Served until the node has left the ring, then shut down.
-		mctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-		served := make(chan struct{})
-		go func() {
-			defer close(served)
-			if err := mx.Serve(mctx, ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Warn().Err(err).Msg("metrics listener stopped")
-			}
-		}()
-		defer func() { stop(); <-served }()
-		log.Info().Str("addr", ln.Addr().String()).Bool("pprof", o.pprof).Msg("metrics and health served")
+	ncfg := node.DefaultConfig(o.id)
+	ncfg.Ring.Tick = o.tick
+	ncfg.Ring.Election.Method = method
+	ncfg.Ring.Election.LeaseTicks = int(o.leaseTTL / o.tick)
+	ncfg.StatsInterval = o.stats
+	if o.mutexProbe {
+		ncfg.Sections = append(ncfg.Sections, node.MutexProbe(log))
 	}
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
 		if err != nil {
-			tr.Close()
 			return err
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			tr.Close()
 			return err
 		}
 		defer pprof.StopCPUProfile()
 	}
-	log.Info().Str("listen", tr.Addr().String()).Str("store", dsn.String()).Str("election", string(method)).
+	srv, err := server.New(ctx, server.Config{Store: st, Table: table, Codec: codec, ListenAddr: listenAddr(*self, o.listen),
+		Node: ncfg, Chat: ccfg, MetricsAddr: o.metrics, Pprof: o.pprof, Log: g.log})
+	if err != nil {
+		return err
+	}
+	log.Info().Str("listen", srv.CoordAddr()).Str("store", dsn.String()).Str("election", string(method)).
 		Dur("tick_ms", o.tick).Bool("mutex_probe", o.mutexProbe).
 		Dur("lease_ttl_ms", o.leaseTTL).Msg("node starting")
-	return runWithChat(ctx, n, srv)
+	return srv.Run(ctx)
 }
 
 // devKeyAllowed refuses the public development key for a ring that is

@@ -8,7 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/ringchat/ringchat/internal/node"
+	"github.com/ringchat/ringchat/internal/section"
 	"github.com/ringchat/ringchat/internal/store"
 )
 
@@ -27,7 +27,7 @@ type Config struct {
 	// DeliveryLatency, if set, observes each delivery's latency in
 	// seconds: from the sender's node accepting the message to handing it
 	// to the recipient's connection (metrics).
-	DeliveryLatency node.Observer
+	DeliveryLatency section.Observer
 	// Log receives the server's log lines.
 	Log zerolog.Logger
 

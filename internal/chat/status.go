@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ringchat/ringchat/internal/node"
+	"github.com/ringchat/ringchat/internal/section"
 	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/token"
 )
@@ -114,7 +114,7 @@ func (s *Server) passNotices(in []notice) ([]notice, bool) {
 
 // visit runs the critical section (visitStore) with the token's notices
 // passed on around it.
-func (s *Server) visit(ctx context.Context, tok token.Token, fenced node.Fenced) (json.RawMessage, bool, error) {
+func (s *Server) visit(ctx context.Context, tok token.Token, fenced section.Fenced) (json.RawMessage, bool, error) {
 	h, herr := decodeHint(tok.App)
 	notices, added := s.passNotices(h.N)
 	app, worked, err := s.visitStore(ctx, tok, fenced)

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ringchat/ringchat/internal/node"
+	"github.com/ringchat/ringchat/internal/section"
 	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/token"
 )
@@ -66,7 +66,7 @@ const maxUnmarkRows = 100_000
 
 // Section is the chat service's critical section, run at every token
 // visit (node.Config.Sections).
-func (s *Server) Section() node.Section { return s.visit }
+func (s *Server) Section() section.Section { return s.visit }
 
 // storedMsg is the outcome of storing one queued message.
 type storedMsg struct {
@@ -142,7 +142,7 @@ type visitWork struct {
 // socket) and the token moves on while the writers write.
 //
 // A visit with none of this to do does not touch the store.
-func (s *Server) visitStore(ctx context.Context, tok token.Token, fenced node.Fenced) (json.RawMessage, bool, error) {
+func (s *Server) visitStore(ctx context.Context, tok token.Token, fenced section.Fenced) (json.RawMessage, bool, error) {
 	s.stats.visits.Add(1)
 	self := s.cfg.NodeID
 	h, herr := decodeHint(tok.App)

@@ -5,8 +5,6 @@
 package node
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -14,21 +12,18 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ringchat/ringchat/internal/ring"
+	"github.com/ringchat/ringchat/internal/section"
 	"github.com/ringchat/ringchat/internal/store"
-	"github.com/ringchat/ringchat/internal/token"
 	"github.com/ringchat/ringchat/internal/transport"
 )
 
-// Fenced runs fn in one store transaction fenced by the visiting token's
-// stamp: if a newer token (or another copy of this one) has written, fn does
-// not run and the error wraps store.ErrFenced.
-type Fenced func(fn func(store.Tx) error) error
-
-// Section is work done while this node holds the token (a critical section
-// on the message queue). It gets the token (whose App data it may replace)
-// and a way to run fenced transactions; it should touch the store only when
-// it has work. It returns the token's new App data and whether it did work.
-type Section func(ctx context.Context, tok token.Token, fenced Fenced) (app json.RawMessage, worked bool, err error)
+// Fenced, Section and Observer are the seam's (package section), named
+// here too for the node's callers.
+type (
+	Fenced   = section.Fenced
+	Section  = section.Section
+	Observer = section.Observer
+)
 
 // Config configures a node runtime.
 type Config struct {
@@ -62,9 +57,6 @@ type Config struct {
 	// goroutine and must not block.
 	OnJoin func()
 }
-
-// Observer takes one measurement; a Prometheus histogram is one.
-type Observer interface{ Observe(float64) }
 
 // DefaultConfig returns defaults for node id; Store and Transport must be
 // set.

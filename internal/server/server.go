@@ -1,0 +1,193 @@
+// Package server assembles one ringnode: its ring transport, the node
+// runtime, the chat service on the client port and, optionally, the
+// metrics listener. cmd/ringnode parses flags and signals over it; tests
+// run whole rings of servers in one process (see the cluster tests).
+//
+// The pieces meet at two seams: the chat service is the node's critical
+// section (package section: chat.Server.Section runs at every token visit
+// in node.Node's goroutine), and the node is the chat service's token
+// (chat.Config.Want asks the ring for the token when clients have work).
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ringchat/ringchat/internal/chat"
+	"github.com/ringchat/ringchat/internal/metrics"
+	"github.com/ringchat/ringchat/internal/node"
+	"github.com/ringchat/ringchat/internal/section"
+	"github.com/ringchat/ringchat/internal/store"
+	"github.com/ringchat/ringchat/internal/transport"
+	"github.com/ringchat/ringchat/internal/wire"
+)
+
+// Config is one ringnode's assembly.
+type Config struct {
+	// Store is the shared store, migrated; the server does not close it.
+	Store store.Store
+	// Table is the node table as the store has it; Node.Ring.ID must be
+	// in it.
+	Table []store.Node
+	// Transport, if set, carries ring frames (an in-memory network in
+	// tests); otherwise the server listens on TCP at ListenAddr, framing
+	// with Codec.
+	Transport  transport.Transport
+	Codec      *wire.Codec
+	ListenAddr string
+	// Node configures the ring runtime (from node.DefaultConfig); its
+	// Store, Transport, Addresses, Log, observers and OnJoin are set here,
+	// and the chat service's section is appended to its Sections.
+	Node node.Config
+	// Chat configures the client port (from chat.DefaultConfig); its
+	// Store, Log, Want and DeliveryLatency are set here.
+	Chat chat.Config
+	// MetricsAddr, if set, serves metrics and health (and pprof, with
+	// Pprof) there.
+	MetricsAddr string
+	Pprof       bool
+	// Log receives every part's lines; the server adds the node's id.
+	Log zerolog.Logger
+}
+
+// Server is one assembled ringnode.
+type Server struct {
+	log  zerolog.Logger
+	tr   transport.Transport
+	node *node.Node
+	chat *chat.Server
+	mx   *metrics.Metrics
+	mln  net.Listener
+}
+
+// New assembles a server: the ring transport listens, the client port
+// (and the metrics listener) too, so that a port in use fails here,
+// before the node joins the ring in Run. ctx bounds the listening; the
+// transport outlives it (a node still talks while it leaves the ring).
+func New(ctx context.Context, cfg Config) (s *Server, err error) {
+	id := cfg.Node.Ring.ID
+	s = &Server{log: cfg.Log.With().Int64("node", id).Logger()}
+	var self *store.Node
+	for i := range cfg.Table {
+		if cfg.Table[i].ID == id {
+			self = &cfg.Table[i]
+		}
+	}
+	if self == nil {
+		if cfg.Transport != nil {
+			cfg.Transport.Close() // the server's to close, as Run would
+		}
+		return nil, fmt.Errorf("server: node %d is not in the node table", id)
+	}
+	addrs := node.NewAddresses(cfg.Table)
+	s.tr = cfg.Transport
+	if s.tr == nil {
+		tcfg := transport.DefaultConfig()
+		tcfg.ID, tcfg.Codec, tcfg.Resolve, tcfg.Log, tcfg.Addr = id, cfg.Codec, addrs.Resolve, s.log, cfg.ListenAddr
+		tr, err := transport.Listen(context.WithoutCancel(ctx), tcfg)
+		if err != nil {
+			return nil, fmt.Errorf("node %d: listen on %s: %w", id, tcfg.Addr, err)
+		}
+		s.tr = tr
+	}
+	defer func() {
+		if err != nil {
+			s.tr.Close()
+			if s.mln != nil {
+				s.mln.Close()
+			}
+		}
+	}()
+	ncfg := cfg.Node
+	ncfg.Store, ncfg.Transport, ncfg.Addresses, ncfg.Log = cfg.Store, s.tr, addrs, cfg.Log
+	var delivery section.Observer
+	if cfg.MetricsAddr != "" {
+		s.mx = metrics.New(id)
+		s.mx.Pprof = cfg.Pprof
+		ncfg.RotationObserver, ncfg.HopObserver, delivery = s.mx.Rotation, s.mx.Hop, s.mx.Delivery
+	}
+	ccfg := cfg.Chat
+	ccfg.Store, ccfg.Log, ccfg.DeliveryLatency = cfg.Store, s.log, delivery
+	ccfg.Want = func() { s.node.Want() } // set below, before anything can call it
+	if s.chat, err = chat.New(ccfg); err != nil {
+		return nil, err
+	}
+	ncfg.Sections = append(ncfg.Sections, s.chat.Section())
+	ncfg.OnJoin = s.chat.CheckPresence // after a rejoin: restore presence the coordinator cleared
+	if s.node, err = node.New(ncfg); err != nil {
+		return nil, err
+	}
+	if s.mx != nil {
+		if s.mln, err = metrics.Listen(cfg.MetricsAddr); err != nil {
+			return nil, fmt.Errorf("node %d: %w", id, err)
+		}
+		src := metrics.Sources{Node: s.node.Status, Chat: s.chat.Stats}
+		if d, ok := s.tr.(interface{ Drops() map[string]uint64 }); ok {
+			src.Drops = d.Drops
+		}
+		s.mx.SetSources(src)
+	}
+	// The client port last, before the node joins: a port in use fails
+	// the start.
+	if err := s.chat.Listen(ctx); err != nil {
+		return nil, fmt.Errorf("node %d: %w", id, err)
+	}
+	return s, nil
+}
+
+// Run runs the node and its client port until ctx ends. The chat service
+// stops first (it stores what its clients sent while the token still
+// visits), then the node leaves the ring; the metrics are served until
+// the node has left. It closes the transport.
+func (s *Server) Run(ctx context.Context) error {
+	if s.mln != nil {
+		mctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			if err := s.mx.Serve(mctx, s.mln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.log.Warn().Err(err).Msg("metrics listener stopped")
+			}
+		}()
+		defer func() { stop(); <-served }()
+		s.log.Info().Str("addr", s.mln.Addr().String()).Bool("pprof", s.mx.Pprof).Msg("metrics and health served")
+	}
+	nodeCtx, stopNode := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopNode()
+	chatCtx, stopChat := context.WithCancel(ctx)
+	defer stopChat()
+	chatDone := make(chan error, 1)
+	go func() {
+		chatDone <- s.chat.Run(chatCtx)
+		stopNode()
+	}()
+	err := s.node.Run(nodeCtx)
+	stopChat()
+	if cerr := <-chatDone; err == nil && cerr != nil {
+		err = fmt.Errorf("chat: %w", cerr)
+	}
+	return err
+}
+
+// Node is the server's ring runtime.
+func (s *Server) Node() *node.Node { return s.node }
+
+// Chat is the server's chat service.
+func (s *Server) Chat() *chat.Server { return s.chat }
+
+// ClientAddr is the address the client port listens on.
+func (s *Server) ClientAddr() net.Addr { return s.chat.Addr() }
+
+// CoordAddr is the address the ring transport listens on ("" for one
+// that does not listen, as in an in-memory network).
+func (s *Server) CoordAddr() string {
+	if a, ok := s.tr.(interface{ Addr() net.Addr }); ok {
+		return a.Addr().String()
+	}
+	return ""
+}
