@@ -420,7 +420,7 @@ func (n *Node) send(m ring.Msg) {
 }
 
 func (n *Node) logNote(note ring.Note) {
-	if note.Event == "joined" && n.cfg.OnJoin != nil {
+	if note.Event == ring.EventJoined && n.cfg.OnJoin != nil {
 		n.cfg.OnJoin()
 	}
 	if r := note.Election; r != nil {
@@ -433,22 +433,23 @@ func (n *Node) logNote(note ring.Note) {
 			Dur("duration_ms", time.Duration(r.Ticks)*n.cfg.Ring.Tick).Int64("epoch", note.Epoch).Msg("election finished")
 		return
 	}
-	if note.Event == "token-dropped" {
+	if note.Event == ring.EventTokenDropped {
 		n.stats.TokensDropped++
 	}
 	ev := n.log.Debug()
 	switch note.Event {
-	case "coordinator", "coordinator-deposed", "coordinator-failed", "coordinator-unresponsive",
-		"joined", "left", "spliced-out", "handoff", "rejoin", "not-in-store-ring", "coordinator-orphaned", "token-regenerated", "higher-than-coordinator",
-		"leave-deadline", "leave-unanswered", "election-won", "lease-lost":
+	case ring.EventCoordinator, ring.EventCoordinatorDeposed, ring.EventCoordinatorFailed, ring.EventCoordinatorUnresponsive,
+		ring.EventJoined, ring.EventLeft, ring.EventSplicedOut, ring.EventHandoff, ring.EventRejoin, ring.EventNotInStoreRing,
+		ring.EventCoordinatorOrphaned, ring.EventTokenRegenerated, ring.EventLeaveDeadline, ring.EventLeaveUnanswered,
+		ring.EventElectionWon, ring.EventLeaseLost:
 		ev = n.log.Info()
-	case "successor-failed", "predecessor-silent", "token-fenced", "successor-watchdog":
-		if note.Event == "successor-failed" {
+	case ring.EventSuccessorFailed, ring.EventPredecessorSilent, ring.EventTokenFenced, ring.EventSuccessorWatchdog:
+		if note.Event == ring.EventSuccessorFailed {
 			n.stats.SuccessorFails++
 		}
 		ev = n.log.Warn()
 	}
-	ev.Int64("peer", note.Peer).Int64("epoch", note.Epoch).Msg(note.Event)
+	ev.Int64("peer", note.Peer).Int64("epoch", note.Epoch).Msg(string(note.Event))
 }
 
 func (n *Node) visitDone(v visitResult) {

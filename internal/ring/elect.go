@@ -67,7 +67,7 @@ func (n *Node) drainElection() {
 		}
 		for _, rep := range r.Reports {
 			rp := rep
-			n.ready.Notes = append(n.ready.Notes, Note{Event: "election", Peer: rep.Leader, Epoch: n.epoch, Election: &rp})
+			n.ready.Notes = append(n.ready.Notes, Note{Event: EventElection, Peer: rep.Leader, Epoch: n.epoch, Election: &rp})
 			if !rep.Won && rep.Method == election.Lease && n.phase == PhaseStarting && !n.isCoord {
 				// Another node got the lease while this one started: read
 				// who, and join it (a voting method's lost claim does so).
@@ -75,7 +75,7 @@ func (n *Node) drainElection() {
 			}
 		}
 		if r.LeaseLost && n.isCoord {
-			n.note("lease-lost", 0)
+			n.note(EventLeaseLost, 0)
 			n.stepDown()
 		}
 		if r.LeaseWon {
@@ -92,7 +92,7 @@ func (n *Node) electionWon() {
 	if n.phase == PhaseLeaving || n.phase == PhaseLeft {
 		return
 	}
-	n.note("election-won", 0)
+	n.note(EventElectionWon, 0)
 	if n.isCoord {
 		// Already the coordinator (the acting one won): no new claim, but
 		// everyone must see the result, which they adopt only from an

@@ -26,10 +26,10 @@ func (p Phase) String() string {
 
 // Note is something worth a log line or a metric.
 type Note struct {
-	Event string
+	Event Event
 	Peer  int64
 	Epoch int64
-	// Election is set for Event "election": a finished election.
+	// Election is set for EventElection: a finished election.
 	Election *election.Report
 }
 
@@ -168,7 +168,7 @@ func (n *Node) Ready() Ready {
 	return r
 }
 
-func (n *Node) note(event string, peer int64) {
+func (n *Node) note(event Event, peer int64) {
 	n.ready.Notes = append(n.ready.Notes, Note{Event: event, Peer: peer, Epoch: n.epoch})
 }
 
@@ -282,7 +282,7 @@ func (n *Node) wakeAll() {
 // generation the store never issued does not raise the bar for the real
 // token).
 func (n *Node) VisitFenced(t token.Token, cur *token.Stamp) {
-	n.note("token-fenced", 0)
+	n.note(EventTokenFenced, 0)
 	n.tok.VisitFenced(t, cur)
 	n.drainToken()
 }
@@ -356,7 +356,7 @@ func (n *Node) drainToken() {
 		case token.SuccessorFailed:
 			n.successorFailed(n.succ)
 		case token.Dropped:
-			n.note("token-dropped", 0)
+			n.note(EventTokenDropped, 0)
 		}
 	}
 }
@@ -377,7 +377,7 @@ func (n *Node) Tick() {
 	}
 	if n.phase == PhaseLeaving && ((n.leaveOK && !n.tok.Holding()) || n.now >= n.leaveBy) {
 		if n.now >= n.leaveBy {
-			n.note("leave-deadline", 0)
+			n.note(EventLeaveDeadline, 0)
 		}
 		n.finishLeave()
 	}
@@ -390,7 +390,7 @@ func (n *Node) tickLinks() {
 	if (n.phase == PhaseInRing || n.phase == PhaseLeaving) && !n.succUp && n.deferred == 0 && n.req == nil &&
 		n.now-n.downSince > int64(2*n.cfg.FailTicks) {
 		n.downSince = n.now
-		n.note("successor-watchdog", n.succ)
+		n.note(EventSuccessorWatchdog, n.succ)
 		if n.isCoord {
 			n.enqueue(Op{Kind: OpRepair, Node: n.id, Failed: n.failedSucc})
 		} else {
@@ -406,7 +406,7 @@ func (n *Node) tickLinks() {
 		}
 	}
 	if n.pred != 0 && n.now-n.predHeard > int64(n.cfg.PredSilenceTicks) {
-		n.note("predecessor-silent", n.pred)
+		n.note(EventPredecessorSilent, n.pred)
 		n.pred = 0
 		n.ready.DropPred = true
 	}
@@ -439,7 +439,7 @@ func (n *Node) tickRequest() {
 	}
 	r.tries++
 	if n.phase == PhaseLeaving && r.tries >= n.cfg.LeaveRetries {
-		n.note("leave-unanswered", n.coord)
+		n.note(EventLeaveUnanswered, n.coord)
 		n.finishLeave()
 		return
 	}
@@ -477,14 +477,14 @@ func (n *Node) checkDone(r Result) {
 		return
 	}
 	if !slices.Contains(r.Members, n.id) {
-		n.note("not-in-store-ring", 0)
+		n.note(EventNotInStoreRing, 0)
 		n.rejoin()
 		return
 	}
 	if r.Coord == n.id && r.Epoch == n.epoch {
 		// The store names this node, which does not act: an earlier run
 		// of it claimed the role and crashed. Nobody else will notice.
-		n.note("coordinator-orphaned", 0)
+		n.note(EventCoordinatorOrphaned, 0)
 		n.takeOver(true)
 	}
 }
@@ -526,7 +526,7 @@ func (n *Node) finishLeave() {
 	n.drainToken()
 	n.succ, n.succUp = 0, false
 	n.connect(0)
-	n.note("left", 0)
+	n.note(EventLeft, 0)
 }
 
 // linkLost marks the successor link down. If the coordinator already named
@@ -553,13 +553,13 @@ func (n *Node) successorFailed(f int64) {
 		return
 	}
 	n.failedSucc = f
-	n.note("successor-failed", f)
+	n.note(EventSuccessorFailed, f)
 	switch {
 	case n.phase != PhaseInRing && n.phase != PhaseLeaving:
 	case n.isCoord:
 		n.enqueue(Op{Kind: OpRepair, Node: n.id, Failed: f})
 	case f == n.coord:
-		n.note("coordinator-failed", f)
+		n.note(EventCoordinatorFailed, f)
 		n.takeOver(true)
 	default:
 		n.request(MsgSuccessorRequest, f)
@@ -602,7 +602,7 @@ func (n *Node) propose(m Msg) {
 		n.parked = n.parked[1:]
 	}
 	n.parked = append(n.parked, parkedMsg{m: m, after: n.nextOpID})
-	n.note("epoch-unconfirmed", m.From)
+	n.note(EventEpochUnconfirmed, m.From)
 	n.confirmEpoch()
 }
 
@@ -627,7 +627,7 @@ func (n *Node) settleParked(readID uint64) {
 			n.parked = append(n.parked, p)
 			again = true
 		default:
-			n.note("epoch-refused", m.From)
+			n.note(EventEpochRefused, m.From)
 		}
 	}
 	if again {
@@ -640,7 +640,7 @@ func (n *Node) settleParked(readID uint64) {
 // then never confirmed by the store, and every claim on it would lose).
 func (n *Node) adoptStore(coord, epoch int64) {
 	if epoch < n.epoch {
-		n.note("epoch-lowered", coord)
+		n.note(EventEpochLowered, coord)
 		n.epoch, n.coord = epoch, 0
 		if n.succVer[0] > epoch {
 			n.succVer = [2]int64{}
@@ -666,7 +666,7 @@ func (n *Node) adopt(coord, epoch int64) {
 		// The new coordinator is the successor this node just saw fail
 		// (elected, or announced, as it died): take over at once rather
 		// than ask a dead node.
-		n.note("coordinator-failed", coord)
+		n.note(EventCoordinatorFailed, coord)
 		n.takeOver(true)
 		return
 	}
@@ -680,7 +680,7 @@ func (n *Node) stepDown() {
 		return
 	}
 	n.isCoord = false
-	n.note("coordinator-deposed", 0)
+	n.note(EventCoordinatorDeposed, 0)
 	n.tok.SetCoordinator(false, len(n.peers), false)
 	clear(n.pendingSucc)
 	n.handoff = nil
@@ -702,7 +702,7 @@ func (n *Node) stepDown() {
 	case n.phase == PhaseInRing && n.failedSucc != 0 && n.failedSucc == n.coord:
 		// The coordinator that deposed this one is the successor that
 		// just failed: take over at once rather than ask a dead node.
-		n.note("coordinator-failed", n.coord)
+		n.note(EventCoordinatorFailed, n.coord)
 		n.takeOver(true)
 	case n.phase == PhaseInRing && (n.failedSucc != 0 || !n.succUp):
 		n.request(MsgSuccessorRequest, n.failedSucc)
@@ -721,7 +721,7 @@ func (n *Node) becomeCoordinator(epoch int64, noToken bool) {
 	n.el.Observe(n.id, epoch)
 	n.ver = 0
 	clear(n.pendingSucc)
-	n.note("coordinator", 0)
+	n.note(EventCoordinator, 0)
 	size := max(len(n.members), len(n.peers))
 	n.tok.SetCoordinator(true, size, noToken)
 	n.broadcastCoordinator()
@@ -774,7 +774,7 @@ func (n *Node) applySuccessor(s, epoch, ver int64) {
 		n.phase = PhaseInRing
 		n.joins++
 		n.nextCheck = n.now + int64(n.cfg.SyncTicks)
-		n.note("joined", s)
+		n.note(EventJoined, s)
 		if e := n.handedOver; e != 0 {
 			n.handedOver = 0
 			if !n.isCoord && e >= n.epoch {
@@ -854,7 +854,7 @@ func (n *Node) startHandoff() {
 	if h == n.id {
 		return
 	}
-	n.note("handoff", h)
+	n.note(EventHandoff, h)
 	m := Msg{Type: MsgHandoff, Via: ViaUDP, To: h}
 	n.send(m)
 	m.From, m.Epoch = n.id, n.epoch

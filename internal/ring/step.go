@@ -15,11 +15,11 @@ func (n *Node) Step(m Msg) {
 		return
 	}
 	if m.Via == ViaUDP && m.To != n.id {
-		n.note("misdirected", m.From)
+		n.note(EventMisdirected, m.From)
 		return
 	}
 	if !n.onItsLink(m) {
-		n.note("off-link", m.From)
+		n.note(EventOffLink, m.From)
 		return
 	}
 	if m.Epoch > n.epoch {
@@ -106,11 +106,11 @@ func (n *Node) onItsLink(m Msg) bool {
 func (n *Node) stepCommand(m Msg) {
 	switch {
 	case m.Epoch < n.epoch:
-		n.note("stale-command", m.From)
+		n.note(EventStaleCommand, m.From)
 		return
 	case m.Epoch == n.epoch && n.coord != 0 && (m.From == n.coord || m.Type == MsgHandoff):
 	case m.Epoch == n.epoch && n.coord != 0:
-		n.note("stale-command", m.From)
+		n.note(EventStaleCommand, m.From)
 		return
 	default:
 		n.propose(m)
@@ -126,7 +126,7 @@ func (n *Node) stepCommand(m Msg) {
 			n.applySuccessor(m.Succ, m.Epoch, m.Ver)
 		}
 	case MsgRejoin:
-		n.note("rejoin", m.From)
+		n.note(EventRejoin, m.From)
 		n.rejoin()
 	case MsgLeaveOK:
 		if n.phase == PhaseLeaving {
@@ -196,7 +196,7 @@ func (n *Node) StoreDone(r Result) {
 		return
 	}
 	if r.Outcome == Failed {
-		n.note("store-failed", 0)
+		n.note(EventStoreFailed, 0)
 		n.queue = append([]Op{r.Op}, n.queue...)
 		n.retryOpAt = n.now + int64(n.cfg.RetryTicks)
 		if r.Op.Kind == OpRegenerate {
@@ -221,7 +221,7 @@ func (n *Node) StoreDone(r Result) {
 				n.stepDown()
 				n.tok.RegenerateFailed()
 			} else {
-				n.note("token-regenerated", 0)
+				n.note(EventTokenRegenerated, 0)
 				n.tok.Generated(r.Stamp)
 			}
 			n.drainToken()
@@ -235,7 +235,7 @@ func (n *Node) StoreDone(r Result) {
 				// the coordinator of the newer epoch tells the nodes (its
 				// sync reads the store after its claim). Commands sent now
 				// would carry the newer epoch under this node's name.
-				n.note("stale-result", 0)
+				n.note(EventStaleResult, 0)
 			default:
 				n.changesDone(r)
 			}
@@ -262,7 +262,7 @@ func (n *Node) readDone(r Result) {
 	case failed != 0 && r.Coord == failed && failed == n.failedSucc && n.phase == PhaseInRing && !n.isCoord:
 		// The successor that failed is the coordinator the store names.
 		n.adopt(r.Coord, r.Epoch)
-		n.note("coordinator-failed", failed)
+		n.note(EventCoordinatorFailed, failed)
 		n.takeOver(true)
 	case r.Epoch > n.epoch || (r.Epoch == n.epoch && r.Coord != n.coord):
 		n.adopt(r.Coord, r.Epoch)
@@ -272,7 +272,7 @@ func (n *Node) readDone(r Result) {
 	case n.req != nil && !n.isCoord && n.phase != PhaseLeaving && suspect == [2]int64{r.Coord, r.Epoch}:
 		// The coordinator we keep asking is still the one recorded: it is
 		// dead or cut off. Take the role (compare-and-set on its epoch).
-		n.note("coordinator-unresponsive", n.coord)
+		n.note(EventCoordinatorUnresponsive, n.coord)
 		n.takeOver(true)
 	}
 }
@@ -369,7 +369,7 @@ func (n *Node) changesDone(r Result) {
 			n.send(Msg{Type: MsgLeaveOK, Via: ViaUDP, To: c.Node})
 		case c.Succ == 0:
 			removed = true
-			n.note("spliced-out", c.Node)
+			n.note(EventSplicedOut, c.Node)
 		default:
 			n.sendSuccessor(c.Node, c.Succ)
 		}

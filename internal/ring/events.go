@@ -1,0 +1,39 @@
+package ring
+
+// Event names a Note: what happened at a node, as its runtime logs and
+// counts it.
+type Event string
+
+// The events of Notes.
+const (
+	EventCoordinator             Event = "coordinator"              // this node took office as coordinator
+	EventCoordinatorDeposed      Event = "coordinator-deposed"      // this node is coordinator no more
+	EventCoordinatorFailed       Event = "coordinator-failed"       // the successor that failed is the coordinator the store names
+	EventCoordinatorOrphaned     Event = "coordinator-orphaned"     // the store names this node coordinator, from an earlier run that crashed
+	EventCoordinatorUnresponsive Event = "coordinator-unresponsive" // the coordinator keeps not answering: this node claims the role
+	EventElection                Event = "election"                 // an election finished (Note.Election says how)
+	EventElectionWon             Event = "election-won"             // this node won an election
+	EventEpochLowered            Event = "epoch-lowered"            // this node went back to the store's lower epoch (its own was never confirmed)
+	EventEpochRefused            Event = "epoch-refused"            // a message of an epoch the store does not confirm was dropped
+	EventEpochUnconfirmed        Event = "epoch-unconfirmed"        // a message of a newer epoch waits until the store confirms it
+	EventHandoff                 Event = "handoff"                  // the coordinator hands its role to the node named
+	EventJoined                  Event = "joined"                   // this node joined the ring
+	EventLeaseLost               Event = "lease-lost"               // the coordinator's store lease ran out
+	EventLeaveDeadline           Event = "leave-deadline"           // leaving took too long: the node left anyway
+	EventLeaveUnanswered         Event = "leave-unanswered"         // a leave got no answer from the coordinator in its tries
+	EventLeft                    Event = "left"                     // this node left the ring
+	EventMisdirected             Event = "misdirected"              // a datagram for another node arrived here (dropped)
+	EventNotInStoreRing          Event = "not-in-store-ring"        // this node is in the ring, the store's ring lacks it
+	EventOffLink                 Event = "off-link"                 // a message came by another link than its sender's (dropped)
+	EventPredecessorSilent       Event = "predecessor-silent"       // the inbound link was silent too long
+	EventRejoin                  Event = "rejoin"                   // a node asked to join again
+	EventSplicedOut              Event = "spliced-out"              // the coordinator took this node out of the ring
+	EventStaleCommand            Event = "stale-command"            // a coordinator command of an old epoch was ignored
+	EventStaleResult             Event = "stale-result"             // a ring change finished after this node was deposed (the new coordinator tells the nodes)
+	EventStoreFailed             Event = "store-failed"             // a store operation failed
+	EventSuccessorFailed         Event = "successor-failed"         // the successor stopped answering
+	EventSuccessorWatchdog       Event = "successor-watchdog"       // the successor link stayed down too long: linked again
+	EventTokenDropped            Event = "token-dropped"            // a held token was discarded (superseded, stale, reset)
+	EventTokenFenced             Event = "token-fenced"             // the store refused a critical section: a newer token exists
+	EventTokenRegenerated        Event = "token-regenerated"        // the coordinator made a new token generation
+)
