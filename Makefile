@@ -1,6 +1,7 @@
 # ringchat — build, test and run a token-ring chat server.
 GO      ?= go
 BIN     := bin
+STATICCHECK ?= v0.8.2
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/ringchat/ringchat/internal/buildinfo.Version=$(VERSION)
 # Packages' tests may run in parallel; each test uses its own database and ports.
@@ -71,11 +72,12 @@ chaos:
 	$(BIN)/ringchaos --ringnode $(BIN)/ringnode --duration $(DURATION) --nodes $(NODES) --clients $(CLIENTS) \
 		--seed $(SEED) --db '$(DB)' $(ARGS)
 
-## lint: gofmt check and go vet
+## lint: gofmt check, go vet and staticcheck (pinned, run with go run)
 lint:
 	@out="$$(gofmt -l .)"; \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK) ./...
 
 ## fmt: gofmt every Go file
 fmt:

@@ -444,13 +444,12 @@ func scrapeWhenUp(ctx context.Context, addrs []string, limit time.Duration) (sam
 
 // seeder fills the store through its API.
 type seeder struct {
-	st      store.Store
-	o       scaleOpts
-	ids     []int64 // users by index
-	dmA     int64
-	dmB     int64
-	away    int64
-	batches atomic.Int64
+	st   store.Store
+	o    scaleOpts
+	ids  []int64 // users by index
+	dmA  int64
+	dmB  int64
+	away int64
 }
 
 const seedBatch = 1000

@@ -26,11 +26,6 @@ func (w *waits) max() time.Duration {
 	}
 	return slices.Max(w.done)
 }
-func (w *waits) merge(o waits) *waits {
-	w.done = append(w.done, o.done...)
-	w.missed += o.missed
-	return w
-}
 
 // pct returns the p-quantile (the sample at index p·n, the rule of the
 // other subcommands) and false when it falls among the misses or there is

@@ -320,9 +320,7 @@ func (r *runner) check(ctx context.Context, phase span, drained bool, faultErr e
 
 	// Exits.
 	exitDetail := []string{fmt.Sprintf("%d node processes started", len(r.procs.incarnations()))}
-	for _, p := range logs.panics {
-		exitDetail = append(exitDetail, p)
-	}
+	exitDetail = append(exitDetail, logs.panics...)
 	exitDetail = append(exitDetail, unexp...)
 	exitDetail = append(exitDetail, termBad...)
 	exitDetail = append(exitDetail, r.finalTerm...)

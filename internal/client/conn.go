@@ -277,7 +277,10 @@ func (c *Conn) CloseWrite() error {
 func (c *Conn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.stopEmit)
-		c.dispatchMu.Lock() // the event being delivered, if any, has its ACK queued
+		// A barrier: once the reader lets go, the event it was delivering,
+		// if any, has its ACK queued.
+		c.dispatchMu.Lock()
+		//lint:ignore SA2001 the lock is taken only to wait for the reader
 		c.dispatchMu.Unlock()
 		c.sendAcks(time.Second)
 		c.mu.Lock()

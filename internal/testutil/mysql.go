@@ -49,7 +49,7 @@ func MySQLDSN(t testing.TB) string {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("%s (CI needs it: .ci/run starts it)", msg)
 		}
-		t.Skipf("!!! SKIPPING MariaDB TEST: %s. Start MariaDB (see ENGINEERING.md) to run it.", msg)
+		t.Skipf("!!! SKIPPING MariaDB TEST: %s. Start MariaDB to run it: make db installs and starts one (see the README, Two commands on a fresh machine).", msg)
 	}
 	name := "rct_" + unsafe.ReplaceAllString(strings.ToLower(t.Name()), "_")
 	if len(name) > 40 {

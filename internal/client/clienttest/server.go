@@ -168,6 +168,7 @@ func (s *Server) Restart(t testing.TB, addr string) {
 	s.mu.Unlock()
 	if n == nil {
 		t.Fatalf("clienttest: no node at %s", addr)
+		return
 	}
 	var ln net.Listener
 	var err error
