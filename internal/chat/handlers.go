@@ -581,7 +581,7 @@ func (c *conn) invite(req Request) {
 		}
 		u, err := tx.UserByName(req.Username)
 		if errors.Is(err, store.ErrNotFound) {
-			refusal = errorf(CodeUnknownUser, "no user %s (a user exists once they have logged in)", quote(req.Username))
+			refusal = unknown(Recipient{Name: req.Username})
 			return nil
 		}
 		if err != nil {

@@ -505,6 +505,14 @@ func (n *nameCache) put(to Recipient, id int64) {
 	(*m)[to.Name] = id
 }
 
+// unknown is the refusal of a user or group name that does not exist.
+func unknown(to Recipient) *Error {
+	if to.Group {
+		return errorf(CodeUnknownGroup, "no group %s (a group is created when someone joins it)", quote(to.Name))
+	}
+	return errorf(CodeUnknownUser, "no user %s (a user exists once they have logged in)", quote(to.Name))
+}
+
 // lookup resolves a recipient in tx: its id, or UNKNOWN_USER/UNKNOWN_GROUP.
 func (s *Server) lookup(tx store.Tx, to Recipient) (int64, *Error, error) {
 	if id, ok := s.names.get(to); ok {
@@ -522,10 +530,8 @@ func (s *Server) lookup(tx store.Tx, to Recipient) (int64, *Error, error) {
 		id = u.ID
 	}
 	switch {
-	case errors.Is(err, store.ErrNotFound) && to.Group:
-		return 0, errorf(CodeUnknownGroup, "no group %s (a group is created when someone joins it)", quote(to.Name)), nil
 	case errors.Is(err, store.ErrNotFound):
-		return 0, errorf(CodeUnknownUser, "no user %s (a user exists once they have logged in)", quote(to.Name)), nil
+		return 0, unknown(to), nil
 	case err != nil:
 		return 0, nil, err
 	}

@@ -85,7 +85,6 @@ func (s *Server) passNotices(in []notice) ([]notice, bool) {
 	self := s.cfg.NodeID
 	var out []notice
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, n := range in[:min(len(in), maxHintNotices)] {
 		if !n.valid() || n.Origin == self {
 			continue
@@ -106,8 +105,10 @@ func (s *Server) passNotices(in []notice) ([]notice, bool) {
 	take := min(len(s.notices), noticesPerVisit, max(0, maxHintNotices-len(out)))
 	out = append(out, s.notices[:take]...)
 	s.notices = slices.Delete(s.notices, 0, take)
-	if len(s.notices) > 0 {
-		defer s.want()
+	more := len(s.notices) > 0
+	s.mu.Unlock()
+	if more {
+		s.want()
 	}
 	return out, take > 0
 }
@@ -117,7 +118,7 @@ func (s *Server) passNotices(in []notice) ([]notice, bool) {
 func (s *Server) visit(ctx context.Context, tok token.Token, fenced section.Fenced) (json.RawMessage, bool, error) {
 	h, herr := decodeHint(tok.App)
 	notices, added := s.passNotices(h.N)
-	app, worked, err := s.visitStore(ctx, tok, fenced)
+	app, worked, err := s.visitStore(ctx, tok, h, herr, fenced)
 	if len(notices) == 0 && (herr != nil || len(h.N) == 0) {
 		return app, worked, err
 	}
@@ -208,7 +209,7 @@ func (c *conn) whois(req Request) {
 		var err error
 		st, err = tx.StatusOf(req.Username)
 		if errors.Is(err, store.ErrNotFound) {
-			refusal = errorf(CodeUnknownUser, "no user %s (a user exists once they have logged in)", quote(req.Username))
+			refusal = unknown(Recipient{Name: req.Username})
 			return nil
 		}
 		return err
@@ -248,7 +249,7 @@ func (c *conn) names(req Request) {
 	err := c.s.st.View(ctx, func(tx store.Tx) error {
 		g, err := tx.GroupByName(req.Group)
 		if errors.Is(err, store.ErrNotFound) {
-			refusal = errorf(CodeUnknownGroup, "no group %s (a group is created when someone joins it)", quote(req.Group))
+			refusal = unknown(Recipient{Name: req.Group, Group: true})
 			return nil
 		}
 		if err != nil {

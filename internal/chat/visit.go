@@ -142,10 +142,11 @@ type visitWork struct {
 // socket) and the token moves on while the writers write.
 //
 // A visit with none of this to do does not touch the store.
-func (s *Server) visitStore(ctx context.Context, tok token.Token, fenced section.Fenced) (json.RawMessage, bool, error) {
+//
+// h and herr are the token's hint as visit decoded it.
+func (s *Server) visitStore(ctx context.Context, tok token.Token, h hint, herr error, fenced section.Fenced) (json.RawMessage, bool, error) {
 	s.stats.visits.Add(1)
 	self := s.cfg.NodeID
-	h, herr := decodeHint(tok.App)
 	now := time.Now()
 	named, byName := h.users(self)
 	w := s.collect(now, tok, herr != nil || (h.has(self) && !byName), named)

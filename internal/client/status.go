@@ -128,17 +128,23 @@ func (c *Conn) Names(ctx context.Context, group, after string, limit int) (Names
 // Read tells the server that this user has read user's direct messages up
 // to seq (protocol 2; no answer). The server keeps the mark and tells user.
 func (c *Conn) Read(ctx context.Context, user string, seq int64) error {
-	return c.tell(ctx, noticeWire{TypeRead, user, seq})
+	if err := c.tell(ctx, noticeWire{TypeRead, user, seq}); err != nil {
+		return fmt.Errorf("read: %w", err)
+	}
+	return nil
 }
 
 // Typing tells user that this user is writing to them (protocol 2; no
 // answer, nothing stored). Send it every few seconds while typing.
 func (c *Conn) Typing(ctx context.Context, user string) error {
-	return c.tell(ctx, noticeWire{MessageType: TypeTyping, ToUsername: user})
+	if err := c.tell(ctx, noticeWire{MessageType: TypeTyping, ToUsername: user}); err != nil {
+		return fmt.Errorf("typing: %w", err)
+	}
+	return nil
 }
 
-// tell writes a request that has no answer.
-func (c *Conn) tell(ctx context.Context, msg noticeWire) error {
+// tell writes a request that has no answer (ACK, READ, TYPING).
+func (c *Conn) tell(ctx context.Context, msg any) error {
 	b, err := marshal(msg)
 	if err != nil {
 		return err
@@ -147,8 +153,5 @@ func (c *Conn) tell(ctx context.Context, msg noticeWire) error {
 	defer cancel()
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if err := c.writeBytesLocked(wctx, b); err != nil {
-		return fmt.Errorf("%s: %w", msg.MessageType, err)
-	}
-	return nil
+	return c.writeBytesLocked(wctx, b)
 }

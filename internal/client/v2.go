@@ -358,16 +358,7 @@ func (c *Conn) dropUnstored(id string) {
 // queue. A message not acknowledged is delivered again after a reconnect.
 func (c *Conn) Ack(ctx context.Context, ids ...string) error {
 	for chunk := range slices.Chunk(ids, maxAckBatch) {
-		b, err := marshal(ackWire{TypeAck, chunk})
-		if err != nil {
-			return err
-		}
-		wctx, cancel := c.withTimeout(ctx)
-		c.wmu.Lock()
-		err = c.writeBytesLocked(wctx, b)
-		c.wmu.Unlock()
-		cancel()
-		if err != nil {
+		if err := c.tell(ctx, ackWire{TypeAck, chunk}); err != nil {
 			return fmt.Errorf("ack: %w", err)
 		}
 	}

@@ -580,11 +580,7 @@ func (t *sqlTx) insertReturning(ms []NewMessage, idx []int, now int64) (map[stri
 // the stored ones are marked Dup in out; stored gets every one's sequence
 // and acceptance time. It returns the indexes it inserted.
 func (t *sqlTx) insertNew(ms []NewMessage, idx []int, now int64, stored map[string]storedRef, out []Inserted) ([]int, error) {
-	ids := make([]string, len(idx))
-	for k, i := range idx {
-		ids[k] = ms[i].ID
-	}
-	have, err := t.storedRefs(ids)
+	have, err := t.storedRefs(idsAt(ms, idx))
 	if err != nil {
 		return nil, err
 	}
@@ -614,16 +610,21 @@ func (t *sqlTx) insertNew(ms []NewMessage, idx []int, now int64, stored map[stri
 			return fresh, nil
 		}
 	}
-	newIDs := make([]string, len(fresh))
-	for k, i := range fresh {
-		newIDs[k] = ms[i].ID
-	}
-	refs, err := t.storedRefs(newIDs)
+	refs, err := t.storedRefs(idsAt(ms, fresh))
 	if err != nil {
 		return nil, err
 	}
 	maps.Copy(stored, refs)
 	return fresh, nil
+}
+
+// idsAt returns the ids of the messages at these indexes.
+func idsAt(ms []NewMessage, idx []int) []string {
+	ids := make([]string, len(idx))
+	for k, i := range idx {
+		ids[k] = ms[i].ID
+	}
+	return ids
 }
 
 // storedRef is a stored message's sequence and acceptance time.
