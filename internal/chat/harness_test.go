@@ -80,6 +80,9 @@ type testRing struct {
 	lost map[int64]int    // node -> visits whose commit is reported failed
 	hook map[int64]func() // node -> run once before its next transaction
 	app  json.RawMessage
+	// forged, when set, is the App data of the next visit's token instead
+	// (a token from elsewhere), once.
+	forged json.RawMessage
 
 	visits atomic.Int64
 	cancel context.CancelFunc
@@ -214,6 +217,9 @@ func (r *testRing) pass(ctx context.Context) {
 			}
 			r.mu.Lock()
 			tok := token.Token{Stamp: token.Stamp{Gen: 1, Seq: seq}, App: r.app}
+			if r.forged != nil {
+				tok.App, r.forged = r.forged, nil
+			}
 			r.mu.Unlock()
 			app, w, err := s.Section()(vctx, tok, fenced)
 			cancel()

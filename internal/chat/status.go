@@ -26,13 +26,17 @@ import (
 // store, and HISTORY gives it); they are never stored.
 
 // notice is one READ or TYPING notice in the token's hint:
-// {"o":1,"u":17,"k":"r","f":"bob","s":4711}.
+// {"o":1,"u":17,"k":"r","f":"bob","s":4711,"h":63}.
 type notice struct {
 	Origin int64  `json:"o"` // the node that added it: it drops it a lap later
 	User   int64  `json:"u"` // the user it is for
 	Kind   string `json:"k"` // noticeRead or noticeTyping
 	From   string `json:"f"` // the user it is from
 	Seq    int64  `json:"s,omitempty"`
+	// Hops left: a notice whose origin never sees it again (the node
+	// died, or the token came from elsewhere) is dropped after
+	// noticeHops visits.
+	Hops int `json:"h"`
 }
 
 const (
@@ -47,6 +51,7 @@ const (
 	maxHintNotices  = 64
 	noticesPerVisit = 16
 	maxOutNotices   = 64
+	noticeHops      = 64 // a lap of any ring up to 64 nodes
 )
 
 // typingEvery is how often a session's TYPING goes on to the ring; those
@@ -68,7 +73,7 @@ func (n notice) valid() bool {
 
 // notify queues a notice for the next visit.
 func (s *Server) notify(n notice) {
-	n.Origin = s.cfg.NodeID
+	n.Origin, n.Hops = s.cfg.NodeID, noticeHops
 	s.mu.Lock()
 	if len(s.notices) < maxOutNotices {
 		s.notices = append(s.notices, n)
@@ -86,12 +91,15 @@ func (s *Server) passNotices(in []notice) ([]notice, bool) {
 	var out []notice
 	s.mu.Lock()
 	for _, n := range in[:min(len(in), maxHintNotices)] {
+		n.Hops = min(n.Hops, noticeHops) - 1
 		if !n.valid() || n.Origin == self {
 			continue
 		}
 		sess := s.sessions[n.User]
 		if sess == nil || !sess.ready {
-			out = append(out, n)
+			if n.Hops > 0 {
+				out = append(out, n)
+			}
 			continue
 		}
 		if sess.wants(n.Kind) {

@@ -1,11 +1,13 @@
 package chat
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/store"
 )
 
 // loginWith logs a raw protocol-2 connection in with features and returns
@@ -282,5 +284,62 @@ func TestClientStatus(t *testing.T) {
 	}
 	if a, err := bob.SetAway(ctx, ""); err != nil || a.Message != "" {
 		t.Errorf("clearing = %+v, %v", a, err)
+	}
+}
+
+// Notices in the token are a peer's word: a token from a node that holds
+// the cluster key may carry any. Only well-formed ones for a user logged in
+// here, who asked for their kind, are handed over; the token carries at
+// most maxHintNotices on, and a notice whose origin never sees it again
+// (a dead node, a forged one) is gone after noticeHops visits.
+func TestForgedNoticesInTheToken(t *testing.T) {
+	r := newRing(t, 2, nil)
+	alice := dialRaw(t, r.addr(1))
+	alice.loginWith("alice", FeatureRead)
+	var id int64
+	if err := r.st.View(context.Background(), func(tx store.Tx) error {
+		u, err := tx.UserByName("alice")
+		id = u.ID
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	forged := []notice{
+		{Origin: 9, User: id, Kind: "zz", From: "mallory", Hops: 5},          // no such kind
+		{Origin: 9, User: id, Kind: noticeRead, From: "", Seq: 1, Hops: 5},   // no sender
+		{Origin: 9, User: id, Kind: noticeRead, From: "m", Seq: -1, Hops: 5}, // no such sequence
+		{Origin: 0, User: id, Kind: noticeRead, From: "m", Seq: 1, Hops: 5},  // from no node
+		{Origin: 9, User: id, Kind: noticeTyping, From: "m", Hops: 5},        // a kind alice did not ask for
+		{Origin: 9, User: id, Kind: noticeRead, From: "bob", Seq: 7, Hops: 5},
+	}
+	for range 500 { // for nobody logged in, never coming home
+		forged = append(forged, notice{Origin: 9, User: 999_999, Kind: noticeTyping, From: "x", Hops: 1 << 30})
+	}
+	r.mu.Lock()
+	r.forged = hint{N: forged}.encode()
+	r.mu.Unlock()
+	r.poke()
+	if m := alice.obj(); fmt.Sprint(m) != "map[messageType:READ seq:7 username:bob]" {
+		t.Fatalf("alice got %v, want only the well-formed READ", m)
+	}
+	carried := func() int {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		h, err := decodeHint(r.app)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(h.N)
+	}
+	r.rotations(1)
+	if n := carried(); n > maxHintNotices {
+		t.Errorf("the token carries %d notices on, over %d", n, maxHintNotices)
+	}
+	r.rotations(noticeHops/2 + 1) // two visits a rotation on this ring
+	if n := carried(); n != 0 {
+		t.Errorf("%d notices still carried after %d visits", n, noticeHops+2)
+	}
+	if m := alice.ask(`{"messageType":"WHO","id":"w"}`); m["messageType"] != "WHO" {
+		t.Errorf("alice got %v, want nothing more", m)
 	}
 }
