@@ -50,9 +50,9 @@ func runBaseline(ctx context.Context, st store.Store, o baselineOpts) (baselineR
 	// Node rows (presence does not need them, but the store then looks
 	// like a ring's) and users logged in at their node, as the chat
 	// driver spreads its clients: client i at node i mod n.
-	var nl []nodelist.Node
+	var nl []nodelist.Entry
 	for id := 1; id <= o.nodes; id++ {
-		nl = append(nl, nodelist.Node{ID: int64(id), Host: "127.0.0.1", CoordPort: 1000 + id, ClientPort: 2000 + id})
+		nl = append(nl, nodelist.Entry{ID: int64(id), Host: "127.0.0.1", CoordPort: 1000 + id, ClientPort: 2000 + id})
 	}
 	if _, err := st.AddNodes(ctx, nl); err != nil {
 		return res, err

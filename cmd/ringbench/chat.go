@@ -319,7 +319,7 @@ func (b *chatBench) report(cmd *cobra.Command) error {
 // benchmarks on a fresh database named after name (no client rate limit:
 // benchmark clients send faster than people) and returns it with its node
 // list; stop stops the nodes and removes the database and the files.
-func startClientRing(ctx context.Context, bin, db, name string, n int) (r *procRing, list []nodelist.Node, stop func(), err error) {
+func startClientRing(ctx context.Context, bin, db, name string, n int) (r *procRing, list []nodelist.Entry, stop func(), err error) {
 	var undo []func()
 	undoAll := func() {
 		for i := len(undo) - 1; i >= 0; i-- {

@@ -378,7 +378,7 @@ func runScale(ctx context.Context, stdout, log io.Writer, o scaleOpts) error {
 
 // startScaleRing starts the ring with a metrics port per node and the
 // retention of the run, and waits for nothing: the clients' logins wait.
-func startScaleRing(bin, dir, dsn string, o scaleOpts) (*procRing, []nodelist.Node, []string, func(), error) {
+func startScaleRing(bin, dir, dsn string, o scaleOpts) (*procRing, []nodelist.Entry, []string, func(), error) {
 	addrs := make([]string, o.nodes)
 	held := make([]net.Listener, o.nodes)
 	release := func() {

@@ -228,7 +228,7 @@ func (g *globals) resolve(cmd *cobra.Command, args []string) (config, error) {
 		cfg.tls = tc
 	}
 
-	var list []nodelist.Node
+	var list []nodelist.Entry
 	if listFile != "" {
 		var err error
 		if list, err = nodelist.Load(listFile); err != nil {
@@ -239,7 +239,7 @@ func (g *globals) resolve(cmd *cobra.Command, args []string) (config, error) {
 		if list == nil {
 			return cfg, usagef("--node %s is a node id: give the node list with --nodes", node)
 		}
-		i := slices.IndexFunc(list, func(n nodelist.Node) bool { return n.ID == id })
+		i := slices.IndexFunc(list, func(n nodelist.Entry) bool { return n.ID == id })
 		if i < 0 {
 			return cfg, usagef("no node %d in %s", id, listFile)
 		}

@@ -43,7 +43,7 @@ func addChatFlags(fs *pflag.FlagSet, o *chatOpts) {
 // authMode is the login policy of node self: --auth, else open when every
 // node of the table and the client port are on loopback (a development
 // ring on one machine), else password.
-func authMode(o chatOpts, self store.Node, table []store.Node) (chat.AuthMode, error) {
+func authMode(o chatOpts, self store.NodeRow, table []store.NodeRow) (chat.AuthMode, error) {
 	if o.auth != "" {
 		m, err := chat.ParseAuthMode(o.auth)
 		if err != nil {
@@ -70,7 +70,7 @@ func isLoopback(host string) bool {
 // chatConfig configures the client port of node self from its flags (the
 // server sets its log and token); a configuration that cannot run is a
 // usage error.
-func chatConfig(self store.Node, st store.Store, o chatOpts, auth chat.AuthMode) (chat.Config, error) {
+func chatConfig(self store.NodeRow, st store.Store, o chatOpts, auth chat.AuthMode) (chat.Config, error) {
 	cfg := chat.DefaultConfig(self.ID)
 	cfg.Auth, cfg.Store = auth, st
 	cfg.Addr = clientListenAddr(self, o.listen)
@@ -106,7 +106,7 @@ func serverTLS(certFile, keyFile string) (*tls.Config, error) {
 }
 
 // clientListenAddr is listenAddr for the client port.
-func clientListenAddr(self store.Node, explicit string) string {
+func clientListenAddr(self store.NodeRow, explicit string) string {
 	if explicit != "" {
 		return explicit
 	}

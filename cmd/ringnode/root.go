@@ -127,7 +127,7 @@ func applyEnv(fs *pflag.FlagSet) (map[string]string, error) {
 
 // loadNodes reads the node list. A missing file is only an error when the
 // user named it; the store is the truth once it has nodes.
-func (g *globals) loadNodes(cmd *cobra.Command) ([]nodelist.Node, error) {
+func (g *globals) loadNodes(cmd *cobra.Command) ([]nodelist.Entry, error) {
 	nodes, err := nodelist.Load(g.nodes)
 	if err != nil {
 		if os.IsNotExist(err) && !cmd.Flags().Changed("nodes") && os.Getenv(envPrefix+"NODES") == "" {
@@ -192,7 +192,7 @@ func (g *globals) parseDSN(cmd *cobra.Command) (store.DSN, error) {
 // prepared is an open, migrated store with the node list's new nodes added.
 type prepared struct {
 	dsn   store.DSN
-	nodes []nodelist.Node // the node list as read (nil if there was none)
+	nodes []nodelist.Entry // the node list as read (nil if there was none)
 	st    store.Store
 	res   store.Prepared
 }

@@ -123,7 +123,7 @@ func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
 	if err != nil {
 		return err
 	}
-	var self *store.Node
+	var self *store.NodeRow
 	for i := range table {
 		if table[i].ID == o.id {
 			self = &table[i]
@@ -200,7 +200,7 @@ func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
 // devKeyAllowed refuses the public development key for a ring that is
 // reachable off this machine: a node list with a non-loopback host, or a
 // ring port on a non-loopback address.
-func devKeyAllowed(table []store.Node, listen string) error {
+func devKeyAllowed(table []store.NodeRow, listen string) error {
 	const how = "give --cluster-key-file FILE (make one with `ringnode keygen FILE` and copy it to every node's host) or RINGNODE_CLUSTER_KEY"
 	for _, n := range table {
 		if !loopbackHost(n.Host) {
@@ -227,7 +227,7 @@ func loopbackHost(host string) bool {
 // listenAddr is where a node listens: an explicit --listen, else its port on
 // its own address when that is a loopback one (several nodes on one
 // machine), else on all interfaces (one node per lab machine).
-func listenAddr(self store.Node, explicit string) string {
+func listenAddr(self store.NodeRow, explicit string) string {
 	if explicit != "" {
 		return explicit
 	}

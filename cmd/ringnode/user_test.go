@@ -82,15 +82,15 @@ func storeAt(t *testing.T, dsn string) store.Store {
 // TestAuthDefault: open for a ring on loopback only, password as soon as a
 // node or the client port is reachable from elsewhere; --auth wins.
 func TestAuthDefault(t *testing.T) {
-	node := func(id int64, host string) store.Node {
-		return store.Node{Node: nodelist.Node{ID: id, Host: host, CoordPort: 5000, ClientPort: 8000}}
+	node := func(id int64, host string) store.NodeRow {
+		return store.NodeRow{Entry: nodelist.Entry{ID: id, Host: host, CoordPort: 5000, ClientPort: 8000}}
 	}
-	local := []store.Node{node(1, "127.0.0.1"), node(2, "localhost")}
-	lab := []store.Node{node(1, "127.0.0.1"), node(2, "10.0.0.2")}
+	local := []store.NodeRow{node(1, "127.0.0.1"), node(2, "localhost")}
+	lab := []store.NodeRow{node(1, "127.0.0.1"), node(2, "10.0.0.2")}
 	for _, tc := range []struct {
 		name  string
 		o     chatOpts
-		table []store.Node
+		table []store.NodeRow
 		want  chat.AuthMode
 	}{
 		{"loopback ring", chatOpts{}, local, chat.AuthOpen},

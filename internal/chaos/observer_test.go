@@ -20,7 +20,7 @@ func ringStore(t *testing.T) (store.Store, store.Coordinator) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes := []nodelist.Node{{ID: 1, Host: "127.0.0.1", CoordPort: 1, ClientPort: 2},
+	nodes := []nodelist.Entry{{ID: 1, Host: "127.0.0.1", CoordPort: 1, ClientPort: 2},
 		{ID: 2, Host: "127.0.0.1", CoordPort: 3, ClientPort: 4}, {ID: 3, Host: "127.0.0.1", CoordPort: 5, ClientPort: 6}}
 	st, _, err := store.Prepare(ctx, d, nodes, store.Options{})
 	if err != nil {

@@ -424,7 +424,7 @@ func (s *Server) replaceStale(ctx context.Context, u store.User, p store.Presenc
 	if err != nil {
 		return s.unavailableErr("reading the ring's nodes", err)
 	}
-	live := slices.ContainsFunc(nodes, func(n store.Node) bool { return n.ID == p.NodeID && n.InRing() })
+	live := slices.ContainsFunc(nodes, func(n store.NodeRow) bool { return n.ID == p.NodeID && n.InRing() })
 	if live {
 		return errorf(CodeUserOnline, "user %s is already logged in at node %d", quote(u.Name), p.NodeID)
 	}

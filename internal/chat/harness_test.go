@@ -44,9 +44,9 @@ func newStore(t *testing.T, n int) store.Store {
 	t.Helper()
 	st := storetest.Open(t, "sqlite:"+filepath.Join(t.TempDir(), "chat.db"))
 	ctx := context.Background()
-	var nodes []nodelist.Node
+	var nodes []nodelist.Entry
 	for i := 1; i <= n; i++ {
-		nodes = append(nodes, nodelist.Node{ID: int64(i), Host: "127.0.0.1", CoordPort: 5000 + i, ClientPort: 8000 + i})
+		nodes = append(nodes, nodelist.Entry{ID: int64(i), Host: "127.0.0.1", CoordPort: 5000 + i, ClientPort: 8000 + i})
 	}
 	if _, err := st.AddNodes(ctx, nodes); err != nil {
 		t.Fatal(err)

@@ -16,14 +16,14 @@ type Addresses struct {
 }
 
 // NewAddresses returns an address book seeded with nodes.
-func NewAddresses(nodes []store.Node) *Addresses {
+func NewAddresses(nodes []store.NodeRow) *Addresses {
 	a := &Addresses{}
 	a.Set(nodes)
 	return a
 }
 
 // Set replaces the book with the given nodes.
-func (a *Addresses) Set(nodes []store.Node) {
+func (a *Addresses) Set(nodes []store.NodeRow) {
 	m := make(map[int64]string, len(nodes))
 	for _, n := range nodes {
 		m[n.ID] = n.CoordAddr()

@@ -23,7 +23,7 @@ import (
 type Node struct {
 	cfg  Config
 	log  zerolog.Logger
-	rn   *ring.Node
+	rn   *ring.Machine
 	tr   transport.Transport
 	st   store.Store
 	wg   sync.WaitGroup
@@ -33,7 +33,7 @@ type Node struct {
 	results  chan ring.Result
 	visits   chan token.Token
 	visited  chan visitResult
-	peers    chan []store.Node
+	peers    chan []store.NodeRow
 	statusCh chan chan Status
 	wants    chan struct{}
 
@@ -114,7 +114,7 @@ func New(cfg Config) (*Node, error) {
 	n := &Node{
 		cfg:       cfg,
 		log:       cfg.Log.With().Int64("node", cfg.Ring.ID).Logger(),
-		rn:        ring.NewNode(cfg.Ring),
+		rn:        ring.NewMachine(cfg.Ring),
 		tr:        cfg.Transport,
 		st:        cfg.Store,
 		done:      make(chan struct{}),
@@ -122,7 +122,7 @@ func New(cfg Config) (*Node, error) {
 		results:   make(chan ring.Result, 16),
 		visits:    make(chan token.Token, 4),
 		visited:   make(chan visitResult, 4),
-		peers:     make(chan []store.Node, 1),
+		peers:     make(chan []store.NodeRow, 1),
 		statusCh:  make(chan chan Status),
 		wants:     make(chan struct{}, 1),
 		framesIn:  map[ring.MsgType]uint64{},

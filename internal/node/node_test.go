@@ -47,9 +47,9 @@ func newCluster(t *testing.T, ids ...int64) *cluster {
 func newClusterWith(t *testing.T, network *transport.MemNetwork, ids ...int64) *cluster {
 	t.Helper()
 	ctx := context.Background()
-	var list []nodelist.Node
+	var list []nodelist.Entry
 	for _, id := range ids {
-		list = append(list, nodelist.Node{ID: id, Host: "127.0.0.1", CoordPort: 5000 + int(id), ClientPort: 8000 + int(id)})
+		list = append(list, nodelist.Entry{ID: id, Host: "127.0.0.1", CoordPort: 5000 + int(id), ClientPort: 8000 + int(id)})
 	}
 	dsn, err := store.ParseDSN("sqlite:" + filepath.Join(t.TempDir(), "ring.db"))
 	if err != nil {
@@ -209,7 +209,7 @@ func TestOnJoinAfterRejoin(t *testing.T) {
 	c.net.Isolate(3)
 	testutil.Eventually(t, 10*time.Second, "node 3 spliced out", func() bool {
 		nodes, err := c.st.Nodes(context.Background())
-		return err == nil && slices.ContainsFunc(nodes, func(n store.Node) bool { return n.ID == 3 && !n.InRing() })
+		return err == nil && slices.ContainsFunc(nodes, func(n store.NodeRow) bool { return n.ID == 3 && !n.InRing() })
 	})
 	c.net.Unisolate(3)
 	c.waitHealthy("after node 3 rejoined")

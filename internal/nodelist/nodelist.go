@@ -32,8 +32,8 @@ import (
 // (as opposed to an I/O error), so callers can test with errors.Is.
 var ErrInvalid = errors.New("nodelist: invalid node list")
 
-// Node is one row of the node list.
-type Node struct {
+// Entry is one row of the node list.
+type Entry struct {
 	ID         int64
 	Host       string
 	CoordPort  int
@@ -42,13 +42,13 @@ type Node struct {
 
 // CoordAddr returns the host:port address of the node's coordination
 // listener; IPv6 hosts are bracketed.
-func (n Node) CoordAddr() string {
+func (n Entry) CoordAddr() string {
 	return net.JoinHostPort(n.Host, strconv.Itoa(n.CoordPort))
 }
 
 // ClientAddr returns the host:port address of the node's client listener;
 // IPv6 hosts are bracketed.
-func (n Node) ClientAddr() string {
+func (n Entry) ClientAddr() string {
 	return net.JoinHostPort(n.Host, strconv.Itoa(n.ClientPort))
 }
 
@@ -111,7 +111,7 @@ func normaliseHeader(s string) string {
 }
 
 // Load reads and validates the node list at path.
-func Load(path string) ([]Node, error) {
+func Load(path string) ([]Entry, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("nodelist: %w", err)
@@ -123,7 +123,7 @@ func Load(path string) ([]Node, error) {
 // Parse reads and validates a node list from r. name is used in error
 // messages (normally the file name). Nodes are returned in file order.
 // Validation errors are of type *Error and wrap ErrInvalid.
-func Parse(r io.Reader, name string) ([]Node, error) {
+func Parse(r io.Reader, name string) ([]Entry, error) {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = -1
 	cr.TrimLeadingSpace = true
@@ -137,7 +137,7 @@ func Parse(r io.Reader, name string) ([]Node, error) {
 	var (
 		cols       []int // column of each header field
 		headerLine int
-		nodes      []Node
+		nodes      []Entry
 		idLine     = map[int64]int{}
 		endpoints  = map[string]endpoint{}
 	)
@@ -264,8 +264,8 @@ func parseHeader(rec []string) ([]int, error) {
 
 // parseRow validates the trimmed field values of one row. It returns the
 // node, or a non-empty reason.
-func parseRow(vals [numCols]string) (Node, string) {
-	var n Node
+func parseRow(vals [numCols]string) (Entry, string) {
+	var n Entry
 
 	id, ok := parseDigits(vals[colID])
 	if !ok || id < 1 {

@@ -12,65 +12,65 @@ import (
 	"testing"
 )
 
-func local(id int64, coord, client int) Node {
-	return Node{ID: id, Host: "127.0.0.1", CoordPort: coord, ClientPort: client}
+func local(id int64, coord, client int) Entry {
+	return Entry{ID: id, Host: "127.0.0.1", CoordPort: coord, ClientPort: client}
 }
 
 func TestParseAccepted(t *testing.T) {
 	tests := []struct {
 		name string
 		in   string
-		want []Node
+		want []Entry
 	}{
 		{
 			name: "our header",
 			in:   "id,host,coordination_port,client_port\n1,127.0.0.1,5001,8001\n2,127.0.0.1,5002,8002\n",
-			want: []Node{local(1, 5001, 8001), local(2, 5002, 8002)},
+			want: []Entry{local(1, 5001, 8001), local(2, 5002, 8002)},
 		},
 		{
 			name: "reference header with spaces",
 			in:   "nodeId, hostaddress, coordinationPort, clientport\n1, 127.0.0.1, 5001, 8001\n2 , 127.0.0.1 ,5002 , 8002 \n",
-			want: []Node{local(1, 5001, 8001), local(2, 5002, 8002)},
+			want: []Entry{local(1, 5001, 8001), local(2, 5002, 8002)},
 		},
 		{
 			name: "header case-insensitive",
 			in:   "ID,HOST,Coordination_Port,CLIENT_PORT\n7,127.0.0.1,5001,8001\n",
-			want: []Node{local(7, 5001, 8001)},
+			want: []Entry{local(7, 5001, 8001)},
 		},
 		{
 			name: "aliases",
 			in:   "node_id,address,coord_port,client_port\n1,127.0.0.1,5001,8001\n",
-			want: []Node{local(1, 5001, 8001)},
+			want: []Entry{local(1, 5001, 8001)},
 		},
 		{
 			name: "more aliases",
 			in:   "node-id,hostname,coord-port,clientPort\n1,127.0.0.1,5001,8001\n",
-			want: []Node{local(1, 5001, 8001)},
+			want: []Entry{local(1, 5001, 8001)},
 		},
 		{
 			name: "columns reordered",
 			in:   "client_port,id,coordination_port,host\n8001,3,5001,10.0.0.3\n",
-			want: []Node{{ID: 3, Host: "10.0.0.3", CoordPort: 5001, ClientPort: 8001}},
+			want: []Entry{{ID: 3, Host: "10.0.0.3", CoordPort: 5001, ClientPort: 8001}},
 		},
 		{
 			name: "comments blank lines CRLF no final newline",
 			in:   "# ring for tests\r\n\r\n  \r\nid,host,coordination_port,client_port\r\n# first\r\n1,127.0.0.1,5001,8001\r\n\r\n   # indented comment\r\n2,127.0.0.1,5002,8002",
-			want: []Node{local(1, 5001, 8001), local(2, 5002, 8002)},
+			want: []Entry{local(1, 5001, 8001), local(2, 5002, 8002)},
 		},
 		{
 			name: "byte order mark",
 			in:   "\uFEFFid,host,coordination_port,client_port\n1,127.0.0.1,5001,8001\n",
-			want: []Node{local(1, 5001, 8001)},
+			want: []Entry{local(1, 5001, 8001)},
 		},
 		{
 			name: "quoted fields",
 			in:   "\"id\",\"host\",\"coordination_port\",\"client_port\"\n\"1\",\"127.0.0.1\",\"5001\",\"8001\"\n",
-			want: []Node{local(1, 5001, 8001)},
+			want: []Entry{local(1, 5001, 8001)},
 		},
 		{
 			name: "file order kept and ids need not be dense",
 			in:   "id,host,coordination_port,client_port\n10,b.example,1,65535\n3,a.example,2,3\n",
-			want: []Node{
+			want: []Entry{
 				{ID: 10, Host: "b.example", CoordPort: 1, ClientPort: 65535},
 				{ID: 3, Host: "a.example", CoordPort: 2, ClientPort: 3},
 			},
@@ -78,7 +78,7 @@ func TestParseAccepted(t *testing.T) {
 		{
 			name: "same ports on different hosts",
 			in:   "id,host,coordination_port,client_port\n1,10.0.0.1,5000,8000\n2,10.0.0.2,5000,8000\n",
-			want: []Node{
+			want: []Entry{
 				{ID: 1, Host: "10.0.0.1", CoordPort: 5000, ClientPort: 8000},
 				{ID: 2, Host: "10.0.0.2", CoordPort: 5000, ClientPort: 8000},
 			},
@@ -86,7 +86,7 @@ func TestParseAccepted(t *testing.T) {
 		{
 			name: "ipv6 plain and bracketed",
 			in:   "id,host,coordination_port,client_port\n1,::1,5001,8001\n2,[fe80::1%eth0],5002,8002\n",
-			want: []Node{
+			want: []Entry{
 				{ID: 1, Host: "::1", CoordPort: 5001, ClientPort: 8001},
 				{ID: 2, Host: "fe80::1%eth0", CoordPort: 5002, ClientPort: 8002},
 			},
@@ -94,7 +94,7 @@ func TestParseAccepted(t *testing.T) {
 		{
 			name: "leading zeros",
 			in:   "id,host,coordination_port,client_port\n007,127.0.0.1,05001,8001\n",
-			want: []Node{local(7, 5001, 8001)},
+			want: []Entry{local(7, 5001, 8001)},
 		},
 	}
 	for _, tt := range tests {
@@ -200,14 +200,14 @@ func TestErrorMessageExamples(t *testing.T) {
 }
 
 func TestAddr(t *testing.T) {
-	n := Node{ID: 1, Host: "127.0.0.1", CoordPort: 5001, ClientPort: 8001}
+	n := Entry{ID: 1, Host: "127.0.0.1", CoordPort: 5001, ClientPort: 8001}
 	if got := n.CoordAddr(); got != "127.0.0.1:5001" {
 		t.Errorf("CoordAddr = %q", got)
 	}
 	if got := n.ClientAddr(); got != "127.0.0.1:8001" {
 		t.Errorf("ClientAddr = %q", got)
 	}
-	n6 := Node{ID: 2, Host: "::1", CoordPort: 5002, ClientPort: 8002}
+	n6 := Entry{ID: 2, Host: "::1", CoordPort: 5002, ClientPort: 8002}
 	if got := n6.CoordAddr(); got != "[::1]:5002" {
 		t.Errorf("CoordAddr = %q", got)
 	}
@@ -226,7 +226,7 @@ func TestLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []Node{{ID: 1, Host: "::1", CoordPort: 5001, ClientPort: 8001}}; !reflect.DeepEqual(nodes, want) {
+	if want := []Entry{{ID: 1, Host: "::1", CoordPort: 5001, ClientPort: 8001}}; !reflect.DeepEqual(nodes, want) {
 		t.Errorf("Load = %+v, want %+v", nodes, want)
 	}
 
@@ -255,7 +255,7 @@ func TestLoadTestdata(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := []Node{
+			want := []Entry{
 				{ID: 1, Host: "10.0.0.1", CoordPort: 5001, ClientPort: 8001},
 				{ID: 2, Host: "10.0.0.2", CoordPort: 5001, ClientPort: 8001},
 				{ID: 3, Host: "10.0.0.3", CoordPort: 5001, ClientPort: 8001},
@@ -277,7 +277,7 @@ func TestRepoNodeList(t *testing.T) {
 		t.Fatalf("got %d nodes, want 5: %+v", len(nodes), nodes)
 	}
 	for i, n := range nodes {
-		want := Node{ID: int64(i + 1), Host: "127.0.0.1", CoordPort: 5001 + i, ClientPort: 8001 + i}
+		want := Entry{ID: int64(i + 1), Host: "127.0.0.1", CoordPort: 5001 + i, ClientPort: 8001 + i}
 		if n != want {
 			t.Errorf("node %d = %+v, want %+v", i, n, want)
 		}

@@ -4,7 +4,7 @@ package ring
 // only advance the clock. A runtime can sleep until it (AdvanceTo) instead
 // of ticking, which is what keeps an idle node from waking up 50 times a
 // second. It may be early (then Tick does nothing) but never late.
-func (n *Node) NextDeadline() int64 {
+func (n *Machine) NextDeadline() int64 {
 	next := min(n.tok.NextDeadline(), n.el.NextDeadline())
 	at := func(t int64) { next = min(next, t) }
 	inRing := n.phase == PhaseInRing || n.phase == PhaseLeaving
@@ -50,7 +50,7 @@ func (n *Node) NextDeadline() int64 {
 
 // AdvanceTo brings the clock to tick t, running Tick at every deadline on
 // the way (and only there). It is equivalent to calling Tick t-Now() times.
-func (n *Node) AdvanceTo(t int64) {
+func (n *Machine) AdvanceTo(t int64) {
 	for n.now < t {
 		next := n.NextDeadline()
 		if next > t {

@@ -25,19 +25,19 @@ import (
 const maxWinClaims = 3
 
 // Elections returns the election machine's counters.
-func (n *Node) Elections() election.Counters { return n.el.Counters() }
+func (n *Machine) Elections() election.Counters { return n.el.Counters() }
 
 // Electing reports whether an election runs here.
-func (n *Node) Electing() bool { return n.el.Electing() }
+func (n *Machine) Electing() bool { return n.el.Electing() }
 
-func (n *Node) leaseMethod() bool { return n.cfg.Election.Method == election.Lease }
+func (n *Machine) leaseMethod() bool { return n.cfg.Election.Method == election.Lease }
 
 // takeOver is what a node does when it must become coordinator without an
 // election first: the first node of a ring, a node whose coordinator is
 // dead, a node handed the role. With a lease it acquires the lease; with a
 // voting method it claims the role at once and holds an election once the
 // ring is repaired.
-func (n *Node) takeOver(elect bool) {
+func (n *Machine) takeOver(elect bool) {
 	if n.leaseMethod() {
 		n.el.Start()
 		return
@@ -52,7 +52,7 @@ func (n *Node) takeOver(elect bool) {
 }
 
 // drainElection carries out the election machine's outputs.
-func (n *Node) drainElection() {
+func (n *Machine) drainElection() {
 	for {
 		r := n.el.Ready()
 		if r.Empty() {
@@ -88,7 +88,7 @@ func (n *Node) drainElection() {
 }
 
 // electionWon claims the role for the election's winner (this node).
-func (n *Node) electionWon() {
+func (n *Machine) electionWon() {
 	if n.phase == PhaseLeaving || n.phase == PhaseLeft {
 		return
 	}
@@ -107,7 +107,7 @@ func (n *Node) electionWon() {
 
 // becomeLeaseHolder takes the coordinator role for a lease acquired at
 // epoch.
-func (n *Node) becomeLeaseHolder(epoch int64) {
+func (n *Machine) becomeLeaseHolder(epoch int64) {
 	if epoch < n.epoch || (n.isCoord && epoch == n.epoch) {
 		return
 	}
@@ -120,7 +120,7 @@ func (n *Node) becomeLeaseHolder(epoch int64) {
 }
 
 // leaseDone passes a lease operation's result to the election machine.
-func (n *Node) leaseDone(r Result) {
+func (n *Machine) leaseDone(r Result) {
 	lr := election.LeaseResult{Op: r.Op.Lease, Failed: r.Outcome == Failed, OK: r.LeaseOK,
 		Holder: r.Coord, Epoch: r.Epoch}
 	if tick := n.cfg.Tick; tick > 0 {

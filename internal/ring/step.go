@@ -10,7 +10,7 @@ import "slices"
 // current successor), are dropped. An epoch above this node's is adopted
 // only once the store confirms it: the node reads the coordinator from the
 // store, and a command of the newer epoch waits for that answer.
-func (n *Node) Step(m Msg) {
+func (n *Machine) Step(m Msg) {
 	if n.phase == PhaseLeft {
 		return
 	}
@@ -63,7 +63,7 @@ func (n *Node) Step(m Msg) {
 }
 
 // stepRequest handles a request addressed to the coordinator.
-func (n *Node) stepRequest(m Msg) {
+func (n *Machine) stepRequest(m Msg) {
 	if !n.isCoord || n.phase == PhaseLeaving {
 		return // the sender finds the coordinator in the store after a few retries
 	}
@@ -86,7 +86,7 @@ func requestOp(typ MsgType, from, failed int64) Op {
 // onItsLink reports whether m may be acted on given the path it came by:
 // the token and the heartbeat travel only on the ring links, from the
 // node at the other end of the link they belong to.
-func (n *Node) onItsLink(m Msg) bool {
+func (n *Machine) onItsLink(m Msg) bool {
 	switch m.Type {
 	case MsgToken, MsgPing:
 		return m.Via == ViaPred && n.pred != 0 && m.From == n.pred
@@ -103,7 +103,7 @@ func (n *Node) onItsLink(m Msg) bool {
 // stamped with the epoch it learned). A command of a newer epoch (or of
 // the current one when no coordinator is known) waits until the store
 // confirms its sender as coordinator (propose).
-func (n *Node) stepCommand(m Msg) {
+func (n *Machine) stepCommand(m Msg) {
 	switch {
 	case m.Epoch < n.epoch:
 		n.note(EventStaleCommand, m.From)
@@ -152,7 +152,7 @@ func (n *Node) stepCommand(m Msg) {
 
 // enqueue adds a store operation; identical queued or running ones are
 // not repeated.
-func (n *Node) enqueue(op Op) {
+func (n *Machine) enqueue(op Op) {
 	same := func(o Op) bool { return o.Kind == op.Kind && o.Node == op.Node && o.Failed == op.Failed }
 	if (n.inFlight != nil && same(*n.inFlight)) || slices.ContainsFunc(n.queue, same) {
 		return
@@ -162,7 +162,7 @@ func (n *Node) enqueue(op Op) {
 }
 
 // pump starts the next queued operation if none is running.
-func (n *Node) pump() {
+func (n *Machine) pump() {
 	for n.inFlight == nil && len(n.queue) > 0 && n.retryOpAt == 0 {
 		op := n.queue[0]
 		n.queue = n.queue[1:]
@@ -183,7 +183,7 @@ func (n *Node) pump() {
 }
 
 // StoreDone reports the result of an operation from Ready.Ops.
-func (n *Node) StoreDone(r Result) {
+func (n *Machine) StoreDone(r Result) {
 	if n.inFlight == nil || n.inFlight.ID != r.Op.ID {
 		return
 	}
@@ -244,7 +244,7 @@ func (n *Node) StoreDone(r Result) {
 	n.pump()
 }
 
-func (n *Node) readDone(r Result) {
+func (n *Machine) readDone(r Result) {
 	suspect := n.suspect
 	n.suspect = [2]int64{}
 	failed := n.checkFailed
@@ -277,7 +277,7 @@ func (n *Node) readDone(r Result) {
 	}
 }
 
-func (n *Node) claimDone(r Result) {
+func (n *Machine) claimDone(r Result) {
 	n.claimQueue = false
 	if r.Outcome == Lost {
 		n.coordLost = false
@@ -320,7 +320,7 @@ func (n *Node) claimDone(r Result) {
 	}
 }
 
-func (n *Node) changesDone(r Result) {
+func (n *Machine) changesDone(r Result) {
 	n.members = slices.Clone(r.Members)
 	slices.Sort(n.members)
 	if len(n.members) > 0 {

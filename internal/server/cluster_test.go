@@ -30,7 +30,7 @@ const within = 15 * time.Second
 type cluster struct {
 	t       *testing.T
 	st      store.Store
-	table   []store.Node
+	table   []store.NodeRow
 	net     *transport.MemNetwork
 	servers map[int64]*Server
 	cancel  map[int64]context.CancelFunc
@@ -39,9 +39,9 @@ type cluster struct {
 
 func newCluster(t *testing.T, n int) *cluster {
 	t.Helper()
-	var list []nodelist.Node
+	var list []nodelist.Entry
 	for id := int64(1); id <= int64(n); id++ {
-		list = append(list, nodelist.Node{ID: id, Host: "127.0.0.1", CoordPort: 5000 + int(id), ClientPort: 8000 + int(id)})
+		list = append(list, nodelist.Entry{ID: id, Host: "127.0.0.1", CoordPort: 5000 + int(id), ClientPort: 8000 + int(id)})
 	}
 	dsn, err := store.ParseDSN("sqlite:" + filepath.Join(t.TempDir(), "ring.db"))
 	if err != nil {

@@ -33,7 +33,7 @@ type Config struct {
 	Store store.Store
 	// Table is the node table as the store has it; Node.Ring.ID must be
 	// in it.
-	Table []store.Node
+	Table []store.NodeRow
 	// Transport, if set, carries ring frames (an in-memory network in
 	// tests); otherwise the server listens on TCP at ListenAddr, framing
 	// with Codec.
@@ -72,7 +72,7 @@ type Server struct {
 func New(ctx context.Context, cfg Config) (s *Server, err error) {
 	id := cfg.Node.Ring.ID
 	s = &Server{log: cfg.Log.With().Int64("node", id).Logger()}
-	var self *store.Node
+	var self *store.NodeRow
 	for i := range cfg.Table {
 		if cfg.Table[i].ID == id {
 			self = &cfg.Table[i]

@@ -30,7 +30,7 @@ type Report struct {
 	Epoch         int64        `json:"epoch"`
 	Ring          []int64      `json:"ring"`
 	RingProblems  []string     `json:"ring_problems"`
-	Nodes         []Node       `json:"nodes"`
+	Nodes         []NodeReport `json:"nodes"`
 	OnlineUsers   int          `json:"online_users"`
 }
 
@@ -40,8 +40,8 @@ type Coordinator struct {
 	Epoch int64 `json:"epoch"`
 }
 
-// Node is one node of the report. Successor is null when not in the ring.
-type Node struct {
+// NodeReport is one node of the report. Successor is null when not in the ring.
+type NodeReport struct {
 	ID               int64    `json:"id"`
 	Host             string   `json:"host"`
 	CoordinationPort int      `json:"coordination_port"`
@@ -84,7 +84,7 @@ func Collect(ctx context.Context, st store.Store, storeName string) (Report, err
 	if len(applied) == 0 {
 		return Report{}, ErrNotMigrated
 	}
-	r := Report{Store: storeName, SchemaVersion: applied[len(applied)-1], RingProblems: []string{}, Ring: []int64{}, Nodes: []Node{}}
+	r := Report{Store: storeName, SchemaVersion: applied[len(applied)-1], RingProblems: []string{}, Ring: []int64{}, Nodes: []NodeReport{}}
 	nodes, err := st.Nodes(ctx)
 	if err != nil {
 		return Report{}, err
@@ -108,7 +108,7 @@ func Collect(ctx context.Context, st store.Store, storeName string) (Report, err
 	}
 	succ := store.Successors(nodes)
 	for _, n := range nodes {
-		rn := Node{ID: n.ID, Host: n.Host, CoordinationPort: n.CoordPort, ClientPort: n.ClientPort,
+		rn := NodeReport{ID: n.ID, Host: n.Host, CoordinationPort: n.CoordPort, ClientPort: n.ClientPort,
 			InRing: n.InRing(), Coordinator: n.ID == coord.NodeID, Online: byNode[n.ID]}
 		if rn.Online == nil {
 			rn.Online = []string{}

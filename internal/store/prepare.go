@@ -17,7 +17,7 @@ type Prepared struct {
 // Prepare is what `ringnode migrate` and node start-up do: open the store
 // (creating it if needed), bring the schema up to date, and add the nodes of
 // the node list that the store does not know yet. On error nothing stays open.
-func Prepare(ctx context.Context, dsn DSN, nodes []nodelist.Node, opts Options) (Store, Prepared, error) {
+func Prepare(ctx context.Context, dsn DSN, nodes []nodelist.Entry, opts Options) (Store, Prepared, error) {
 	opts.Create = true
 	st, err := OpenDSN(ctx, dsn, opts)
 	if err != nil {

@@ -210,7 +210,7 @@ func wrapOp(op string, err error) error {
 	return fmt.Errorf("store: %s: %w", op, err)
 }
 
-func (s *sqlStore) AddNodes(ctx context.Context, nodes []nodelist.Node) (int, error) {
+func (s *sqlStore) AddNodes(ctx context.Context, nodes []nodelist.Entry) (int, error) {
 	for _, n := range nodes {
 		if n.ID < 1 || n.Host == "" || !validPort(n.CoordPort) || !validPort(n.ClientPort) {
 			return 0, wrapOp("add nodes", fmt.Errorf("%w: node %+v", ErrInvalid, n))
@@ -238,16 +238,16 @@ func (s *sqlStore) AddNodes(ctx context.Context, nodes []nodelist.Node) (int, er
 
 func validPort(p int) bool { return p >= 1 && p <= 65535 }
 
-func (s *sqlStore) Nodes(ctx context.Context) ([]Node, error) {
+func (s *sqlStore) Nodes(ctx context.Context) ([]NodeRow, error) {
 	rows, err := s.db.QueryContext(ctx,
 		"SELECT node_id, host, coord_port, client_port, successor_id FROM nodes ORDER BY node_id")
 	if err != nil {
 		return nil, wrapOp("list nodes", err)
 	}
 	defer rows.Close()
-	var out []Node
+	var out []NodeRow
 	for rows.Next() {
-		var n Node
+		var n NodeRow
 		var succ sql.NullInt64
 		if err := rows.Scan(&n.ID, &n.Host, &n.CoordPort, &n.ClientPort, &succ); err != nil {
 			return nil, wrapOp("list nodes", err)

@@ -47,19 +47,19 @@ var (
 	ErrOverBudget = errors.New("store: statement stopped at its budget")
 )
 
-// Node is one row of the node table. Successor is 0 when the node is not in
+// NodeRow is one row of the node table. Successor is 0 when the node is not in
 // the ring (NULL in the store).
-type Node struct {
-	nodelist.Node
+type NodeRow struct {
+	nodelist.Entry
 	Successor int64
 }
 
 // InRing reports whether the node has a successor pointer.
-func (n Node) InRing() bool { return n.Successor != 0 }
+func (n NodeRow) InRing() bool { return n.Successor != 0 }
 
 // Successors maps every node in the ring to its successor (the ring's
 // topology as the store records it; nodes not in the ring are absent).
-func Successors(nodes []Node) map[int64]int64 {
+func Successors(nodes []NodeRow) map[int64]int64 {
 	out := make(map[int64]int64, len(nodes))
 	for _, n := range nodes {
 		if n.InRing() {
@@ -250,9 +250,9 @@ type Store interface {
 
 	// AddNodes inserts the given nodes, skipping ids already present (the
 	// store is the truth once a node is in it). It returns how many were new.
-	AddNodes(ctx context.Context, nodes []nodelist.Node) (int, error)
+	AddNodes(ctx context.Context, nodes []nodelist.Entry) (int, error)
 	// Nodes lists every known node ordered by id.
-	Nodes(ctx context.Context) ([]Node, error)
+	Nodes(ctx context.Context) ([]NodeRow, error)
 	// SetSuccessors applies topology changes in one transaction, only if
 	// coord still holds the coordinator role at coord.Epoch
 	// (ErrNotCoordinator otherwise). Unknown node ids give ErrInvalid and

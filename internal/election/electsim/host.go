@@ -5,7 +5,7 @@ import "github.com/ringchat/ringchat/internal/election"
 // The host model: what the ring node does around its election machine.
 
 // process carries out a machine's Ready.
-func (s *Sim) process(n *Node) {
+func (s *Sim) process(n *Host) {
 	rd := n.M.Ready()
 	if s.Trace != nil {
 		for _, msg := range rd.Msgs {
@@ -46,7 +46,7 @@ func (s *Sim) process(n *Node) {
 
 // host does what the ring node does each tick: read the store now and
 // then, and start an election when its coordinator is gone.
-func (s *Sim) host(n *Node) {
+func (s *Sim) host(n *Host) {
 	if every := int64(s.cfg.StoreReadEvery); every > 0 && (s.Now+n.ID)%every == 0 {
 		s.readStore(n)
 	}
@@ -79,7 +79,7 @@ func (s *Sim) host(n *Node) {
 }
 
 // readStore: the host reads the coordinator (or the lease) from the store.
-func (s *Sim) readStore(n *Node) {
+func (s *Sim) readStore(n *Host) {
 	if s.cfg.Method == election.Lease {
 		if s.Lease.Holder != 0 && s.Lease.ExpiresAt > s.Now {
 			s.adopt(n, s.Lease.Holder, s.Lease.Epoch, true)
@@ -95,7 +95,7 @@ func (s *Sim) readStore(n *Node) {
 
 // adopt: the host learns coordinator coord for epoch (a broadcast, a store
 // read, a lost claim) and, if observe, tells its machine.
-func (s *Sim) adopt(n *Node, coord, epoch int64, observe bool) {
+func (s *Sim) adopt(n *Host, coord, epoch int64, observe bool) {
 	if epoch < n.ViewEpoch {
 		return
 	}
@@ -111,13 +111,13 @@ func (s *Sim) adopt(n *Node, coord, epoch int64, observe bool) {
 }
 
 // claimLater runs the host's compare-and-set after StoreDelay.
-func (s *Sim) claimLater(n *Node) {
+func (s *Sim) claimLater(n *Host) {
 	inc := n.inc
 	s.after(s.cfg.StoreDelay, func() { s.claim(n, inc) })
 }
 
 // claim is the host's compare-and-set on the epoch it knows.
-func (s *Sim) claim(n *Node, inc int) {
+func (s *Sim) claim(n *Host, inc int) {
 	if !n.Up || n.inc != inc {
 		return
 	}
@@ -152,7 +152,7 @@ func (s *Sim) claim(n *Node, inc int) {
 }
 
 // leaseOp runs a lease operation in the store and answers the machine.
-func (s *Sim) leaseOp(n *Node, inc int, op election.LeaseOp) {
+func (s *Sim) leaseOp(n *Host, inc int, op election.LeaseOp) {
 	if !n.Up || n.inc != inc {
 		return
 	}

@@ -62,8 +62,8 @@ func ElectConfig(n, maxDelay int) election.Config {
 	}
 }
 
-// Node is a simulated node: its machine and its host's state.
-type Node struct {
+// Host is a simulated node: its machine and its host's state.
+type Host struct {
 	ID int64
 	M  *election.Machine
 	Up bool
@@ -119,7 +119,7 @@ func (st Stats) Msgs() int {
 type Sim struct {
 	Now       int64
 	Loss, Dup float64
-	Nodes     []*Node // ascending id
+	Nodes     []*Host // ascending id
 	Store     Store
 	Lease     LeaseRow
 	Stats     Stats
@@ -130,7 +130,7 @@ type Sim struct {
 
 	cfg  Config
 	ids  []int64
-	byID map[int64]*Node
+	byID map[int64]*Host
 	rng  *rand.Rand
 	q    eventQueue
 	seq  uint64
@@ -165,11 +165,11 @@ func New(cfg Config) *Sim {
 		Store: Store{History: map[int64]int64{}},
 		Lease: LeaseRow{History: map[int64]int64{}},
 		Stats: Stats{Sent: map[election.Kind]int{}},
-		cfg:   cfg, ids: ids, byID: map[int64]*Node{},
+		cfg:   cfg, ids: ids, byID: map[int64]*Host{},
 		rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
 	}
 	for _, id := range ids {
-		n := &Node{ID: id}
+		n := &Host{ID: id}
 		s.Nodes = append(s.Nodes, n)
 		s.byID[id] = n
 		s.boot(n)
@@ -181,7 +181,7 @@ func New(cfg Config) *Sim {
 func (s *Sim) IDs() []int64 { return slices.Clone(s.ids) }
 
 // Node returns node id (nil if unknown).
-func (s *Sim) Node(id int64) *Node { return s.byID[id] }
+func (s *Sim) Node(id int64) *Host { return s.byID[id] }
 
 func (s *Sim) tracef(format string, args ...any) {
 	if s.Trace != nil {
@@ -189,7 +189,7 @@ func (s *Sim) tracef(format string, args ...any) {
 	}
 }
 
-func (s *Sim) boot(n *Node) {
+func (s *Sim) boot(n *Host) {
 	c := s.cfg.Elect
 	c.ID, c.Method = n.ID, s.cfg.Method
 	n.M = election.New(c)
@@ -243,7 +243,7 @@ func (s *Sim) Live() []int64 {
 
 // sync brings a lazy machine's clock to where an eager one is: the
 // previous tick while deliveries run, this tick after the ticks.
-func (s *Sim) sync(n *Node) {
+func (s *Sim) sync(n *Host) {
 	if s.cfg.Lazy {
 		t := s.Now
 		if s.delivering {

@@ -28,7 +28,7 @@ const (
 // Proc is one simulated node process.
 type Proc struct {
 	ID    int64
-	Node  *ring.Node
+	Node  *ring.Machine
 	State State
 	// Inbox holds inputs delivered while stalled.
 	inbox []func()
@@ -140,7 +140,7 @@ func (s *Sim) Start(id int64) {
 	if p.State != Down {
 		s.Crash(id)
 	}
-	*p = Proc{ID: id, Node: ring.NewNode(s.Cfg(id)), State: Running, inc: p.inc + 1, base: s.Now}
+	*p = Proc{ID: id, Node: ring.NewMachine(s.Cfg(id)), State: Running, inc: p.inc + 1, base: s.Now}
 	p.Node.SetPeers(s.IDs())
 	p.Node.Start()
 	s.tracef("start %d", id)

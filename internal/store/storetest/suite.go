@@ -105,10 +105,10 @@ func Run(t *testing.T, newDSN NewDSN) {
 
 var ctx = context.Background()
 
-func fiveNodes() []nodelist.Node {
-	var out []nodelist.Node
+func fiveNodes() []nodelist.Entry {
+	var out []nodelist.Entry
 	for i := int64(1); i <= 5; i++ {
-		out = append(out, nodelist.Node{ID: i, Host: "127.0.0.1", CoordPort: 5000 + int(i), ClientPort: 8000 + int(i)})
+		out = append(out, nodelist.Entry{ID: i, Host: "127.0.0.1", CoordPort: 5000 + int(i), ClientPort: 8000 + int(i)})
 	}
 	return out
 }
@@ -194,7 +194,7 @@ func testAddNodes(t *testing.T, newDSN NewDSN) {
 	// The store is the truth: a changed row for a known id is not applied.
 	changed := fiveNodes()
 	changed[0].Host = "10.9.9.9"
-	changed = append(changed, nodelist.Node{ID: 9, Host: "lab9", CoordPort: 5009, ClientPort: 8009})
+	changed = append(changed, nodelist.Entry{ID: 9, Host: "lab9", CoordPort: 5009, ClientPort: 8009})
 	n, err = st.AddNodes(ctx, changed)
 	if err != nil || n != 1 {
 		t.Fatalf("second add = %d, %v; want 1 new", n, err)
@@ -211,7 +211,7 @@ func testAddNodes(t *testing.T, newDSN NewDSN) {
 			t.Errorf("node %d in ring after add", nd.ID)
 		}
 	}
-	_, err = st.AddNodes(ctx, []nodelist.Node{{ID: 10, Host: "x", CoordPort: 1, ClientPort: 2}, {ID: 0, Host: "y", CoordPort: 1, ClientPort: 2}})
+	_, err = st.AddNodes(ctx, []nodelist.Entry{{ID: 10, Host: "x", CoordPort: 1, ClientPort: 2}, {ID: 0, Host: "y", CoordPort: 1, ClientPort: 2}})
 	if !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("bad node: err = %v, want ErrInvalid", err)
 	}

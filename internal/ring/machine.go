@@ -62,12 +62,12 @@ type pending struct {
 	nextAt int64
 }
 
-// Node is one node's ring protocol: joining, successor failure handling,
+// Machine is one node's ring protocol: joining, successor failure handling,
 // the coordinator's splicing, heartbeats, clean leave, and the token
 // machine. It is a pure state machine (etcd raft's shape): inputs are
 // Start, Step, Tick, StoreDone, link events, VisitDone and Leave; outputs
 // are collected in a Ready. It is not safe for concurrent use.
-type Node struct {
+type Machine struct {
 	cfg   Config
 	id    int64
 	now   int64
@@ -132,28 +132,28 @@ type Node struct {
 	ready Ready
 }
 
-// NewNode returns a node that has not started.
-func NewNode(cfg Config) *Node {
-	return &Node{cfg: cfg, id: cfg.ID, tok: token.NewMachine(cfg.Token), el: election.New(cfg.Election),
+// NewMachine returns a node that has not started.
+func NewMachine(cfg Config) *Machine {
+	return &Machine{cfg: cfg, id: cfg.ID, tok: token.NewMachine(cfg.Token), el: election.New(cfg.Election),
 		pendingSucc: map[int64]*pending{}}
 }
 
 // Accessors for the runtime, status and tests.
 
-func (n *Node) ID() int64                      { return n.id }
-func (n *Node) Phase() Phase                   { return n.phase }
-func (n *Node) Coordinator() (id, epoch int64) { return n.coord, n.epoch }
-func (n *Node) IsCoordinator() bool            { return n.isCoord }
-func (n *Node) Successor() (id int64, up bool) { return n.succ, n.succUp }
-func (n *Node) Predecessor() int64             { return n.pred }
-func (n *Node) HoldsToken() bool               { return n.tok.Holding() }
-func (n *Node) HeldToken() (token.Token, bool) { return n.tok.Held() }
-func (n *Node) LastStamp() token.Stamp         { return n.tok.Last() }
-func (n *Node) Members() []int64               { return slices.Clone(n.members) }
-func (n *Node) Now() int64                     { return n.now }
-func (n *Node) Config() Config                 { return n.cfg }
-func (n *Node) Visiting() bool                 { return n.tok.Visiting() }
-func (n *Node) PendingRequest() (MsgType, bool) {
+func (n *Machine) ID() int64                      { return n.id }
+func (n *Machine) Phase() Phase                   { return n.phase }
+func (n *Machine) Coordinator() (id, epoch int64) { return n.coord, n.epoch }
+func (n *Machine) IsCoordinator() bool            { return n.isCoord }
+func (n *Machine) Successor() (id int64, up bool) { return n.succ, n.succUp }
+func (n *Machine) Predecessor() int64             { return n.pred }
+func (n *Machine) HoldsToken() bool               { return n.tok.Holding() }
+func (n *Machine) HeldToken() (token.Token, bool) { return n.tok.Held() }
+func (n *Machine) LastStamp() token.Stamp         { return n.tok.Last() }
+func (n *Machine) Members() []int64               { return slices.Clone(n.members) }
+func (n *Machine) Now() int64                     { return n.now }
+func (n *Machine) Config() Config                 { return n.cfg }
+func (n *Machine) Visiting() bool                 { return n.tok.Visiting() }
+func (n *Machine) PendingRequest() (MsgType, bool) {
 	if n.req == nil {
 		return "", false
 	}
@@ -161,18 +161,18 @@ func (n *Node) PendingRequest() (MsgType, bool) {
 }
 
 // Ready returns and clears what the runtime must do.
-func (n *Node) Ready() Ready {
+func (n *Machine) Ready() Ready {
 	n.drainElection()
 	r := n.ready
 	n.ready = Ready{}
 	return r
 }
 
-func (n *Node) note(event Event, peer int64) {
+func (n *Machine) note(event Event, peer int64) {
 	n.ready.Notes = append(n.ready.Notes, Note{Event: event, Peer: peer, Epoch: n.epoch})
 }
 
-func (n *Node) send(m Msg) {
+func (n *Machine) send(m Msg) {
 	m.From, m.Epoch = n.id, n.epoch
 	if m.Via == ViaSucc {
 		n.lastSent = n.now
@@ -180,14 +180,14 @@ func (n *Node) send(m Msg) {
 	n.ready.Msgs = append(n.ready.Msgs, m)
 }
 
-func (n *Node) connect(id int64) {
+func (n *Machine) connect(id int64) {
 	v := id
 	n.ready.Connect = &v
 }
 
 // SetPeers tells the node every node id of the node table (for
 // announcements and the ring size bound).
-func (n *Node) SetPeers(ids []int64) {
+func (n *Machine) SetPeers(ids []int64) {
 	n.peers = slices.Clone(ids)
 	slices.Sort(n.peers)
 	n.el.SetPeers(n.peers)
@@ -197,13 +197,13 @@ func (n *Node) SetPeers(ids []int64) {
 }
 
 // Start begins: the node reads the coordinator from the store.
-func (n *Node) Start() {
+func (n *Machine) Start() {
 	n.phase = PhaseStarting
 	n.enqueue(Op{Kind: OpReadCoordinator})
 }
 
 // Leave starts a clean leave: pass the token on, get spliced out.
-func (n *Node) Leave() {
+func (n *Machine) Leave() {
 	switch n.phase {
 	case PhaseStarting, PhaseJoining:
 		n.req = nil
@@ -225,7 +225,7 @@ func (n *Node) Leave() {
 }
 
 // VisitDone ends a critical section started by a Ready.Visits entry.
-func (n *Node) VisitDone(t token.Token, worked bool) {
+func (n *Machine) VisitDone(t token.Token, worked bool) {
 	if worked {
 		n.calmUntil = 0
 	}
@@ -239,7 +239,7 @@ func (n *Node) VisitDone(t token.Token, worked bool) {
 // token, so that a store outage does not keep the token spinning through
 // failing visits. The work waits here for the token's next visit, at the
 // quiet ring's pace.
-func (n *Node) VisitFailed(t token.Token) {
+func (n *Machine) VisitFailed(t token.Token) {
 	n.calmUntil = n.now + int64(n.cfg.Token.IdleHoldTicks)
 	n.tok.Calm()
 	n.VisitDone(t, false)
@@ -253,7 +253,7 @@ func (n *Node) VisitFailed(t token.Token) {
 // arrives while the last WAKE is within its rate limit is covered by it.
 // After a failed critical section (VisitFailed) it waits for the token's
 // next visit instead.
-func (n *Node) Want() {
+func (n *Machine) Want() {
 	if n.now < n.calmUntil {
 		return
 	}
@@ -265,7 +265,7 @@ func (n *Node) Want() {
 }
 
 // wakeAll sends WAKE to every other node and hurries the token here.
-func (n *Node) wakeAll() {
+func (n *Machine) wakeAll() {
 	n.nextWake = n.now + int64(n.cfg.Token.HurriedRotation(max(len(n.peers), 1)))
 	n.tok.Urgent()
 	n.drainToken()
@@ -281,14 +281,14 @@ func (n *Node) wakeAll() {
 // be read. The token is dropped (see token.Machine.VisitFenced: a
 // generation the store never issued does not raise the bar for the real
 // token).
-func (n *Node) VisitFenced(t token.Token, cur *token.Stamp) {
+func (n *Machine) VisitFenced(t token.Token, cur *token.Stamp) {
 	n.note(EventTokenFenced, 0)
 	n.tok.VisitFenced(t, cur)
 	n.drainToken()
 }
 
 // SuccessorUp reports that the link to peer is established.
-func (n *Node) SuccessorUp(peer int64) {
+func (n *Machine) SuccessorUp(peer int64) {
 	if peer != n.succ || n.succUp {
 		return
 	}
@@ -300,7 +300,7 @@ func (n *Node) SuccessorUp(peer int64) {
 }
 
 // SuccessorDown reports that the link to peer failed.
-func (n *Node) SuccessorDown(peer int64) {
+func (n *Machine) SuccessorDown(peer int64) {
 	if peer == n.succ {
 		n.successorFailed(peer)
 	}
@@ -309,7 +309,7 @@ func (n *Node) SuccessorDown(peer int64) {
 // SuccessorReplaced reports that the successor closed our link because it
 // accepted another predecessor: it is alive, and the coordinator has (or
 // will have) told us our new successor. If no assignment arrives, ask.
-func (n *Node) SuccessorReplaced(peer int64) {
+func (n *Machine) SuccessorReplaced(peer int64) {
 	if peer != n.succ || !n.linkLost() {
 		return
 	}
@@ -324,20 +324,20 @@ func (n *Node) SuccessorReplaced(peer int64) {
 }
 
 // PredecessorUp reports a new inbound link from peer.
-func (n *Node) PredecessorUp(peer int64) {
+func (n *Machine) PredecessorUp(peer int64) {
 	n.pred = peer
 	n.predHeard = n.now
 }
 
 // PredecessorDown reports that the inbound link from peer closed.
-func (n *Node) PredecessorDown(peer int64) {
+func (n *Machine) PredecessorDown(peer int64) {
 	if peer == n.pred {
 		n.pred = 0
 	}
 }
 
 // drainToken turns the token machine's actions into ring outputs.
-func (n *Node) drainToken() {
+func (n *Machine) drainToken() {
 	for _, a := range n.tok.Drain() {
 		switch a.Kind {
 		case token.SendToken:
@@ -362,7 +362,7 @@ func (n *Node) drainToken() {
 }
 
 // Tick advances time by one tick.
-func (n *Node) Tick() {
+func (n *Machine) Tick() {
 	n.now++
 	n.el.AdvanceTo(n.now)
 	n.tok.Tick()
@@ -383,7 +383,7 @@ func (n *Node) Tick() {
 	}
 }
 
-func (n *Node) tickLinks() {
+func (n *Machine) tickLinks() {
 	// Watchdog: a ring member without a working successor link that is
 	// not already getting one asks for its successor again, whatever event
 	// it may have missed.
@@ -413,12 +413,12 @@ func (n *Node) tickLinks() {
 }
 
 // request sends a request to the coordinator and keeps retrying it.
-func (n *Node) request(typ MsgType, failed int64) {
+func (n *Machine) request(typ MsgType, failed int64) {
 	n.req = &request{typ: typ, failed: failed, backoff: n.cfg.RetryTicks, nextAt: n.now + int64(n.cfg.RetryTicks)}
 	n.sendRequest()
 }
 
-func (n *Node) sendRequest() {
+func (n *Machine) sendRequest() {
 	if n.isCoord { // ask ourselves: do it
 		r := n.req
 		n.req = nil
@@ -432,7 +432,7 @@ func (n *Node) sendRequest() {
 	n.send(Msg{Type: n.req.typ, Via: ViaUDP, To: n.coord, Failed: n.req.failed})
 }
 
-func (n *Node) tickRequest() {
+func (n *Machine) tickRequest() {
 	r := n.req
 	if r == nil || n.now < r.nextAt {
 		return
@@ -456,7 +456,7 @@ func (n *Node) tickRequest() {
 // that the store still has it in the ring. A node spliced out while it was
 // cut off or stalled, whose coordinator is gone or did not reach it, would
 // otherwise go on passing a token among nodes the store no longer counts.
-func (n *Node) tickMember() {
+func (n *Machine) tickMember() {
 	if n.isCoord || n.phase != PhaseInRing {
 		return
 	}
@@ -469,7 +469,7 @@ func (n *Node) tickMember() {
 
 // checkDone acts on a member's check: a newer coordinator is adopted, and a
 // node the store's ring does not hold joins again.
-func (n *Node) checkDone(r Result) {
+func (n *Machine) checkDone(r Result) {
 	if r.Epoch > n.epoch {
 		n.adopt(r.Coord, r.Epoch)
 	}
@@ -489,7 +489,7 @@ func (n *Node) checkDone(r Result) {
 	}
 }
 
-func (n *Node) tickCoordinator() {
+func (n *Machine) tickCoordinator() {
 	if n.isCoord && n.now >= n.nextSync {
 		n.nextSync = n.now + int64(n.cfg.SyncTicks)
 		n.enqueue(Op{Kind: OpSync})
@@ -518,7 +518,7 @@ func (n *Node) tickCoordinator() {
 	}
 }
 
-func (n *Node) finishLeave() {
+func (n *Machine) finishLeave() {
 	n.req = nil
 	n.phase = PhaseLeft
 	n.deferred = 0
@@ -532,7 +532,7 @@ func (n *Node) finishLeave() {
 // linkLost marks the successor link down. If the coordinator already named
 // the next successor (held back for a token's ack), it links there instead
 // and reports false: nothing more to do.
-func (n *Node) linkLost() bool {
+func (n *Machine) linkLost() bool {
 	n.tok.LinkDown()
 	n.drainToken()
 	if n.deferred != 0 {
@@ -548,7 +548,7 @@ func (n *Node) linkLost() bool {
 // answering: the coordinator splices it out itself; a node whose failed
 // successor was the coordinator takes the role over first; any other node
 // asks the coordinator.
-func (n *Node) successorFailed(f int64) {
+func (n *Machine) successorFailed(f int64) {
 	if f == 0 || f != n.succ || n.failedSucc == f || !n.linkLost() {
 		return
 	}
@@ -570,7 +570,7 @@ func (n *Node) successorFailed(f int64) {
 	}
 }
 
-func (n *Node) claim() {
+func (n *Machine) claim() {
 	if n.claimQueue {
 		return
 	}
@@ -591,13 +591,13 @@ type parkedMsg struct {
 // confirmEpoch asks the store who the coordinator is: a frame proposed an
 // epoch above this node's. Reads already queued or running are not
 // repeated.
-func (n *Node) confirmEpoch() {
+func (n *Machine) confirmEpoch() {
 	n.enqueue(Op{Kind: OpReadCoordinator})
 }
 
 // propose parks a command whose epoch the store has not confirmed and asks
 // the store; settleParked carries it out if the store names its sender.
-func (n *Node) propose(m Msg) {
+func (n *Machine) propose(m Msg) {
 	if len(n.parked) == maxParked {
 		n.parked = n.parked[1:]
 	}
@@ -611,7 +611,7 @@ func (n *Node) propose(m Msg) {
 // epoch a read issued after them did not find in the store are dropped
 // (forged, or from a coordinator deposed since), and the rest wait for the
 // next read.
-func (n *Node) settleParked(readID uint64) {
+func (n *Machine) settleParked(readID uint64) {
 	if len(n.parked) == 0 {
 		return
 	}
@@ -638,7 +638,7 @@ func (n *Node) settleParked(readID uint64) {
 // adoptStore learns the coordinator from the store, which is the truth:
 // unlike adopt it also goes back to a lower epoch (this node's epoch was
 // then never confirmed by the store, and every claim on it would lose).
-func (n *Node) adoptStore(coord, epoch int64) {
+func (n *Machine) adoptStore(coord, epoch int64) {
 	if epoch < n.epoch {
 		n.note(EventEpochLowered, coord)
 		n.epoch, n.coord = epoch, 0
@@ -650,7 +650,7 @@ func (n *Node) adoptStore(coord, epoch int64) {
 }
 
 // adopt learns of a coordinator epoch the store confirmed.
-func (n *Node) adopt(coord, epoch int64) {
+func (n *Machine) adopt(coord, epoch int64) {
 	if epoch < n.epoch {
 		return
 	}
@@ -675,7 +675,7 @@ func (n *Node) adopt(coord, epoch int64) {
 	}
 }
 
-func (n *Node) stepDown() {
+func (n *Machine) stepDown() {
 	if !n.isCoord {
 		return
 	}
@@ -715,7 +715,7 @@ func (n *Node) stepDown() {
 // becomeCoordinator takes the role for epoch; noToken says the store has
 // never made a token (a new coordinator of a ring without one makes it at
 // once instead of waiting for the loss bound).
-func (n *Node) becomeCoordinator(epoch int64, noToken bool) {
+func (n *Machine) becomeCoordinator(epoch int64, noToken bool) {
 	n.isCoord = true
 	n.coord, n.epoch = n.id, epoch
 	n.el.Observe(n.id, epoch)
@@ -755,7 +755,7 @@ func (n *Node) becomeCoordinator(epoch int64, noToken bool) {
 
 // broadcastCoordinator tells every other node that this node holds the
 // coordinator role for its epoch.
-func (n *Node) broadcastCoordinator() {
+func (n *Machine) broadcastCoordinator() {
 	for _, p := range n.peers {
 		if p != n.id {
 			n.send(Msg{Type: MsgCoordinator, Via: ViaUDP, To: p})
@@ -764,7 +764,7 @@ func (n *Node) broadcastCoordinator() {
 }
 
 // applySuccessor links to a new successor assigned at (epoch, ver).
-func (n *Node) applySuccessor(s, epoch, ver int64) {
+func (n *Machine) applySuccessor(s, epoch, ver int64) {
 	n.succVer = [2]int64{epoch, ver}
 	n.failedSucc = 0
 	if n.req != nil && (n.req.typ == MsgJoin || n.req.typ == MsgSuccessorRequest) {
@@ -800,7 +800,7 @@ func (n *Node) applySuccessor(s, epoch, ver int64) {
 
 // rejoin drops the node's place in the ring and joins again (a leaving
 // node is simply out).
-func (n *Node) rejoin() {
+func (n *Machine) rejoin() {
 	if n.phase == PhaseLeaving {
 		n.finishLeave()
 		return
@@ -819,7 +819,7 @@ func (n *Node) rejoin() {
 }
 
 // relink replaces the successor link.
-func (n *Node) relink(s int64) {
+func (n *Machine) relink(s int64) {
 	n.succ, n.succUp, n.pingOut = s, false, false
 	n.downSince = n.now
 	n.tok.LinkDown()
@@ -828,7 +828,7 @@ func (n *Node) relink(s int64) {
 }
 
 // relinkDeferred applies a successor assignment held back for an ack.
-func (n *Node) relinkDeferred() bool {
+func (n *Machine) relinkDeferred() bool {
 	if n.deferred == 0 || n.tok.AwaitingAck() {
 		return false
 	}
@@ -838,7 +838,7 @@ func (n *Node) relinkDeferred() bool {
 	return true
 }
 
-func (n *Node) sendSuccessor(node, succ int64) {
+func (n *Machine) sendSuccessor(node, succ int64) {
 	n.ver++
 	m := Msg{Type: MsgSuccessor, Via: ViaUDP, To: node, Succ: succ, Ver: n.ver}
 	n.send(m)
@@ -846,7 +846,7 @@ func (n *Node) sendSuccessor(node, succ int64) {
 	n.pendingSucc[node] = &pending{msg: m, nextAt: n.now + int64(n.cfg.RetryTicks)}
 }
 
-func (n *Node) startHandoff() {
+func (n *Machine) startHandoff() {
 	if len(n.members) == 0 {
 		return
 	}
