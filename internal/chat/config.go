@@ -18,7 +18,7 @@ type Config struct {
 	// under it).
 	NodeID int64
 	// Store is the shared store; the server does not close it.
-	Store store.Store
+	Store store.Queue
 	// Addr is the client port's listen address ("host:port").
 	Addr string
 	// Want asks the ring to bring the token soon (node.Node.Want); nil in

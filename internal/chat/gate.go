@@ -16,12 +16,12 @@ import (
 // waits here, and always finds a free connection in the pool: the slots
 // are fewer than its connections.
 type gatedStore struct {
-	store.Store
+	store.Queue
 	slots chan struct{}
 }
 
-func newGatedStore(st store.Store, n int) gatedStore {
-	return gatedStore{Store: st, slots: make(chan struct{}, n)}
+func newGatedStore(st store.Queue, n int) gatedStore {
+	return gatedStore{Queue: st, slots: make(chan struct{}, n)}
 }
 
 func (g gatedStore) acquire(ctx context.Context) error {
@@ -38,7 +38,7 @@ func (g gatedStore) Update(ctx context.Context, fn func(store.Tx) error) error {
 		return err
 	}
 	defer func() { <-g.slots }()
-	return g.Store.Update(ctx, fn)
+	return g.Queue.Update(ctx, fn)
 }
 
 func (g gatedStore) View(ctx context.Context, fn func(store.Tx) error) error {
@@ -46,5 +46,5 @@ func (g gatedStore) View(ctx context.Context, fn func(store.Tx) error) error {
 		return err
 	}
 	defer func() { <-g.slots }()
-	return g.Store.View(ctx, fn)
+	return g.Queue.View(ctx, fn)
 }

@@ -22,7 +22,7 @@ import (
 type Server struct {
 	cfg     Config
 	log     zerolog.Logger
-	st      store.Store
+	st      store.Queue
 	hashSem chan struct{}
 	guard   *throttle // failed logins per account and address
 	names   nameCache

@@ -238,15 +238,25 @@ type Conversation struct {
 	Before int64
 }
 
-// Store is the persistent state shared by all nodes. All methods are safe
-// for concurrent use and may be called from several processes at once.
+// Store is the persistent state shared by all nodes: the ring's control
+// state (Control) and the chat's message queue (Queue) in one database.
+// All methods are safe for concurrent use and may be called from several
+// processes at once.
 type Store interface {
 	// Dialect is "mysql" or "sqlite".
 	Dialect() string
-	// Ping checks that the database answers.
-	Ping(ctx context.Context) error
 	// Close releases the connection pool.
 	Close() error
+	Control
+	Queue
+}
+
+// Control is the ring's part of the store: the node table and successor
+// pointers, the coordinator with its epochs and lease, and the token's
+// fence. The ring package's node drives it; the chat never writes it.
+type Control interface {
+	// Ping checks that the database answers.
+	Ping(ctx context.Context) error
 
 	// AddNodes inserts the given nodes, skipping ids already present (the
 	// store is the truth once a node is in it). It returns how many were new.
@@ -298,6 +308,18 @@ type Store interface {
 	// returns an error the transaction is rolled back and the error
 	// returned.
 	Fenced(ctx context.Context, f Fence, fn func(Tx) error) error
+}
+
+// Queue is the chat's part of the store: users, groups, presence and the
+// message queue, read and written in transactions (Tx). Work that needs
+// the token runs in a Control's Fenced section, which hands it the same Tx.
+type Queue interface {
+	// Ping checks that the database answers.
+	Ping(ctx context.Context) error
+	// Nodes lists every known node ordered by id (a login reads it to tell
+	// a presence at a node that left the ring).
+	Nodes(ctx context.Context) ([]NodeRow, error)
+
 	// Update runs fn in one unfenced transaction, for operations that do not
 	// need the token (logins, group membership).
 	Update(ctx context.Context, fn func(Tx) error) error

@@ -14,7 +14,7 @@ import (
 // shows it (UserByName, StatusOf, Online, GroupMembersPage), and cleared;
 // StatusOf says where a user is logged in.
 func testAwayAndStatus(t *testing.T, newDSN NewDSN) {
-	st := Open(t, newDSN(t))
+	st := OpenQueue(t, newDSN(t))
 	var a store.User
 	update(t, st, func(tx store.Tx) error {
 		a, _, _ = tx.EnsureUser("a")
@@ -66,7 +66,7 @@ func testAwayAndStatus(t *testing.T, newDSN NewDSN) {
 // testMembersPage: a group's members come in pages by user id, each with
 // its presence and away status, whatever the group's size.
 func testMembersPage(t *testing.T, newDSN NewDSN) {
-	st := Open(t, newDSN(t))
+	st := OpenQueue(t, newDSN(t))
 	update(t, st, func(tx store.Tx) error {
 		g, _, _ := tx.EnsureGroup("big")
 		var ids []int64

@@ -21,6 +21,12 @@ import (
 // NewDSN returns the DSN of a new empty database that lives as long as t.
 type NewDSN func(t *testing.T) string
 
+// OpenControl is Open seen as the ring's control part.
+func OpenControl(t *testing.T, dsn string) store.Control { t.Helper(); return Open(t, dsn) }
+
+// OpenQueue is Open seen as the chat queue's part.
+func OpenQueue(t *testing.T, dsn string) store.Queue { t.Helper(); return Open(t, dsn) }
+
 // Open opens and migrates a store at dsn, closing it when t ends.
 func Open(t *testing.T, dsn string) store.Store {
 	t.Helper()
@@ -54,53 +60,80 @@ func PendingFor(t *testing.T, st store.Store, user string) int {
 	return n
 }
 
-// Run runs every conformance test against stores made by newDSN.
+// Run runs every conformance test against stores made by newDSN: the
+// schema's, the ring's control part's and the chat queue's.
 func Run(t *testing.T, newDSN NewDSN) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, newDSN NewDSN)
-	}{
-		{"MigrateConcurrently", testMigrateConcurrently},
-		{"MigrateTwice", testMigrateTwice},
-		{"AddNodes", testAddNodes},
-		{"ClaimCoordinator", testClaimCoordinator},
-		{"ClaimCoordinatorRace", testClaimCoordinatorRace},
-		{"Lease", testLease},
-		{"LeaseRace", testLeaseRace},
-		{"SetSuccessors", testSetSuccessors},
-		{"ResetRing", testResetRing},
-		{"FenceGenerations", testFenceGenerations},
-		{"FencedSerialises", testFencedSerialises},
-		{"FencedRollback", testFencedRollback},
-		{"FenceRefusesUnissued", testFenceRefusesUnissued},
-		{"Users", testUsers},
-		{"Groups", testGroups},
-		{"Presence", testPresence},
-		{"Messages", testMessages},
-		{"MessageValidation", testMessageValidation},
-		{"DeliveryCycle", testDeliveryCycle},
-		{"PendingFair", testPendingFair},
-		{"WaitingFor", testWaitingFor},
-		{"PendingAmongMany", testPendingAmongMany},
-		{"RowsOfManyRecipients", testRowsOfManyRecipients},
-		{"MarkOnlyPresent", testMarkOnlyPresent},
-		{"UnmarkDelivered", testUnmarkDelivered},
-		{"MarkRacesLoginElsewhere", testMarkRacesLoginElsewhere},
-		{"InsertMessages", testInsertMessages},
-		{"History", testHistory},
-		{"Prune", testPrune},
-		{"ConcurrentHandles", testConcurrentHandles},
-		{"ProbeCounter", testProbeCounter},
-		{"Accounts", testAccounts},
-		{"InviteOnlyGroups", testInviteOnlyGroups},
-		{"HistorySinceJoin", testHistorySinceJoin},
-		{"AwayAndStatus", testAwayAndStatus},
-		{"MembersPage", testMembersPage},
-		{"ReadMarks", testReadMarks},
-	}
+	t.Run("Schema", func(t *testing.T) { run(t, newDSN, schemaTests) })
+	t.Run("Control", func(t *testing.T) { RunControl(t, newDSN) })
+	t.Run("Queue", func(t *testing.T) { RunQueue(t, newDSN) })
+}
+
+// RunControl runs the conformance tests of store.Control: the node table,
+// the coordinator and its lease, and the fence.
+func RunControl(t *testing.T, newDSN NewDSN) { run(t, newDSN, controlTests) }
+
+// RunQueue runs the conformance tests of store.Queue and its Tx: users,
+// groups, presence and the message queue.
+func RunQueue(t *testing.T, newDSN NewDSN) { run(t, newDSN, queueTests) }
+
+type conformanceTest struct {
+	name string
+	fn   func(t *testing.T, newDSN NewDSN)
+}
+
+func run(t *testing.T, newDSN NewDSN, tests []conformanceTest) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newDSN) })
 	}
+}
+
+// schemaTests check the migrations.
+var schemaTests = []conformanceTest{
+	{"MigrateConcurrently", testMigrateConcurrently},
+	{"MigrateTwice", testMigrateTwice},
+}
+
+// controlTests check store.Control.
+var controlTests = []conformanceTest{
+	{"AddNodes", testAddNodes},
+	{"ClaimCoordinator", testClaimCoordinator},
+	{"ClaimCoordinatorRace", testClaimCoordinatorRace},
+	{"Lease", testLease},
+	{"LeaseRace", testLeaseRace},
+	{"SetSuccessors", testSetSuccessors},
+	{"ResetRing", testResetRing},
+	{"FenceGenerations", testFenceGenerations},
+	{"FencedSerialises", testFencedSerialises},
+	{"FencedRollback", testFencedRollback},
+	{"FenceRefusesUnissued", testFenceRefusesUnissued},
+}
+
+// queueTests check store.Queue and its Tx.
+var queueTests = []conformanceTest{
+	{"Users", testUsers},
+	{"Groups", testGroups},
+	{"Presence", testPresence},
+	{"Messages", testMessages},
+	{"MessageValidation", testMessageValidation},
+	{"DeliveryCycle", testDeliveryCycle},
+	{"PendingFair", testPendingFair},
+	{"WaitingFor", testWaitingFor},
+	{"PendingAmongMany", testPendingAmongMany},
+	{"RowsOfManyRecipients", testRowsOfManyRecipients},
+	{"MarkOnlyPresent", testMarkOnlyPresent},
+	{"UnmarkDelivered", testUnmarkDelivered},
+	{"MarkRacesLoginElsewhere", testMarkRacesLoginElsewhere},
+	{"InsertMessages", testInsertMessages},
+	{"History", testHistory},
+	{"Prune", testPrune},
+	{"ConcurrentHandles", testConcurrentHandles},
+	{"ProbeCounter", testProbeCounter},
+	{"Accounts", testAccounts},
+	{"InviteOnlyGroups", testInviteOnlyGroups},
+	{"HistorySinceJoin", testHistorySinceJoin},
+	{"AwayAndStatus", testAwayAndStatus},
+	{"MembersPage", testMembersPage},
+	{"ReadMarks", testReadMarks},
 }
 
 var ctx = context.Background()
@@ -113,14 +146,14 @@ func fiveNodes() []nodelist.Entry {
 	return out
 }
 
-func mustNodes(t *testing.T, st store.Store) {
+func mustNodes(t *testing.T, st store.Control) {
 	t.Helper()
 	if _, err := st.AddNodes(ctx, fiveNodes()); err != nil {
 		t.Fatalf("add nodes: %v", err)
 	}
 }
 
-func update(t *testing.T, st store.Store, fn func(store.Tx) error) {
+func update(t *testing.T, st store.Queue, fn func(store.Tx) error) {
 	t.Helper()
 	if err := st.Update(ctx, fn); err != nil {
 		t.Fatalf("update: %v", err)
@@ -186,7 +219,7 @@ func testMigrateTwice(t *testing.T, newDSN NewDSN) {
 }
 
 func testAddNodes(t *testing.T, newDSN NewDSN) {
-	st := Open(t, newDSN(t))
+	st := OpenControl(t, newDSN(t))
 	n, err := st.AddNodes(ctx, fiveNodes())
 	if err != nil || n != 5 {
 		t.Fatalf("add = %d, %v; want 5", n, err)
@@ -221,7 +254,7 @@ func testAddNodes(t *testing.T, newDSN NewDSN) {
 }
 
 func testClaimCoordinator(t *testing.T, newDSN NewDSN) {
-	st := Open(t, newDSN(t))
+	st := OpenControl(t, newDSN(t))
 	mustNodes(t, st)
 	e, err := st.ClaimCoordinator(ctx, 3, 0)
 	if err != nil || e != 1 {
@@ -254,7 +287,7 @@ func testClaimCoordinator(t *testing.T, newDSN NewDSN) {
 }
 
 func testLease(t *testing.T, newDSN NewDSN) {
-	st := Open(t, newDSN(t))
+	st := OpenControl(t, newDSN(t))
 	mustNodes(t, st)
 	const long = time.Hour
 	won, l, err := st.AcquireLease(ctx, 2, long)
@@ -320,14 +353,14 @@ func testLease(t *testing.T, newDSN NewDSN) {
 
 func testLeaseRace(t *testing.T, newDSN NewDSN) {
 	dsn := newDSN(t)
-	st := Open(t, dsn)
+	st := OpenControl(t, dsn)
 	mustNodes(t, st)
 	var wg sync.WaitGroup
 	won := make([]bool, 5)
 	errs := make([]error, 5)
 	start := make(chan struct{})
 	for i := range 5 {
-		h := Open(t, dsn)
+		h := OpenControl(t, dsn)
 		wg.Go(func() {
 			<-start
 			won[i], _, errs[i] = h.AcquireLease(ctx, int64(i+1), time.Hour)
@@ -351,14 +384,14 @@ func testLeaseRace(t *testing.T, newDSN NewDSN) {
 
 func testClaimCoordinatorRace(t *testing.T, newDSN NewDSN) {
 	dsn := newDSN(t)
-	st := Open(t, dsn)
+	st := OpenControl(t, dsn)
 	mustNodes(t, st)
 	// Five nodes, each with its own connection pool, race for epoch 1.
 	var wg sync.WaitGroup
 	results := make([]error, 5)
 	start := make(chan struct{})
 	for i := range 5 {
-		h := Open(t, dsn)
+		h := OpenControl(t, dsn)
 		wg.Go(func() {
 			<-start
 			_, results[i] = h.ClaimCoordinator(ctx, int64(i+1), 0)
@@ -483,7 +516,7 @@ func testResetRing(t *testing.T, newDSN NewDSN) {
 }
 
 func testFenceGenerations(t *testing.T, newDSN NewDSN) {
-	st := Open(t, newDSN(t))
+	st := OpenControl(t, newDSN(t))
 	mustNodes(t, st)
 	if _, err := st.NewGeneration(ctx, store.Coordinator{NodeID: 1, Epoch: 1}); !errors.Is(err, store.ErrNotCoordinator) {
 		t.Fatalf("generation without coordinator: err = %v", err)
@@ -535,8 +568,8 @@ func testFenceGenerations(t *testing.T, newDSN NewDSN) {
 
 func testFencedSerialises(t *testing.T, newDSN NewDSN) {
 	dsn := newDSN(t)
-	a := Open(t, dsn)
-	b := Open(t, dsn) // a second handle, as another process would have
+	a := OpenControl(t, dsn)
+	b := OpenControl(t, dsn) // a second handle, as another process would have
 	entered := make(chan struct{})
 	release := make(chan struct{})
 	errA := make(chan error, 1)
@@ -602,7 +635,7 @@ func testFencedRollback(t *testing.T, newDSN NewDSN) {
 }
 
 func testUsers(t *testing.T, newDSN NewDSN) {
-	st := Open(t, newDSN(t))
+	st := OpenQueue(t, newDSN(t))
 	names := []string{"alice", "Alice", "Robert'); DROP TABLE users;--", `"; DELETE FROM messages; --`, "zoë 🚀"}
 	update(t, st, func(tx store.Tx) error {
 		seen := map[int64]bool{}
@@ -644,7 +677,7 @@ func testUsers(t *testing.T, newDSN NewDSN) {
 }
 
 func testGroups(t *testing.T, newDSN NewDSN) {
-	st := Open(t, newDSN(t))
+	st := OpenQueue(t, newDSN(t))
 	update(t, st, func(tx store.Tx) error {
 		a, _, _ := tx.EnsureUser("a")
 		b, _, _ := tx.EnsureUser("b")
@@ -705,7 +738,7 @@ func testGroups(t *testing.T, newDSN NewDSN) {
 }
 
 func testPresence(t *testing.T, newDSN NewDSN) {
-	st := Open(t, newDSN(t))
+	st := OpenQueue(t, newDSN(t))
 	update(t, st, func(tx store.Tx) error {
 		a, _, _ := tx.EnsureUser("a")
 		b, _, _ := tx.EnsureUser("b")
@@ -1023,7 +1056,7 @@ func testWaitingFor(t *testing.T, newDSN NewDSN) {
 // direct messages waiting (one a backlog, sent before a group message):
 // each gets a prefix of what waits, in order, and nobody is missed.
 func testPendingAmongMany(t *testing.T, newDSN NewDSN) {
-	st := Open(t, newDSN(t))
+	st := OpenQueue(t, newDSN(t))
 	var users []store.User
 	update(t, st, func(tx store.Tx) error {
 		g, _, err := tx.EnsureGroup("many")
@@ -1258,7 +1291,7 @@ func testHistory(t *testing.T, newDSN NewDSN) {
 func testPrune(t *testing.T, newDSN NewDSN) {
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	dsn := newDSN(t)
-	Open(t, dsn) // migrate
+	OpenQueue(t, dsn) // migrate
 	st, err := store.Open(ctx, dsn, store.Options{Now: func() time.Time { return clock }})
 	if err != nil {
 		t.Fatal(err)
@@ -1288,14 +1321,14 @@ func testPrune(t *testing.T, newDSN NewDSN) {
 
 func testConcurrentHandles(t *testing.T, newDSN NewDSN) {
 	dsn := newDSN(t)
-	Open(t, dsn)
+	OpenQueue(t, dsn)
 	// Several handles (as several node processes) write at once: every
 	// transaction commits and every user is created exactly once.
 	const handles, perHandle = 4, 25
 	var wg sync.WaitGroup
 	errs := make(chan error, handles*perHandle)
 	for h := range handles {
-		st := Open(t, dsn)
+		st := OpenQueue(t, dsn)
 		wg.Go(func() {
 			for i := range perHandle {
 				err := st.Update(ctx, func(tx store.Tx) error {
@@ -1325,7 +1358,7 @@ func testConcurrentHandles(t *testing.T, newDSN NewDSN) {
 	for err := range errs {
 		t.Errorf("concurrent transaction: %v", err)
 	}
-	st := Open(t, dsn)
+	st := OpenQueue(t, dsn)
 	update(t, st, func(tx store.Tx) error {
 		g, err := tx.GroupByName("busy")
 		if err != nil {
@@ -1522,7 +1555,7 @@ func testMarkRacesLoginElsewhere(t *testing.T, newDSN NewDSN) {
 // the next generation go through.
 func testFenceRefusesUnissued(t *testing.T, newDSN NewDSN) {
 	const maxInt64 = 1<<63 - 1
-	st := Open(t, newDSN(t))
+	st := OpenControl(t, newDSN(t))
 	mustNodes(t, st)
 	e, err := st.ClaimCoordinator(ctx, 1, 0)
 	if err != nil {
@@ -1566,7 +1599,7 @@ func testFenceRefusesUnissued(t *testing.T, newDSN NewDSN) {
 }
 
 func testAccounts(t *testing.T, newDSN NewDSN) {
-	st := Open(t, newDSN(t))
+	st := OpenQueue(t, newDSN(t))
 	update(t, st, func(tx store.Tx) error {
 		u, created, err := tx.CreateUser("alice", "hash-1")
 		if err != nil || !created || u.PasswordHash != "hash-1" {
@@ -1607,7 +1640,7 @@ func testAccounts(t *testing.T, newDSN NewDSN) {
 }
 
 func testInviteOnlyGroups(t *testing.T, newDSN NewDSN) {
-	st := Open(t, newDSN(t))
+	st := OpenQueue(t, newDSN(t))
 	update(t, st, func(tx store.Tx) error {
 		a, _, _ := tx.EnsureUser("a")
 		b, _, _ := tx.EnsureUser("b")
