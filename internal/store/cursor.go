@@ -204,6 +204,31 @@ const messageColsIDs = "m.sender_id, COALESCE(m.to_group_id, 0), " + messageCols
 // timeline once for all of its members here: from the lowest of their
 // cursors, at most perUser messages.
 func (t *sqlTx) pendingGroups(users []int64, perUser int, sources map[int64][]userSource) error {
+	cursors, names, err := t.pendingCursors(users)
+	if err != nil || len(cursors) == 0 {
+		return err
+	}
+	windows, list := groupWindows(cursors)
+	if err := t.readWindows(list, perUser); err != nil {
+		return err
+	}
+	for _, w := range list {
+		slices.SortFunc(w.msgs, func(a, b storedMessage) int { return cmp.Compare(a.Seq, b.Seq) })
+		w.truncated = len(w.msgs) >= perUser
+	}
+	for _, c := range cursors {
+		src := cursorSource(c, names[c.user], windows[windowKey{c.group, c.sent}])
+		if len(src.items) == 0 {
+			continue
+		}
+		sources[c.user] = append(sources[c.user], src)
+	}
+	return nil
+}
+
+// pendingCursors reads the users' group cursors that have messages after
+// them (at most maxCursorRows per chunk of users), with the users' names.
+func (t *sqlTx) pendingCursors(users []int64) ([]cursorRow, map[int64]string, error) {
 	var cursors []cursorRow
 	names := map[int64]string{}
 	for chunk := range slices.Chunk(users, inChunk) {
@@ -224,36 +249,47 @@ func (t *sqlTx) pendingGroups(users []int64, perUser int, sources map[int64][]us
 				return err
 			})
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
-	if len(cursors) == 0 {
-		return nil
-	}
-	// One window per group and cursor position: the members of a group
-	// here usually share their position (they are up to date), and one
-	// far behind must not hold back the others' new messages. A window
-	// reads at most perUser messages of the group's index range.
-	type window struct {
-		group, from, to int64
-		msgs            []storedMessage
-		truncated       bool
-	}
-	type wkey struct{ group, from int64 }
-	windows := map[wkey]*window{}
+	return cursors, names, nil
+}
+
+// groupWindow is one read of a group's timeline, shared by the members
+// whose cursors stand at the same position: from (exclusive) to to.
+type groupWindow struct {
+	group, from, to int64
+	msgs            []storedMessage
+	truncated       bool
+}
+
+type windowKey struct{ group, from int64 }
+
+// groupWindows makes one window per group and cursor position: the members
+// of a group here usually share their position (they are up to date), and
+// one far behind must not hold back the others' new messages. It returns
+// them by key and in (group, from) order.
+func groupWindows(cursors []cursorRow) (map[windowKey]*groupWindow, []*groupWindow) {
+	windows := map[windowKey]*groupWindow{}
 	for _, c := range cursors {
-		k := wkey{c.group, c.sent}
+		k := windowKey{c.group, c.sent}
 		if w := windows[k]; w != nil {
 			w.to = max(w.to, c.end)
 			continue
 		}
-		windows[k] = &window{group: c.group, from: c.sent, to: c.end}
+		windows[k] = &groupWindow{group: c.group, from: c.sent, to: c.end}
 	}
-	list := slices.SortedFunc(maps.Values(windows), func(a, b *window) int {
+	list := slices.SortedFunc(maps.Values(windows), func(a, b *groupWindow) int {
 		return cmp.Or(cmp.Compare(a.group, b.group), cmp.Compare(a.from, b.from))
 	})
-	for start := 0; start < len(list); start += pendingGroupChunk {
-		chunk := list[start:min(len(list), start+pendingGroupChunk)]
+	return windows, list
+}
+
+// readWindows reads every window's messages, pendingGroupChunk windows a
+// statement: a window reads at most perUser messages of the group's index
+// range.
+func (t *sqlTx) readWindows(list []*groupWindow, perUser int) error {
+	for chunk := range slices.Chunk(list, pendingGroupChunk) {
 		var b strings.Builder
 		args := make([]any, 0, 4*len(chunk))
 		for i, w := range chunk {
@@ -283,32 +319,27 @@ func (t *sqlTx) pendingGroups(users []int64, perUser int, sources map[int64][]us
 			return err
 		}
 	}
-	for _, w := range list {
-		slices.SortFunc(w.msgs, func(a, b storedMessage) int { return cmp.Compare(a.Seq, b.Seq) })
-		w.truncated = len(w.msgs) >= perUser
-	}
-	for _, c := range cursors {
-		w := windows[wkey{c.group, c.sent}]
-		src := userSource{}
-		for _, m := range w.msgs {
-			if m.Seq > c.end {
-				break
-			}
-			src.items = append(src.items, Delivery{RecipientID: c.user, Recipient: names[c.user], GroupID: c.group,
-				Own: m.senderID == c.user, Message: m.Message})
-		}
-		// The window stopped early: this member may have more after it.
-		last := c.sent
-		if len(w.msgs) > 0 {
-			last = w.msgs[len(w.msgs)-1].Seq
-		}
-		src.truncated = w.truncated && last < c.end
-		if len(src.items) == 0 {
-			continue
-		}
-		sources[c.user] = append(sources[c.user], src)
-	}
 	return nil
+}
+
+// cursorSource is what waits for one member's cursor, read from its
+// group's window: the window's messages up to the cursor's end.
+func cursorSource(c cursorRow, name string, w *groupWindow) userSource {
+	src := userSource{}
+	for _, m := range w.msgs {
+		if m.Seq > c.end {
+			break
+		}
+		src.items = append(src.items, Delivery{RecipientID: c.user, Recipient: name, GroupID: c.group,
+			Own: m.senderID == c.user, Message: m.Message})
+	}
+	// The window stopped early: this member may have more after it.
+	last := c.sent
+	if len(w.msgs) > 0 {
+		last = w.msgs[len(w.msgs)-1].Seq
+	}
+	src.truncated = w.truncated && last < c.end
+	return src
 }
 
 // groupTargets returns, per member's cursor, the highest sequence of rows

@@ -472,43 +472,13 @@ func (t *sqlTx) InsertMessages(ms []NewMessage, recipients [][]int64) ([]Inserte
 		}
 	}
 	out := make([]Inserted, len(ms))
-	// Each id once, in order (a later copy in the batch is a resend).
-	var once []int
-	seen := map[string]bool{}
-	for i, m := range ms {
-		if seen[m.ID] {
-			out[i].Dup = true
-			continue
-		}
-		seen[m.ID] = true
-		once = append(once, i)
-	}
+	once := firstOfEachID(ms, out)
 	if err := t.lockGroups(ms, once); err != nil {
 		return nil, err
 	}
-	now := t.s.nowUS()
-	stored := map[string]storedRef{}
-	var fresh []int
-	for chunk := range slices.Chunk(once, msgChunk) {
-		if t.s.returning {
-			// A new message as a rule: inserted, its sequence returned, in
-			// one statement. A stored one among them fails the statement
-			// (and only the statement): the chunk goes the long way.
-			refs, err := t.insertReturning(ms, chunk, now)
-			if err == nil {
-				maps.Copy(stored, refs)
-				fresh = append(fresh, chunk...)
-				continue
-			}
-			if !t.s.isDuplicate(err) {
-				return nil, fmt.Errorf("store: insert messages: %w", err)
-			}
-		}
-		added, err := t.insertNew(ms, chunk, now, stored, out)
-		if err != nil {
-			return nil, err
-		}
-		fresh = append(fresh, added...)
+	stored, fresh, err := t.insertOnce(ms, once, out)
+	if err != nil {
+		return nil, err
 	}
 	var rows []RecipientSeq
 	last := map[int64]int64{}
@@ -531,6 +501,53 @@ func (t *sqlTx) InsertMessages(ms []NewMessage, recipients [][]int64) ([]Inserte
 		out[i].Seq, out[i].SentAt = r.seq, time.UnixMicro(r.sentUS).UTC()
 	}
 	return out, nil
+}
+
+// firstOfEachID returns the indexes of ms to store: each id once, in
+// order (a later copy in the batch is a resend, marked Dup in out).
+func firstOfEachID(ms []NewMessage, out []Inserted) []int {
+	var once []int
+	seen := map[string]bool{}
+	for i, m := range ms {
+		if seen[m.ID] {
+			out[i].Dup = true
+			continue
+		}
+		seen[m.ID] = true
+		once = append(once, i)
+	}
+	return once
+}
+
+// insertOnce stores the messages ms[once], msgChunk a statement, and
+// returns every id's stored sequence and time with the indexes of the
+// messages new to the store (those already stored are marked Dup in out).
+func (t *sqlTx) insertOnce(ms []NewMessage, once []int, out []Inserted) (map[string]storedRef, []int, error) {
+	now := t.s.nowUS()
+	stored := map[string]storedRef{}
+	var fresh []int
+	for chunk := range slices.Chunk(once, msgChunk) {
+		if t.s.returning {
+			// A new message as a rule: inserted, its sequence returned, in
+			// one statement. A stored one among them fails the statement
+			// (and only the statement): the chunk goes the long way.
+			refs, err := t.insertReturning(ms, chunk, now)
+			if err == nil {
+				maps.Copy(stored, refs)
+				fresh = append(fresh, chunk...)
+				continue
+			}
+			if !t.s.isDuplicate(err) {
+				return nil, nil, fmt.Errorf("store: insert messages: %w", err)
+			}
+		}
+		added, err := t.insertNew(ms, chunk, now, stored, out)
+		if err != nil {
+			return nil, nil, err
+		}
+		fresh = append(fresh, added...)
+	}
+	return stored, fresh, nil
 }
 
 // messageValues is the multi-row INSERT of the messages at these indexes.
@@ -710,14 +727,7 @@ func (t *sqlTx) WaitingFor(seqs []int64, maxUsers int) ([]Waiting, error) {
 	seqs = slices.Clone(seqs)
 	slices.Sort(seqs)
 	seqs = slices.Compact(seqs)
-	at := map[int64]*Waiting{}
-	node := func(id int64) *Waiting {
-		if at[id] == nil {
-			at[id] = &Waiting{Node: id}
-		}
-		return at[id]
-	}
-	byGroup := map[int64]*groupSenders{}
+	w := waitingAt{maxUsers: maxUsers, at: map[int64]*Waiting{}, byGroup: map[int64]*groupSenders{}}
 	for chunk := range slices.Chunk(seqs, inChunk) {
 		// One statement: the direct messages' recipients still waiting
 		// and where they are (one recipient row per message: the rows
@@ -728,49 +738,70 @@ func (t *sqlTx) WaitingFor(seqs []int64, maxUsers int) ([]Waiting, error) {
 			" WHERE r.msg_seq IN ("+ph+") AND r.delivered_us IS NULL"+
 			" UNION ALL SELECT 1, to_group_id, MIN(sender_id), MAX(sender_id), MAX(msg_seq) FROM messages"+
 			" WHERE msg_seq IN ("+ph+") AND to_group_id IS NOT NULL GROUP BY to_group_id", append(anySlice(chunk), anySlice(chunk)...),
-			func(rows *sql.Rows) error {
-				var kind, a, b, c, d int64
-				if err := rows.Scan(&kind, &a, &b, &c, &d); err != nil {
-					return err
-				}
-				if kind == 1 {
-					g := groupSenders{group: a, lo: b, hi: c, top: d}
-					if o := byGroup[g.group]; o != nil {
-						o.lo, o.hi, o.top = min(o.lo, g.lo), max(o.hi, g.hi), max(o.top, g.top)
-					} else {
-						byGroup[g.group] = &g
-					}
-					return nil
-				}
-				w := node(a)
-				if !w.All {
-					w.Users = append(w.Users, b)
-				}
-				if len(w.Users) > maxUsers {
-					w.All, w.Users = true, nil
-				}
-				return nil
-			})
+			w.scan)
 		if err != nil {
 			return nil, fmt.Errorf("store: nodes with pending messages: %w", err)
 		}
 	}
-	groups, err := t.groupNodesWithPending(byGroup)
+	groups, err := t.groupNodesWithPending(w.byGroup)
 	if err != nil {
 		return nil, fmt.Errorf("store: nodes with pending messages: %w", err)
 	}
 	for _, n := range groups {
-		w := node(n)
-		w.All, w.Users = true, nil
+		at := w.node(n)
+		at.All, at.Users = true, nil
 	}
-	out := make([]Waiting, 0, len(at))
-	for _, id := range slices.Sorted(maps.Keys(at)) {
-		w := at[id]
-		slices.Sort(w.Users)
-		w.Users = slices.Compact(w.Users)
-		out = append(out, *w)
+	out := make([]Waiting, 0, len(w.at))
+	for _, id := range slices.Sorted(maps.Keys(w.at)) {
+		at := w.at[id]
+		slices.Sort(at.Users)
+		at.Users = slices.Compact(at.Users)
+		out = append(out, *at)
 	}
 	return out, nil
+}
+
+// waitingAt gathers WaitingFor's rows: the nodes where direct messages'
+// recipients wait (their users, or All past maxUsers), and per group the
+// senders and last sequence among the messages.
+type waitingAt struct {
+	maxUsers int
+	at       map[int64]*Waiting
+	byGroup  map[int64]*groupSenders
+}
+
+// node returns the entry of node id, made on first use.
+func (w *waitingAt) node(id int64) *Waiting {
+	if w.at[id] == nil {
+		w.at[id] = &Waiting{Node: id}
+	}
+	return w.at[id]
+}
+
+// scan takes one row: kind 0 is (node, user) of a waiting recipient, kind
+// 1 (group, lowest sender, highest sender, last sequence).
+func (w *waitingAt) scan(rows *sql.Rows) error {
+	var kind, a, b, c, d int64
+	if err := rows.Scan(&kind, &a, &b, &c, &d); err != nil {
+		return err
+	}
+	if kind == 1 {
+		g := groupSenders{group: a, lo: b, hi: c, top: d}
+		if o := w.byGroup[g.group]; o != nil {
+			o.lo, o.hi, o.top = min(o.lo, g.lo), max(o.hi, g.hi), max(o.top, g.top)
+		} else {
+			w.byGroup[g.group] = &g
+		}
+		return nil
+	}
+	at := w.node(a)
+	if !at.All {
+		at.Users = append(at.Users, b)
+	}
+	if len(at.Users) > w.maxUsers {
+		at.All, at.Users = true, nil
+	}
+	return nil
 }
 
 // execIn runs q once per chunk of vals, with q's single "(?)" placeholder
