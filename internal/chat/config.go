@@ -191,8 +191,25 @@ func DefaultConfig(id int64) Config {
 	}
 }
 
-// Validate reports a configuration that cannot run.
+// Validate reports a configuration that cannot run: the first problem
+// found, checking the server and its clients, then the visits' work, then
+// the workers and the login policy.
 func (c Config) Validate() error {
+	if err := c.validateClients(); err != nil {
+		return err
+	}
+	if err := c.validateVisits(); err != nil {
+		return err
+	}
+	if err := c.validateWorkers(); err != nil {
+		return err
+	}
+	return c.Throttle.validate()
+}
+
+// validateClients checks the node, its store and the client port: the
+// connections' bounds, timeouts, rate limit and TLS.
+func (c Config) validateClients() error {
 	switch {
 	case c.Store == nil:
 		return errors.New("chat: no store")
@@ -208,6 +225,14 @@ func (c Config) Validate() error {
 		return errors.New("chat: WriteTimeout, IdleTimeout, LoginTimeout and StoreTimeout must be positive")
 	case c.RateLimit < 0 || (c.RateLimit > 0 && (c.RateBurst < 1 || c.FloodLimit < 1)):
 		return fmt.Errorf("chat: rate %v/s needs a positive burst and flood limit", c.RateLimit)
+	}
+	return nil
+}
+
+// validateVisits checks the bounds of the token's visits: the outbox, the
+// batch, the fetch, the intervals and the pruning of history.
+func (c Config) validateVisits() error {
+	switch {
 	case c.OutboxLimit < 1 || c.BatchStart < 1 || c.BatchMax < c.BatchStart:
 		return errors.New("chat: OutboxLimit and BatchStart must be positive, BatchMax at least BatchStart")
 	case c.FetchLimit < 1 || c.FetchPerClient < 1:
@@ -216,6 +241,14 @@ func (c Config) Validate() error {
 		return errors.New("chat: SafetyFetch and ReconcileInterval must be positive")
 	case c.Retention < 0 || (c.Retention > 0 && c.PruneInterval <= 0):
 		return errors.New("chat: Retention must not be negative, and needs a positive PruneInterval")
+	}
+	return nil
+}
+
+// validateWorkers checks the workers that serve clients (password hashes,
+// store slots), the poison streak and the login policy.
+func (c Config) validateWorkers() error {
+	switch {
 	case c.HashWorkers < 1:
 		return errors.New("chat: HashWorkers must be positive")
 	case c.StoreSlots < 1:
@@ -224,8 +257,13 @@ func (c Config) Validate() error {
 		return errors.New("chat: PoisonStreak must not be negative")
 	case c.Auth != AuthOpen && c.Auth != AuthPassword:
 		return fmt.Errorf("chat: unknown auth mode %q (open or password)", c.Auth)
-	case c.Throttle.Free < 0 || c.Throttle.AddressFree < 0 || c.Throttle.Base <= 0 || c.Throttle.Max < c.Throttle.Base ||
-		c.Throttle.Forget <= 0 || c.Throttle.MaxKeys < 1:
+	}
+	return nil
+}
+
+// validate reports a throttle that cannot run.
+func (t ThrottleConfig) validate() error {
+	if t.Free < 0 || t.AddressFree < 0 || t.Base <= 0 || t.Max < t.Base || t.Forget <= 0 || t.MaxKeys < 1 {
 		return errors.New("chat: Throttle needs Free and AddressFree >= 0, 0 < Base <= Max, a positive Forget and MaxKeys")
 	}
 	return nil

@@ -25,32 +25,55 @@ const maxStrayAcks = 1000
 func (c *conn) handleLine(line []byte) {
 	req, derr := Decode(line)
 	if derr != nil {
-		if ((req.Type == TypeLogin && req.Version >= V2) || req.Type == TypeRegister) && c.sess == nil {
-			c.sendLine(encodeError(V2, derr))
-			return
-		}
-		c.reply(derr)
+		c.refuseLine(req, derr)
 		return
 	}
 	if c.version < V2 && (req.Type != TypeLogin || req.Version < V2) && (req.Type != TypeRegister || c.sess != nil) {
 		req.ID = "" // protocol 1 has no ids; ours are made here
 	}
-	switch req.Type {
-	case TypeAlive:
+	if c.serveAnonymous(req) {
 		return
-	case TypeLogin:
-		c.login(req)
-		return
-	case TypeRegister:
-		if c.sess == nil || c.version >= V2 {
-			c.register(req)
-			return
-		}
 	}
 	if c.sess == nil {
 		c.reply(&Error{Code: CodeNotLoggedIn, Message: "log in first: send LOGIN with your username", ID: req.ID})
 		return
 	}
+	c.serveSession(req)
+}
+
+// refuseLine answers a line Decode refused: a protocol-2 LOGIN or a
+// REGISTER before login is answered in protocol 2, anything else in the
+// connection's protocol.
+func (c *conn) refuseLine(req Request, derr *Error) {
+	if ((req.Type == TypeLogin && req.Version >= V2) || req.Type == TypeRegister) && c.sess == nil {
+		c.sendLine(encodeError(V2, derr))
+		return
+	}
+	c.reply(derr)
+}
+
+// serveAnonymous serves the requests that need no session (ALIVE, LOGIN,
+// and REGISTER before login or in protocol 2), and reports whether req was
+// one of them.
+func (c *conn) serveAnonymous(req Request) bool {
+	switch req.Type {
+	case TypeAlive:
+		return true
+	case TypeLogin:
+		c.login(req)
+		return true
+	case TypeRegister:
+		if c.sess == nil || c.version >= V2 {
+			c.register(req)
+			return true
+		}
+	}
+	return false
+}
+
+// serveSession serves a request of a logged-in session: the protocol-1
+// requests in any protocol, the rest in protocol 2 only.
+func (c *conn) serveSession(req Request) {
 	switch req.Type {
 	case TypeJoinGroup, TypeLeaveGroup:
 		c.group(req)
@@ -61,32 +84,37 @@ func (c *conn) handleLine(line []byte) {
 			c.reply(errorf(CodeUnknownType, "unknown messageType %s", quote(req.Type)))
 			return
 		}
-		switch req.Type {
-		case TypeAck:
-			c.ack(req)
-		case TypeWho:
-			c.who(req)
-		case TypeGroups:
-			c.groups(req)
-		case TypeHistory:
-			c.history(req)
-		case TypeSetPassword:
-			c.setPassword(req)
-		case TypeInvite:
-			c.invite(req)
-		case TypeRegister:
-			c.register(req)
-		case TypeAway:
-			c.away(req)
-		case TypeWhois:
-			c.whois(req)
-		case TypeNames:
-			c.names(req)
-		case TypeRead:
-			c.read(req)
-		case TypeTyping:
-			c.typing(req)
-		}
+		c.serveV2(req)
+	}
+}
+
+// serveV2 serves a request that exists only in protocol 2.
+func (c *conn) serveV2(req Request) {
+	switch req.Type {
+	case TypeAck:
+		c.ack(req)
+	case TypeWho:
+		c.who(req)
+	case TypeGroups:
+		c.groups(req)
+	case TypeHistory:
+		c.history(req)
+	case TypeSetPassword:
+		c.setPassword(req)
+	case TypeInvite:
+		c.invite(req)
+	case TypeRegister:
+		c.register(req)
+	case TypeAway:
+		c.away(req)
+	case TypeWhois:
+		c.whois(req)
+	case TypeNames:
+		c.names(req)
+	case TypeRead:
+		c.read(req)
+	case TypeTyping:
+		c.typing(req)
 	}
 }
 
@@ -832,13 +860,22 @@ func (c *conn) history(req Request) {
 	case limit > MaxHistory:
 		limit = MaxHistory
 	}
+	msgs, readSeq, refusal, err := c.readHistory(req, limit)
+	if c.failed(req.ID, err, refusal) {
+		return
+	}
+	c.sendLine(encode(historyReply(req, msgs, readSeq)))
+}
+
+// readHistory reads up to limit messages of the conversation req names,
+// and for a direct one how far the other user has read this one's
+// messages; refusal: the recipient is unknown, or the user is not a member
+// of the group.
+func (c *conn) readHistory(req Request, limit int) (msgs []store.Message, readSeq int64, refusal *Error, err error) {
 	s := c.s
 	ctx, cancel := s.storeCtx()
 	defer cancel()
-	var msgs []store.Message
-	var refusal *Error
-	var readSeq int64
-	err := s.st.View(ctx, func(tx store.Tx) error {
+	err = s.st.View(ctx, func(tx store.Tx) error {
 		refusal = nil
 		id, e, err := s.lookup(tx, req.To)
 		if err != nil || e != nil {
@@ -865,9 +902,12 @@ func (c *conn) history(req Request) {
 		readSeq, err = tx.ReadMark(id, c.sess.userID)
 		return err
 	})
-	if c.failed(req.ID, err, refusal) {
-		return
-	}
+	return msgs, readSeq, refusal, err
+}
+
+// historyReply is the HISTORY reply of msgs (oldest first): the newest
+// that fit in a reply line.
+func historyReply(req Request, msgs []store.Message, readSeq int64) historyV2 {
 	r := historyV2{MessageType: TypeHistory, Messages: make([]ChatV2, 0, len(msgs)), ReadSeq: readSeq, ID: req.ID}
 	if req.To.Group {
 		r.ToGroup = req.To.Name
@@ -886,7 +926,7 @@ func (c *conn) history(req Request) {
 		r.Messages = append(r.Messages, m)
 	}
 	slices.Reverse(r.Messages)
-	c.sendLine(encode(r))
+	return r
 }
 
 // chatV2Of is a stored message in protocol 2's shape.
@@ -965,6 +1005,10 @@ func (s *Server) markDirtyLocked() {
 	}
 }
 
+// reconcile checks this node's presence rows against its sessions once:
+// rows without a session are cleared, sessions whose row is gone get it
+// back (or are closed if the user logged in elsewhere meanwhile). A failure
+// marks presence dirty, so that the check comes again soon.
 func (s *Server) reconcile(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 	defer cancel()
@@ -975,9 +1019,17 @@ func (s *Server) reconcile(ctx context.Context) {
 		s.mu.Unlock()
 		return
 	}
-	self := s.cfg.NodeID
-	here := map[int64]bool{}
-	elsewhere := map[int64]int64{}
+	here, elsewhere := splitPresence(online, s.cfg.NodeID)
+	lost, stale := s.comparePresence(here)
+	s.clearStale(rctx, stale)
+	s.restoreLost(rctx, lost, elsewhere)
+}
+
+// splitPresence splits the presence rows into the users logged in at node
+// self, and the node of each user logged in elsewhere.
+func splitPresence(online []store.Presence, self int64) (here map[int64]bool, elsewhere map[int64]int64) {
+	here = map[int64]bool{}
+	elsewhere = map[int64]int64{}
 	for _, p := range online {
 		if p.NodeID == self {
 			here[p.UserID] = true
@@ -985,9 +1037,16 @@ func (s *Server) reconcile(ctx context.Context) {
 			elsewhere[p.UserID] = p.NodeID
 		}
 	}
-	var lost []*session
-	var stale []int64
+	return here, elsewhere
+}
+
+// comparePresence compares the users whose presence rows name this node
+// (here) with its sessions: lost, the ready sessions without a row; stale,
+// the users with a row but no session, whose names it holds (a closing
+// placeholder session) until clearStale has cleared their rows.
+func (s *Server) comparePresence(here map[int64]bool) (lost []*session, stale []int64) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for id, sess := range s.sessions {
 		if sess.ready && !here[id] {
 			lost = append(lost, sess)
@@ -1000,9 +1059,15 @@ func (s *Server) reconcile(ctx context.Context) {
 			stale = append(stale, id)
 		}
 	}
-	s.mu.Unlock()
+	return lost, stale
+}
+
+// clearStale clears this node's presence rows of the users in stale (held
+// by comparePresence), one transaction each, and lets their names go.
+func (s *Server) clearStale(ctx context.Context, stale []int64) {
+	self := s.cfg.NodeID
 	for _, id := range stale {
-		err := s.st.Update(rctx, func(tx store.Tx) error {
+		err := s.st.Update(ctx, func(tx store.Tx) error {
 			_, err := tx.ClearPresence(id, self)
 			return err
 		})
@@ -1018,8 +1083,15 @@ func (s *Server) reconcile(ctx context.Context) {
 			s.stats.presenceCleared.Add(1)
 		}
 	}
+}
+
+// restoreLost sets the presence rows of the sessions in lost again; a
+// session whose user logged in elsewhere meanwhile (at the node in
+// elsewhere) is closed.
+func (s *Server) restoreLost(ctx context.Context, lost []*session, elsewhere map[int64]int64) {
+	self := s.cfg.NodeID
 	for _, sess := range lost {
-		err := s.st.Update(rctx, func(tx store.Tx) error { return tx.SetPresence(sess.userID, self) })
+		err := s.st.Update(ctx, func(tx store.Tx) error { return tx.SetPresence(sess.userID, self) })
 		switch {
 		case errors.Is(err, store.ErrUserOnline):
 			s.log.Info().Str("user", sess.name).Int64("at", elsewhere[sess.userID]).Msg("chat: user logged in elsewhere while this node was out of the ring")

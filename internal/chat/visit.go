@@ -165,20 +165,9 @@ func (s *Server) visitStore(ctx context.Context, tok token.Token, h hint, herr e
 		budget = d.Sub(start)
 	}
 	if w.probe {
-		// The last visit failed with one piece of work alone. If the store
-		// takes an empty transaction, that piece is to blame: it is set
-		// aside, and the rest goes on.
-		if err := fenced(func(store.Tx) error { return nil }); err != nil {
-			s.stats.failedVisits.Add(1)
-			s.restore(w)
+		if stop, err := s.probe(w, fenced); stop {
 			s.visitedNotify()
 			return tok.App, false, err
-		}
-		s.poison(w)
-		if w.empty() {
-			s.v.fails = 0
-			s.visitedNotify()
-			return tok.App, false, nil
 		}
 	}
 	if _, ok := ctx.Deadline(); ok {
@@ -188,41 +177,94 @@ func (s *Server) visitStore(ctx context.Context, tok token.Token, h hint, herr e
 	err := fenced(func(tx store.Tx) error { return s.work(tx, now, w) })
 	elapsed := time.Since(start)
 	if err != nil {
-		s.stats.failedVisits.Add(1)
-		s.restore(w)
-		if errors.Is(err, store.ErrFenced) {
-			// A newer token exists: not this work's fault.
-			s.visitedNotify()
-			return tok.App, false, err
-		}
-		s.v.fails++
-		s.v.batch = max(1, min(s.v.batch, len(w.batch))/2)
-		if w.fetch {
-			// A quarter of what was tried: the users read, or the
-			// deliveries taken if more.
-			s.v.fetchMax = max(1, min(s.v.fetchMax, max(len(w.users), len(w.deliveries)))/4)
-		}
-		if w.prune {
-			s.v.pruneSlice = max(pruneSliceMin, s.v.pruneSlice/4)
-		}
-		if len(w.acks) > 0 {
-			s.v.ackMax = max(1, min(s.v.ackMax, len(w.acks))/4)
-		}
-		s.v.suspect = s.v.suspect.again(w.single(), time.Now())
-		over := errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) || elapsed >= budget
-		s.log.Warn().Err(err).Bool("over_budget", over).Int("batch", s.v.batch).Int("failed_in_a_row", s.v.fails).
-			Str("suspect", s.v.suspect.String()).Dur("took_ms", elapsed).Msg("chat: visit failed; the next one does less")
-		s.want()
+		s.visitFailed(ctx, w, err, elapsed, budget)
 		s.visitedNotify()
 		return tok.App, false, err
 	}
+	s.visitSucceeded(now, w, tok.Seq, elapsed)
+	s.adaptBatches(w, elapsed, budget)
+	s.adaptFetch(w, elapsed, budget)
+	s.dispatch(w)
+	s.stats.stored.Add(uint64(len(w.batch)))
+	s.stats.delivered.Add(uint64(len(w.deliveries)))
+	s.mu.Lock()
+	again := len(s.outbox) > 0 || s.more || s.askedReady()
+	s.mu.Unlock()
+	if again {
+		s.want()
+	}
+	s.visitedNotify()
+	worked := len(w.batch) > 0 || len(w.deliveries) > 0
+	return h.update(self, w.waiting).encode(), worked, nil
+}
+
+// probe runs an empty fenced transaction before a visit whose work is the
+// suspect of the last failures alone. If the store takes it, that piece is
+// to blame: it is set aside, and the rest goes on. stop: the visit ends
+// here, with err (the store failed: the work is put back) or with nothing
+// left to do.
+func (s *Server) probe(w *visitWork, fenced section.Fenced) (stop bool, err error) {
+	if err := fenced(func(store.Tx) error { return nil }); err != nil {
+		s.stats.failedVisits.Add(1)
+		s.restore(w)
+		return true, err
+	}
+	s.poison(w)
+	if w.empty() {
+		s.v.fails = 0
+		return true, nil
+	}
+	return false, nil
+}
+
+// visitFailed handles a visit whose transaction failed with err after elapsed
+// of its budget: its work is put back and, unless a newer token fenced it
+// out, the next visits do less (a quarter of each kind of work tried), the
+// work it did alone is noted as the suspect, and the token is asked for
+// again.
+func (s *Server) visitFailed(ctx context.Context, w *visitWork, err error, elapsed, budget time.Duration) {
+	s.stats.failedVisits.Add(1)
+	s.restore(w)
+	if errors.Is(err, store.ErrFenced) {
+		// A newer token exists: not this work's fault.
+		return
+	}
+	s.v.fails++
+	s.v.batch = max(1, min(s.v.batch, len(w.batch))/2)
+	if w.fetch {
+		// A quarter of what was tried: the users read, or the
+		// deliveries taken if more.
+		s.v.fetchMax = max(1, min(s.v.fetchMax, max(len(w.users), len(w.deliveries)))/4)
+	}
+	if w.prune {
+		s.v.pruneSlice = max(pruneSliceMin, s.v.pruneSlice/4)
+	}
+	if len(w.acks) > 0 {
+		s.v.ackMax = max(1, min(s.v.ackMax, len(w.acks))/4)
+	}
+	s.v.suspect = s.v.suspect.again(w.single(), time.Now())
+	over := errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) || elapsed >= budget
+	s.log.Warn().Err(err).Bool("over_budget", over).Int("batch", s.v.batch).Int("failed_in_a_row", s.v.fails).
+		Str("suspect", s.v.suspect.String()).Dur("took_ms", elapsed).Msg("chat: visit failed; the next one does less")
+	s.want()
+}
+
+// visitSucceeded records a visit whose transaction committed: failures are
+// over, and the server's state takes the visit's results (committed).
+func (s *Server) visitSucceeded(now time.Time, w *visitWork, seq int64, elapsed time.Duration) {
 	if s.v.fails > 0 {
 		s.log.Info().Int("failed_in_a_row", s.v.fails).Msg("chat: visits succeed again")
 	}
 	s.v.fails, s.v.suspect = 0, suspect{}
 	s.committed(now, w)
 	s.log.Debug().Int("stored", len(w.batch)).Int("delivered", len(w.deliveries)).Int("acks", len(w.acks)).
-		Bool("fetched", w.fetch).Int("users", len(w.users)).Int("hinted", len(w.waiting)).Dur("took_ms", elapsed).Int64("seq", tok.Seq).Msg("chat: visit")
+		Bool("fetched", w.fetch).Int("users", len(w.users)).Int("hinted", len(w.waiting)).Dur("took_ms", elapsed).Int64("seq", seq).Msg("chat: visit")
+}
+
+// adaptBatches sizes the next visit's batch of messages, acknowledged rows
+// and prune slice after one that committed in elapsed of its budget: larger
+// after a quick visit, smaller after a slow one.
+func (s *Server) adaptBatches(w *visitWork, elapsed, budget time.Duration) {
 	switch {
 	case s.v.batch < minBatch && elapsed < budget/2:
 		s.v.batch = min(minBatch, s.v.batch*2) // back from a failure
@@ -247,6 +289,12 @@ func (s *Server) visitStore(ctx context.Context, tok token.Token, h hint, herr e
 	case w.prune && w.pruneTook < budget/(2*pruneShare) && elapsed < budget/10:
 		s.v.pruneSlice = min(pruneSliceMax, s.v.pruneSlice*5/4+1)
 	}
+}
+
+// adaptFetch sizes the next visit's fetch after one that committed in
+// elapsed of its budget: a quarter after a fetch cut at its share of the
+// budget, smaller after a slow visit, larger after a quick one.
+func (s *Server) adaptFetch(w *visitWork, elapsed, budget time.Duration) {
 	switch {
 	case w.cut:
 		// The fetch ran over its share: a quarter of it next time (of
@@ -266,18 +314,6 @@ func (s *Server) visitStore(ctx context.Context, tok token.Token, h hint, herr e
 	case elapsed < budget/4 && s.v.fetchMax < s.cfg.FetchLimit/4:
 		s.v.fetchMax = min(s.cfg.FetchLimit, s.v.fetchMax*2) // back from a failure
 	}
-	s.dispatch(w)
-	s.stats.stored.Add(uint64(len(w.batch)))
-	s.stats.delivered.Add(uint64(len(w.deliveries)))
-	s.mu.Lock()
-	again := len(s.outbox) > 0 || s.more || s.askedReady()
-	s.mu.Unlock()
-	if again {
-		s.want()
-	}
-	s.visitedNotify()
-	worked := len(w.batch) > 0 || len(w.deliveries) > 0
-	return h.update(self, w.waiting).encode(), worked, nil
 }
 
 // collect takes what this visit has to do from the server's state. hinted:
@@ -293,6 +329,22 @@ func (s *Server) collect(now time.Time, tok token.Token, hinted bool, named []in
 	}
 	w := &visitWork{fetchRq: s.fetchReq, ready: map[int64]*session{}, unmark: s.v.unmark}
 	s.v.unmark = nil
+	s.collectReady(now, w)
+	s.collectFetch(now, tok, hinted, w)
+	n := min(len(s.outbox), s.v.batch)
+	w.batch = slices.Clone(s.outbox[:n])
+	s.collectAcks(w)
+	w.prune = s.cfg.Retention > 0 && (s.v.pruneNext > 0 || now.Sub(s.v.lastPrune) >= s.cfg.PruneInterval) &&
+		(len(w.batch) > 0 || w.fetch || len(w.acks) > 0 || len(w.ackIDs) > 0 || len(w.unmark) > 0 || s.v.pruneNext > 0)
+	if s.v.fails > 0 {
+		s.shrink(w)
+	}
+	return w
+}
+
+// collectReady puts the ready sessions in w.ready, but those of users
+// whose fetch is set aside (until their pause is over). Caller holds s.mu.
+func (s *Server) collectReady(now time.Time, w *visitWork) {
 	for id, sess := range s.sessions {
 		if !sess.ready {
 			continue
@@ -306,6 +358,12 @@ func (s *Server) collect(now time.Time, tok token.Token, hinted bool, named []in
 		}
 		delete(w.ready, id)
 	}
+}
+
+// collectFetch picks the users whose pending messages the visit reads:
+// every ready user (taking turns) or only those who asked. Caller holds
+// s.mu.
+func (s *Server) collectFetch(now time.Time, tok token.Token, hinted bool, w *visitWork) {
 	// Every user's messages are read after a hint (messages were stored for
 	// users here), a new token generation, a fetch that left some behind,
 	// or the safety interval; otherwise only those of users who asked.
@@ -322,8 +380,11 @@ func (s *Server) collect(now time.Time, tok token.Token, hinted bool, named []in
 		w.users = s.askedUsers(w.ready)
 	}
 	w.fetch = len(w.users) > 0 // it may also turn on in the visit (messages stored for users here)
-	n := min(len(s.outbox), s.v.batch)
-	w.batch = slices.Clone(s.outbox[:n])
+}
+
+// collectAcks takes the visit's acknowledgements: up to ackMax rows and,
+// fewer after failures, up to maxAckIDs ids to look up. Caller holds s.mu.
+func (s *Server) collectAcks(w *visitWork) {
 	ackRows, ackIDs := s.v.ackMax, maxAckIDs
 	if s.v.fails > 0 {
 		ackIDs = max(1, maxAckIDs>>(2*s.v.fails))
@@ -332,12 +393,6 @@ func (s *Server) collect(now time.Time, tok token.Token, hinted bool, named []in
 	w.acks = slices.Clone(s.acks[:k])
 	s.acks = slices.Delete(s.acks, 0, k)
 	w.ackIDs = s.takeAckIDs(ackIDs)
-	w.prune = s.cfg.Retention > 0 && (s.v.pruneNext > 0 || now.Sub(s.v.lastPrune) >= s.cfg.PruneInterval) &&
-		(len(w.batch) > 0 || w.fetch || len(w.acks) > 0 || len(w.ackIDs) > 0 || len(w.unmark) > 0 || s.v.pruneNext > 0)
-	if s.v.fails > 0 {
-		s.shrink(w)
-	}
-	return w
 }
 
 // takeAckIDs takes up to n acknowledged ids for this visit (caller holds
@@ -585,34 +640,11 @@ func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
 	if err := s.unmarkRows(tx, w); err != nil {
 		return err
 	}
-	if len(w.acks) > 0 {
-		if _, err := tx.AckRows(w.acks); err != nil {
-			return err
-		}
-	}
-	for uid, ids := range w.ackIDs {
-		for chunk := range slices.Chunk(ids, store.MaxAckIDs) {
-			if _, err := tx.Ack(uid, chunk); err != nil {
-				return err
-			}
-		}
-	}
-	seqs, err := s.storeBatch(tx, w)
-	if err != nil {
+	if err := applyAcks(tx, w); err != nil {
 		return err
 	}
-	if len(seqs) > 0 {
-		waiting, err := tx.WaitingFor(seqs, hintUsersPerNode)
-		if err != nil {
-			return err
-		}
-		w.waiting = append(w.waiting, waiting...)
-	}
-	for _, r := range w.stored {
-		if r.err == nil && r.m.to.Group && r.m.version < V2 {
-			// Its protocol-1 sender is shown it too, in this visit.
-			w.waiting = append(w.waiting, store.Waiting{Node: s.cfg.NodeID, Users: []int64{r.m.senderID}})
-		}
+	if err := s.storeAndHint(tx, w); err != nil {
+		return err
 	}
 	if len(w.ready) > 0 && !w.shrunk {
 		s.fetchOwn(w)
@@ -637,6 +669,49 @@ func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
 			return err
 		}
 		w.pruned = res
+	}
+	return nil
+}
+
+// applyAcks removes the visit's acknowledged rows, then looks up and
+// removes its acknowledged ids, user by user, in chunks of store.MaxAckIDs.
+func applyAcks(tx store.Tx, w *visitWork) error {
+	if len(w.acks) > 0 {
+		if _, err := tx.AckRows(w.acks); err != nil {
+			return err
+		}
+	}
+	for uid, ids := range w.ackIDs {
+		for chunk := range slices.Chunk(ids, store.MaxAckIDs) {
+			if _, err := tx.Ack(uid, chunk); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// storeAndHint stores the visit's batch (storeBatch) and adds to the
+// visit's hint where the stored messages wait, and, for a protocol-1
+// sender of a group message, its own node (it is shown the message too,
+// in this visit).
+func (s *Server) storeAndHint(tx store.Tx, w *visitWork) error {
+	seqs, err := s.storeBatch(tx, w)
+	if err != nil {
+		return err
+	}
+	if len(seqs) > 0 {
+		waiting, err := tx.WaitingFor(seqs, hintUsersPerNode)
+		if err != nil {
+			return err
+		}
+		w.waiting = append(w.waiting, waiting...)
+	}
+	for _, r := range w.stored {
+		if r.err == nil && r.m.to.Group && r.m.version < V2 {
+			// Its protocol-1 sender is shown it too, in this visit.
+			w.waiting = append(w.waiting, store.Waiting{Node: s.cfg.NodeID, Users: []int64{r.m.senderID}})
+		}
 	}
 	return nil
 }
@@ -737,6 +812,25 @@ func (s *Server) fetch(tx store.Tx, w *visitWork) error {
 	// asked, those users.
 	cut := len(ds) >= limit
 	w.more = w.fetchAll && (cut || len(w.users) < len(w.ready))
+	w.take(ds, perUser)
+	if len(w.deliveries) == 0 {
+		// Only full queues held them back (their writers ask again), unless
+		// this was one slice of every user's fetch: the next slice follows.
+		w.more = w.fetchAll && len(w.users) < len(w.ready)
+		return nil
+	}
+	if cut && !w.fetchAll {
+		w.moreFor = append(w.moreFor, w.users...)
+	}
+	return s.markDelivered(tx, w)
+}
+
+// take adds to the visit's deliveries those of ds (read for the visit's
+// users, at most perUser each) their sessions' queues have room for: for
+// each user, a prefix of its rows. A user given a full share goes to
+// moreFor; one whose queue is full is starved (its writer asks for a fetch
+// when it has room).
+func (w *visitWork) take(ds []store.Delivery, perUser int) {
 	taken := map[int64]int{}  // shown, against the queue's room
 	shares := map[int64]int{} // handed, own group messages too
 	full := map[int64]bool{}
@@ -760,17 +854,12 @@ func (s *Server) fetch(tx store.Tx, w *visitWork) error {
 			w.moreFor = append(w.moreFor, d.RecipientID) // it may have more
 		}
 	}
-	if len(w.deliveries) == 0 {
-		// Only full queues held them back (their writers ask again), unless
-		// this was one slice of every user's fetch: the next slice follows.
-		w.more = w.fetchAll && len(w.users) < len(w.ready)
-		return nil
-	}
-	if cut && !w.fetchAll {
-		w.moreFor = append(w.moreFor, w.users...)
-	}
-	// Only rows whose user is still present here are marked (a session
-	// that ended after the read above is not handed any).
+}
+
+// markDelivered marks the visit's deliveries delivered, and keeps only
+// those the store marked: rows whose user is still present here (a session
+// that ended after the fetch's read is not handed any).
+func (s *Server) markDelivered(tx store.Tx, w *visitWork) error {
 	done, stamp, err := tx.MarkDeliveredRows(s.cfg.NodeID, deliveryRows(w.deliveries))
 	if err != nil {
 		return err
@@ -898,6 +987,21 @@ func (s *Server) committed(now time.Time, w *visitWork) {
 
 // dispatch hands the visit's results to the connections' queues.
 func (s *Server) dispatch(w *visitWork) {
+	sendReceipts(w)
+	// Protocol-2 deliveries wait for their ACK; note their rows first, as
+	// the ACK may come back at once.
+	// A protocol-1 sender is shown its own group message, as the original
+	// server did: its client has no receipt, and shows the echo as the
+	// sign that the message went out. A protocol-2 sender has STORED, and
+	// its cursor simply passes its own messages.
+	w.deliveries = slices.DeleteFunc(w.deliveries, func(d delivery) bool { return d.d.Own && d.sess.version >= V2 })
+	s.noteUnacked(w)
+	s.deliver(w)
+}
+
+// sendReceipts answers the senders of the visit's batch: STORED for a
+// protocol-2 message, the refusal of one that could not be stored.
+func sendReceipts(w *visitWork) {
 	for _, r := range w.stored {
 		m := r.m
 		switch {
@@ -911,14 +1015,13 @@ func (s *Server) dispatch(w *visitWork) {
 			m.c.sendLine(encode(storedV2{TypeStored, m.id, r.seq, formatTime(r.sentAt)}))
 		}
 	}
-	// Protocol-2 deliveries wait for their ACK; note their rows first, as
-	// the ACK may come back at once.
-	// A protocol-1 sender is shown its own group message, as the original
-	// server did: its client has no receipt, and shows the echo as the
-	// sign that the message went out. A protocol-2 sender has STORED, and
-	// its cursor simply passes its own messages.
-	w.deliveries = slices.DeleteFunc(w.deliveries, func(d delivery) bool { return d.d.Own && d.sess.version >= V2 })
+}
+
+// noteUnacked notes the rows of the visit's protocol-2 deliveries in their
+// sessions (at most maxUnacked each), for their ACKs.
+func (s *Server) noteUnacked(w *visitWork) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, d := range w.deliveries {
 		if sess := d.sess; sess.version >= V2 {
 			if sess.unacked == nil {
@@ -931,7 +1034,13 @@ func (s *Server) dispatch(w *visitWork) {
 			}
 		}
 	}
-	s.mu.Unlock()
+}
+
+// deliver queues the visit's deliveries to their connections, each message
+// encoded once per protocol (and per member for a protocol-1 group line).
+// The rows of sessions that are gone are made pending again for their
+// users' next sessions.
+func (s *Server) deliver(w *visitWork) {
 	type key struct {
 		seq, user int64 // user: a protocol-1 group line names its member
 		version   int

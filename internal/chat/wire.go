@@ -183,7 +183,9 @@ type inbound struct {
 }
 
 // Decode parses and checks one line from a client (without its newline).
-// Every refusal is an *Error with a code; Decode never panics.
+// Every refusal is an *Error with a code; Decode never panics. A refused
+// request comes back with the fields decoded before the refusal (a
+// LOGIN's version tells which protocol the refusal speaks).
 func Decode(line []byte) (Request, *Error) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 || line[0] != '{' {
@@ -200,141 +202,221 @@ func Decode(line []byte) (Request, *Error) {
 	if len(r.ID) > MaxRequestID || !printable(r.ID) {
 		return Request{}, errorf(CodeBadRequest, "id must be at most %d printable bytes", MaxRequestID)
 	}
-	switch r.Type {
-	case TypeAlive:
-	case TypeLogin:
-		r.Username, r.Password = in.Username, in.Password
-		v, err := decodeVersion(in.Version)
-		if err != nil {
-			return withID(r, err)
-		}
-		r.Version = v
-		if len(in.Features) > MaxFeatures {
-			return withID(r, errorf(CodeBadRequest, "at most %d features", MaxFeatures))
-		}
-		r.Features = in.Features
-		if err := CheckName("username", r.Username); err != nil {
-			return withID(r, err)
-		}
-		if len(r.Password) > MaxPassword {
-			return withID(r, errorf(CodeBadRequest, "password longer than %d bytes", MaxPassword))
-		}
-	case TypeJoinGroup, TypeLeaveGroup:
-		r.Group = in.Group
-		if err := CheckName("group", r.Group); err != nil {
-			return withID(r, err)
-		}
-		if r.Type == TypeJoinGroup {
-			switch string(bytes.TrimSpace(in.InviteOnly)) {
-			case "", "null", "false":
-			case "true":
-				r.InviteOnly = true
-			default:
-				return withID(r, errorf(CodeBadRequest, "inviteOnly must be true or false"))
-			}
-		}
-	case TypeRegister, TypeSetPassword:
-		r.Username, r.Password = in.Username, in.Password
-		if r.Type == TypeRegister {
-			if err := CheckName("username", r.Username); err != nil {
-				return withID(r, err)
-			}
-		}
-		switch {
-		case r.Password == "":
-			return withID(r, errorf(CodeBadRequest, "%s needs a password", r.Type))
-		case len(r.Password) > MaxPassword:
-			return withID(r, errorf(CodeBadRequest, "password longer than %d bytes", MaxPassword))
-		}
-	case TypeInvite:
-		r.Group, r.Username = in.Group, in.Username
-		if err := CheckName("group", r.Group); err != nil {
-			return withID(r, err)
-		}
-		if err := CheckName("username", r.Username); err != nil {
-			return withID(r, err)
-		}
-	case TypeChat, TypeHistory:
-		to, err := decodeRecipient(&in)
-		if err != nil {
-			return withID(r, err)
-		}
-		r.To = to
-		if r.Type == TypeHistory {
-			r.Limit, r.Before = in.Limit, in.Before
-			if r.Limit < 0 || r.Before < 0 {
-				return withID(r, errorf(CodeBadRequest, "limit and before must not be negative"))
-			}
-			break
-		}
-		r.Content = in.MessageContent
-		switch {
-		case r.Content == "":
-			return withID(r, errorf(CodeBadRequest, "empty messageContent"))
-		case len(r.Content) > MaxContentBytes:
-			return withID(r, errorf(CodeTooLong, "messageContent is %d bytes, over the limit of %d", len(r.Content), MaxContentBytes))
-		}
-		if r.ID != "" {
-			if id, err := uuid.Parse(r.ID); err != nil || id.String() != r.ID {
-				return withID(r, errorf(CodeBadRequest, "id must be a UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, lower case)"))
-			}
-		}
-	case TypeAck:
-		if len(in.IDs) == 0 || len(in.IDs) > MaxAckIDs {
-			return withID(r, errorf(CodeBadRequest, "ACK needs 1 to %d message ids in \"ids\"", MaxAckIDs))
-		}
-		for _, id := range in.IDs {
-			if id == "" || len(id) > MaxRequestID {
-				return withID(r, errorf(CodeBadRequest, "message ids are 1 to %d bytes", MaxRequestID))
-			}
-		}
-		r.IDs = in.IDs
-	case TypeGroups:
-		r.After, r.Limit = in.After, in.Limit
-		if r.Limit < 0 {
-			return withID(r, errorf(CodeBadRequest, "limit must not be negative"))
-		}
-	case TypeWho:
-	case TypeAway:
-		r.Content = in.Message
-		switch {
-		case len(r.Content) > store.MaxAwayLen:
-			return withID(r, errorf(CodeTooLong, "away message is %d bytes, over the limit of %d", len(r.Content), store.MaxAwayLen))
-		case !utf8.ValidString(r.Content) || !printable(r.Content):
-			return withID(r, errorf(CodeBadRequest, "away message has unprintable characters"))
-		}
-	case TypeWhois:
-		r.Username = in.Username
-		if err := CheckName("username", r.Username); err != nil {
-			return withID(r, err)
-		}
-	case TypeNames:
-		r.Group, r.After, r.Limit = in.Group, in.After, in.Limit
-		if err := CheckName("group", r.Group); err != nil {
-			return withID(r, err)
-		}
-		if r.Limit < 0 {
-			return withID(r, errorf(CodeBadRequest, "limit must not be negative"))
-		}
-		if _, err := namesCursor(r.After); err != nil {
-			return withID(r, err)
-		}
-	case TypeRead, TypeTyping:
-		to, err := decodeRecipient(&in)
-		if err != nil {
-			return withID(r, err)
-		}
-		if to.Group {
-			return withID(r, errorf(CodeBadRequest, "%s is for direct conversations: give toUsername", r.Type))
-		}
-		r.To, r.Seq = to, in.Seq
-		if r.Type == TypeRead && r.Seq <= 0 {
-			return withID(r, errorf(CodeBadRequest, "READ needs the sequence read up to in \"seq\""))
-		}
-	default:
+	decode, ok := decoders[r.Type]
+	if !ok {
 		return withID(r, errorf(CodeUnknownType, "unknown messageType %s", quote(r.Type)))
 	}
+	if err := decode(&r, &in); err != nil {
+		return withID(r, err)
+	}
 	return r, nil
+}
+
+// A decoder fills r with the fields of its request type from in, checking
+// them; it stops at the first refusal, leaving what it filled before.
+type decoder func(r *Request, in *inbound) *Error
+
+// decoders holds the decoder of every request type a client may send.
+var decoders = map[string]decoder{
+	TypeAlive:       decodeNothing,
+	TypeWho:         decodeNothing,
+	TypeLogin:       decodeLogin,
+	TypeJoinGroup:   decodeGroup,
+	TypeLeaveGroup:  decodeGroup,
+	TypeRegister:    decodeAccount,
+	TypeSetPassword: decodeAccount,
+	TypeInvite:      decodeInvite,
+	TypeChat:        decodeChat,
+	TypeHistory:     decodeHistory,
+	TypeAck:         decodeAck,
+	TypeGroups:      decodeGroups,
+	TypeAway:        decodeAway,
+	TypeWhois:       decodeWhois,
+	TypeNames:       decodeNames,
+	TypeRead:        decodeNotice,
+	TypeTyping:      decodeNotice,
+}
+
+// decodeNothing decodes a request with no fields beyond its type and id
+// (ALIVE, WHO).
+func decodeNothing(*Request, *inbound) *Error { return nil }
+
+// decodeLogin decodes LOGIN: a name, a password, the protocol version and
+// the features asked for.
+func decodeLogin(r *Request, in *inbound) *Error {
+	r.Username, r.Password = in.Username, in.Password
+	v, err := decodeVersion(in.Version)
+	if err != nil {
+		return err
+	}
+	r.Version = v
+	if len(in.Features) > MaxFeatures {
+		return errorf(CodeBadRequest, "at most %d features", MaxFeatures)
+	}
+	r.Features = in.Features
+	if err := CheckName("username", r.Username); err != nil {
+		return err
+	}
+	if len(r.Password) > MaxPassword {
+		return errorf(CodeBadRequest, "password longer than %d bytes", MaxPassword)
+	}
+	return nil
+}
+
+// decodeGroup decodes JOIN_GROUP and LEAVE_GROUP: a group name, and for
+// JOIN_GROUP whether a new group is invite-only.
+func decodeGroup(r *Request, in *inbound) *Error {
+	r.Group = in.Group
+	if err := CheckName("group", r.Group); err != nil {
+		return err
+	}
+	if r.Type == TypeJoinGroup {
+		switch string(bytes.TrimSpace(in.InviteOnly)) {
+		case "", "null", "false":
+		case "true":
+			r.InviteOnly = true
+		default:
+			return errorf(CodeBadRequest, "inviteOnly must be true or false")
+		}
+	}
+	return nil
+}
+
+// decodeAccount decodes REGISTER (a name and a password) and SET_PASSWORD
+// (a password).
+func decodeAccount(r *Request, in *inbound) *Error {
+	r.Username, r.Password = in.Username, in.Password
+	if r.Type == TypeRegister {
+		if err := CheckName("username", r.Username); err != nil {
+			return err
+		}
+	}
+	switch {
+	case r.Password == "":
+		return errorf(CodeBadRequest, "%s needs a password", r.Type)
+	case len(r.Password) > MaxPassword:
+		return errorf(CodeBadRequest, "password longer than %d bytes", MaxPassword)
+	}
+	return nil
+}
+
+// decodeInvite decodes INVITE: a group and the user invited to it.
+func decodeInvite(r *Request, in *inbound) *Error {
+	r.Group, r.Username = in.Group, in.Username
+	if err := CheckName("group", r.Group); err != nil {
+		return err
+	}
+	return CheckName("username", r.Username)
+}
+
+// decodeChat decodes CHAT_MESSAGE: a recipient, the text, and in protocol
+// 2 the message's id (a UUID).
+func decodeChat(r *Request, in *inbound) *Error {
+	to, err := decodeRecipient(in)
+	if err != nil {
+		return err
+	}
+	r.To = to
+	r.Content = in.MessageContent
+	switch {
+	case r.Content == "":
+		return errorf(CodeBadRequest, "empty messageContent")
+	case len(r.Content) > MaxContentBytes:
+		return errorf(CodeTooLong, "messageContent is %d bytes, over the limit of %d", len(r.Content), MaxContentBytes)
+	}
+	if r.ID != "" {
+		if id, err := uuid.Parse(r.ID); err != nil || id.String() != r.ID {
+			return errorf(CodeBadRequest, "id must be a UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, lower case)")
+		}
+	}
+	return nil
+}
+
+// decodeHistory decodes HISTORY: a conversation (user or group), how many
+// messages, and older than which sequence.
+func decodeHistory(r *Request, in *inbound) *Error {
+	to, err := decodeRecipient(in)
+	if err != nil {
+		return err
+	}
+	r.To = to
+	r.Limit, r.Before = in.Limit, in.Before
+	if r.Limit < 0 || r.Before < 0 {
+		return errorf(CodeBadRequest, "limit and before must not be negative")
+	}
+	return nil
+}
+
+// decodeAck decodes ACK: the ids of the messages received.
+func decodeAck(r *Request, in *inbound) *Error {
+	if len(in.IDs) == 0 || len(in.IDs) > MaxAckIDs {
+		return errorf(CodeBadRequest, "ACK needs 1 to %d message ids in \"ids\"", MaxAckIDs)
+	}
+	for _, id := range in.IDs {
+		if id == "" || len(id) > MaxRequestID {
+			return errorf(CodeBadRequest, "message ids are 1 to %d bytes", MaxRequestID)
+		}
+	}
+	r.IDs = in.IDs
+	return nil
+}
+
+// decodeGroups decodes GROUPS: a page of groups after a name.
+func decodeGroups(r *Request, in *inbound) *Error {
+	r.After, r.Limit = in.After, in.Limit
+	if r.Limit < 0 {
+		return errorf(CodeBadRequest, "limit must not be negative")
+	}
+	return nil
+}
+
+// decodeAway decodes AWAY: the away message (empty: back).
+func decodeAway(r *Request, in *inbound) *Error {
+	r.Content = in.Message
+	switch {
+	case len(r.Content) > store.MaxAwayLen:
+		return errorf(CodeTooLong, "away message is %d bytes, over the limit of %d", len(r.Content), store.MaxAwayLen)
+	case !utf8.ValidString(r.Content) || !printable(r.Content):
+		return errorf(CodeBadRequest, "away message has unprintable characters")
+	}
+	return nil
+}
+
+// decodeWhois decodes WHOIS: a user name.
+func decodeWhois(r *Request, in *inbound) *Error {
+	r.Username = in.Username
+	return CheckName("username", r.Username)
+}
+
+// decodeNames decodes NAMES: a group, and a page of its members after a
+// cursor.
+func decodeNames(r *Request, in *inbound) *Error {
+	r.Group, r.After, r.Limit = in.Group, in.After, in.Limit
+	if err := CheckName("group", r.Group); err != nil {
+		return err
+	}
+	if r.Limit < 0 {
+		return errorf(CodeBadRequest, "limit must not be negative")
+	}
+	_, err := namesCursor(r.After)
+	return err
+}
+
+// decodeNotice decodes READ (a user, and the sequence read up to) and
+// TYPING (a user).
+func decodeNotice(r *Request, in *inbound) *Error {
+	to, err := decodeRecipient(in)
+	if err != nil {
+		return err
+	}
+	if to.Group {
+		return errorf(CodeBadRequest, "%s is for direct conversations: give toUsername", r.Type)
+	}
+	r.To, r.Seq = to, in.Seq
+	if r.Type == TypeRead && r.Seq <= 0 {
+		return errorf(CodeBadRequest, "READ needs the sequence read up to in \"seq\"")
+	}
+	return nil
 }
 
 func withID(r Request, err *Error) (Request, *Error) {

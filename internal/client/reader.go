@@ -66,18 +66,33 @@ func (c *Conn) readLoop() {
 	defer close(c.readerDone)
 	defer close(c.events)
 
+	refusal, err := c.readLines()
+
+	c.mu.Lock()
+	closing := c.closing
+	err = readError(err, closing)
+	c.err = err
+	c.failPendingLocked(err, refusal)
+	c.mu.Unlock()
+
+	if !closing {
+		c.nc.Close()
+		c.emit(Disconnected{Err: err})
+	}
+}
+
+// readLines reads the server's lines and dispatches their events until
+// reading fails, and returns that error. refusal is an error naming no
+// request, with a code, when it was the last line: the server's reason for
+// closing (a full node, too many connections from this address, the login
+// deadline).
+func (c *Conn) readLines() (refusal *ServerError, err error) {
 	br := bufio.NewReaderSize(c.nc, 64<<10)
-	var err error
-	// refusal is an error naming no request, with a code, when it was the
-	// last line: the server's reason for closing (a full node, too many
-	// connections from this address, the login deadline). Requests still
-	// waiting when the connection closes get it.
-	var refusal *ServerError
 	for {
 		var line []byte
 		line, err = wire.ReadTextLine(br, MaxLineBytes, ErrLineTooLong)
 		if err != nil {
-			break
+			return refusal, err
 		}
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
@@ -95,21 +110,30 @@ func (c *Conn) readLoop() {
 		}
 		c.dispatchMu.Unlock()
 	}
+}
 
-	c.mu.Lock()
-	closing := c.closing
+// readError is the connection's error after reading failed with err:
+// ErrClosed if it was being closed, ErrServerClosed if the server closed
+// it.
+func readError(err error, closing bool) error {
 	switch {
 	case closing:
-		err = ErrClosed
+		return ErrClosed
 	case errors.Is(err, io.EOF):
-		err = ErrServerClosed
+		return ErrServerClosed
 	case errors.Is(err, ErrLineTooLong):
+		return err
 	case errors.Is(err, net.ErrClosed): // closed after a failed write
-		err = fmt.Errorf("connection lost: %w", err)
+		return fmt.Errorf("connection lost: %w", err)
 	default:
-		err = fmt.Errorf("read: %w", err)
+		return fmt.Errorf("read: %w", err)
 	}
-	c.err = err
+}
+
+// failPendingLocked answers every request still waiting with the
+// connection's error err, with the server's refusal if it closed the
+// connection after one. Caller holds c.mu.
+func (c *Conn) failPendingLocked(err error, refusal *ServerError) {
 	answer := err
 	if refusal != nil && errors.Is(err, ErrServerClosed) {
 		answer = fmt.Errorf("%w: %w", ErrServerClosed, refusal)
@@ -119,103 +143,106 @@ func (c *Conn) readLoop() {
 		r.done <- answer
 	}
 	c.pending = nil
-	c.mu.Unlock()
-
-	if !closing {
-		c.nc.Close()
-		c.emit(Disconnected{Err: err})
-	}
 }
 
 // dispatch completes the pending request an event answers, or delivers it.
 func (c *Conn) dispatch(ev Event) {
 	switch ev := ev.(type) {
-	case Login:
-		if c.answerID(ev.ID, ev, nil) || c.answerEcho(TypeLogin, ev.Username) {
-			return
-		}
-	case JoinGroup:
-		if c.answerID(ev.ID, ev, nil) || c.answerEcho(TypeJoinGroup, ev.Group) {
-			return
-		}
-	case LeaveGroup:
-		if c.answerID(ev.ID, ev, nil) || c.answerEcho(TypeLeaveGroup, ev.Group) {
-			return
-		}
-	case ErrorMessage:
-		if ev.ID != "" {
-			c.dropUnstored(ev.ID) // refused: not to be sent again
-			if c.answerID(ev.ID, nil, &ServerError{Message: ev.Message, Code: ev.Code}) {
-				return
-			}
-			break
-		}
-		if c.Version() >= 2 {
-			break // protocol 2 names the request an error answers: this one answers none
-		}
-		if claimed, deliver := c.answerError(ev.Message); claimed && !deliver {
-			return
-		}
-	case Stored:
-		c.dropUnstored(ev.ID)
-		if c.answerID(ev.ID, ev, nil) {
-			return
-		}
-	case Who:
-		if c.answerID(ev.ID, ev, nil) {
-			return
-		}
-	case Account:
-		if c.answerID(ev.ID, ev, nil) {
-			return
-		}
-	case Invite:
-		if c.answerID(ev.ID, ev, nil) {
-			return
-		}
-	case Groups:
-		if c.answerID(ev.ID, ev, nil) {
-			return
-		}
-	case History:
-		if c.answerID(ev.ID, ev, nil) {
-			return
-		}
-	case Away:
-		if ev.ID != "" && c.answerID(ev.ID, ev, nil) {
-			return
-		}
-	case Whois:
-		if c.answerID(ev.ID, ev, nil) {
-			return
-		}
-	case Names:
-		if c.answerID(ev.ID, ev, nil) {
-			return
-		}
 	case ChatMessage:
-		if ev.ID == "" {
-			break
-		}
-		if !c.opts.Seen.Add(ev.ID) {
-			c.queueAck(ev.ID) // delivered before (a reconnect): acknowledge again, deliver once
+		if ev.ID != "" {
+			c.deliverChat(ev)
 			return
 		}
-		if !c.emit(ev) {
-			// Not delivered (the Conn is closing) and not acknowledged: the
-			// server sends it again, and the next connection sharing this
-			// Seen must take it for new.
-			c.opts.Seen.Remove(ev.ID)
-			return
-		}
-		if c.opts.AutoAck {
-			c.queueAck(ev.ID)
-		}
-		return
 	case Alive:
 		return
+	default:
+		if c.answer(ev) {
+			return
+		}
 	}
 	c.emit(ev)
+}
+
+// answer completes the pending request ev answers, if any, and reports
+// whether ev is consumed by it (not to be delivered).
+func (c *Conn) answer(ev Event) bool {
+	switch ev := ev.(type) {
+	case Login:
+		return c.answerID(ev.ID, ev, nil) || c.answerEcho(TypeLogin, ev.Username)
+	case JoinGroup:
+		return c.answerID(ev.ID, ev, nil) || c.answerEcho(TypeJoinGroup, ev.Group)
+	case LeaveGroup:
+		return c.answerID(ev.ID, ev, nil) || c.answerEcho(TypeLeaveGroup, ev.Group)
+	case ErrorMessage:
+		return c.answerErrorMessage(ev)
+	case Stored:
+		c.dropUnstored(ev.ID)
+		return c.answerID(ev.ID, ev, nil)
+	case Away:
+		return ev.ID != "" && c.answerID(ev.ID, ev, nil)
+	}
+	if id, ok := replyID(ev); ok {
+		return c.answerID(id, ev, nil)
+	}
+	return false
+}
+
+// replyID is the request id of an event that is only ever a reply
+// (protocol 2): WHO, REGISTER and SET_PASSWORD, INVITE, GROUPS, HISTORY,
+// WHOIS, NAMES.
+func replyID(ev Event) (string, bool) {
+	switch ev := ev.(type) {
+	case Who:
+		return ev.ID, true
+	case Account:
+		return ev.ID, true
+	case Invite:
+		return ev.ID, true
+	case Groups:
+		return ev.ID, true
+	case History:
+		return ev.ID, true
+	case Whois:
+		return ev.ID, true
+	case Names:
+		return ev.ID, true
+	}
+	return "", false
+}
+
+// answerErrorMessage fails the request an ERROR answers, and reports
+// whether the ERROR is consumed by it. Protocol 2 names the request by
+// id (a refused message is not to be sent again); a protocol-1 ERROR fails
+// the oldest pending request.
+func (c *Conn) answerErrorMessage(ev ErrorMessage) bool {
+	if ev.ID != "" {
+		c.dropUnstored(ev.ID) // refused: not to be sent again
+		return c.answerID(ev.ID, nil, &ServerError{Message: ev.Message, Code: ev.Code})
+	}
+	if c.Version() >= 2 {
+		return false // protocol 2 names the request an error answers: this one answers none
+	}
+	claimed, deliver := c.answerError(ev.Message)
+	return claimed && !deliver
+}
+
+// deliverChat delivers a chat message with an id once: one seen before (a
+// reconnect) is acknowledged again and not delivered.
+func (c *Conn) deliverChat(ev ChatMessage) {
+	if !c.opts.Seen.Add(ev.ID) {
+		c.queueAck(ev.ID) // delivered before (a reconnect): acknowledge again, deliver once
+		return
+	}
+	if !c.emit(ev) {
+		// Not delivered (the Conn is closing) and not acknowledged: the
+		// server sends it again, and the next connection sharing this
+		// Seen must take it for new.
+		c.opts.Seen.Remove(ev.ID)
+		return
+	}
+	if c.opts.AutoAck {
+		c.queueAck(ev.ID)
+	}
 }
 
 // answerID completes the pending request with this id (protocol 2).

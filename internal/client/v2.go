@@ -489,6 +489,28 @@ var ErrNothingListens = errors.New("client: nothing listens")
 // closing at its node.
 const loginGrace = time.Second
 
+// loginRefused judges, for DialV2, a login to one of nodes refused with
+// err, refused being the nodes in a row that were full before: it returns
+// that count after this refusal, and whether the refusal ends the dial.
+// It does when every node in a row is full, when waiting cannot help (a
+// wrong password, a bad name), or, with failFast, when the user is still
+// logged in elsewhere loginGrace after start.
+func loginRefused(err error, refused, nodes int, failFast bool, start time.Time) (int, bool) {
+	var se *ServerError
+	switch {
+	case errors.As(err, &se) && (se.Code == CodeServerFull || se.Code == CodeTooManyConns):
+		// Another node may have room; when none has, say why.
+		refused++
+		return refused, refused >= nodes
+	case errors.As(err, &se) && !slices.Contains([]string{CodeUserOnline, CodeShutdown, CodeUnavailable, CodeBusy}, se.Code):
+		return refused, true
+	case errors.As(err, &se) && se.Code == CodeUserOnline && failFast && time.Since(start) >= loginGrace:
+		return refused, true // logged in elsewhere: the server said so
+	default:
+		return 0, false
+	}
+}
+
 // DialV2 connects to the first of addrs that lets user log in with
 // protocol 2, trying them in turn until ctx ends: a node that is down, or a
 // login refused because the user's previous connection is still being
@@ -520,19 +542,9 @@ func DialV2(ctx context.Context, addrs []string, user, password string, opts Opt
 				return c, nil
 			}
 			c.Close()
-			var se *ServerError
-			switch {
-			case errors.As(err, &se) && (se.Code == CodeServerFull || se.Code == CodeTooManyConns):
-				// Another node may have room; when none has, say why.
-				if refused++; refused >= len(addrs) {
-					return nil, err
-				}
-			case errors.As(err, &se) && !slices.Contains([]string{CodeUserOnline, CodeShutdown, CodeUnavailable, CodeBusy}, se.Code):
+			var end bool
+			if refused, end = loginRefused(err, refused, len(addrs), opts.FailFast, start); end {
 				return nil, err
-			case errors.As(err, &se) && se.Code == CodeUserOnline && opts.FailFast && time.Since(start) >= loginGrace:
-				return nil, err // logged in elsewhere: the server said so
-			default:
-				refused = 0
 			}
 		}
 		last = err

@@ -108,73 +108,122 @@ func Decode(line []byte) (Event, error) {
 	return decodeWire(&w)
 }
 
+// decodeWire makes the event of a decoded line with the decoder of its
+// message type.
 func decodeWire(w *Wire) (Event, error) {
 	id := w.id()
-	switch w.MessageType {
-	case "":
+	if w.MessageType == "" {
 		return nil, ErrMissingType
-	case TypeLogin:
-		if w.Username == "" {
-			return nil, fmt.Errorf("%w: LOGIN without username", ErrInvalidMessage)
-		}
-		return Login{Username: w.Username, Version: w.Version, Node: w.Node, ID: id, Away: w.Away}, nil
-	case TypeJoinGroup, TypeLeaveGroup:
-		if w.Group == "" {
-			return nil, fmt.Errorf("%w: %s without group", ErrInvalidMessage, w.MessageType)
-		}
-		if w.MessageType == TypeJoinGroup {
-			return JoinGroup{Group: w.Group, ID: id, InviteOnly: w.InviteOnly}, nil
-		}
-		return LeaveGroup{Group: w.Group, ID: id}, nil
-	case TypeChatMessage:
-		return decodeChat(w)
-	case TypeError:
-		return ErrorMessage{Message: w.ErrorMessage, Code: w.Code, ID: id}, nil
-	case TypeAlive:
-		return Alive{}, nil
-	case TypeStored:
-		if id == "" {
-			return nil, fmt.Errorf("%w: STORED without id", ErrInvalidMessage)
-		}
-		return Stored{ID: id, Seq: w.Seq, Stamp: w.Time}, nil
-	case TypeRegister, TypeSetPassword:
-		return Account{Type: w.MessageType, Username: w.Username, ID: id}, nil
-	case TypeInvite:
-		return Invite{Group: w.Group, Username: w.Username, ID: id}, nil
-	case TypeWho:
-		return Who{Users: w.Users, Truncated: w.Truncated, ID: id}, nil
-	case TypeGroups:
-		return Groups{Groups: w.Groups, Truncated: w.Truncated, ID: id}, nil
-	case TypeHistory:
-		h := History{To: ToUser(w.ToUsername), Truncated: w.Truncated, ID: id, ReadSeq: w.ReadSeq}
-		if w.ToGroup != "" {
-			h.To = ToGroup(w.ToGroup)
-		}
-		for i := range w.Messages {
-			ev, err := decodeChat(&w.Messages[i])
-			if err != nil {
-				return nil, fmt.Errorf("HISTORY message %d: %w", i, err)
-			}
-			h.Messages = append(h.Messages, ev.(ChatMessage))
-		}
-		return h, nil
-	case TypeAway:
-		return Away{User: w.Username, Message: w.Message, Since: w.Since, ID: id}, nil
-	case TypeWhois:
-		return Whois{User: w.Username, Online: w.Online, Node: w.Node, Since: w.Since, Away: w.Away, AwaySince: w.AwaySince, ID: id}, nil
-	case TypeNames:
-		return Names{Group: w.Group, Members: w.Members, Truncated: w.Truncated, Next: w.Next, ID: id}, nil
-	case TypeRead, TypeTyping:
-		if w.Username == "" {
-			return nil, fmt.Errorf("%w: %s without username", ErrInvalidMessage, w.MessageType)
-		}
-		if w.MessageType == TypeRead {
-			return ReadNotice{User: w.Username, Seq: w.Seq}, nil
-		}
-		return TypingNotice{User: w.Username}, nil
-	default:
+	}
+	decode, ok := wireDecoders[w.MessageType]
+	if !ok {
 		return nil, fmt.Errorf("%w %q", ErrUnknownType, string(w.MessageType))
 	}
+	return decode(w, id)
+}
+
+// A wireDecoder makes the event of one message type from its fields; id
+// is its "id" if that is a string.
+type wireDecoder func(w *Wire, id string) (Event, error)
+
+// wireDecoders holds the decoder of every message type a server sends.
+var wireDecoders = map[MessageType]wireDecoder{
+	TypeLogin:      decodeLoginWire,
+	TypeJoinGroup:  decodeGroupWire,
+	TypeLeaveGroup: decodeGroupWire,
+	TypeChatMessage: func(w *Wire, _ string) (Event, error) {
+		return decodeChat(w)
+	},
+	TypeError: func(w *Wire, id string) (Event, error) {
+		return ErrorMessage{Message: w.ErrorMessage, Code: w.Code, ID: id}, nil
+	},
+	TypeAlive: func(*Wire, string) (Event, error) {
+		return Alive{}, nil
+	},
+	TypeStored:      decodeStoredWire,
+	TypeRegister:    decodeAccountWire,
+	TypeSetPassword: decodeAccountWire,
+	TypeInvite: func(w *Wire, id string) (Event, error) {
+		return Invite{Group: w.Group, Username: w.Username, ID: id}, nil
+	},
+	TypeWho: func(w *Wire, id string) (Event, error) {
+		return Who{Users: w.Users, Truncated: w.Truncated, ID: id}, nil
+	},
+	TypeGroups: func(w *Wire, id string) (Event, error) {
+		return Groups{Groups: w.Groups, Truncated: w.Truncated, ID: id}, nil
+	},
+	TypeHistory: decodeHistoryWire,
+	TypeAway: func(w *Wire, id string) (Event, error) {
+		return Away{User: w.Username, Message: w.Message, Since: w.Since, ID: id}, nil
+	},
+	TypeWhois: func(w *Wire, id string) (Event, error) {
+		return Whois{User: w.Username, Online: w.Online, Node: w.Node, Since: w.Since, Away: w.Away, AwaySince: w.AwaySince, ID: id}, nil
+	},
+	TypeNames: func(w *Wire, id string) (Event, error) {
+		return Names{Group: w.Group, Members: w.Members, Truncated: w.Truncated, Next: w.Next, ID: id}, nil
+	},
+	TypeRead:   decodeNoticeWire,
+	TypeTyping: decodeNoticeWire,
+}
+
+// decodeLoginWire decodes a LOGIN answer, which names the user.
+func decodeLoginWire(w *Wire, id string) (Event, error) {
+	if w.Username == "" {
+		return nil, fmt.Errorf("%w: LOGIN without username", ErrInvalidMessage)
+	}
+	return Login{Username: w.Username, Version: w.Version, Node: w.Node, ID: id, Away: w.Away}, nil
+}
+
+// decodeGroupWire decodes a JOIN_GROUP or LEAVE_GROUP answer, which names
+// the group.
+func decodeGroupWire(w *Wire, id string) (Event, error) {
+	if w.Group == "" {
+		return nil, fmt.Errorf("%w: %s without group", ErrInvalidMessage, w.MessageType)
+	}
+	if w.MessageType == TypeJoinGroup {
+		return JoinGroup{Group: w.Group, ID: id, InviteOnly: w.InviteOnly}, nil
+	}
+	return LeaveGroup{Group: w.Group, ID: id}, nil
+}
+
+// decodeStoredWire decodes STORED, which names the stored message.
+func decodeStoredWire(w *Wire, id string) (Event, error) {
+	if id == "" {
+		return nil, fmt.Errorf("%w: STORED without id", ErrInvalidMessage)
+	}
+	return Stored{ID: id, Seq: w.Seq, Stamp: w.Time}, nil
+}
+
+// decodeAccountWire decodes a REGISTER or SET_PASSWORD answer.
+func decodeAccountWire(w *Wire, id string) (Event, error) {
+	return Account{Type: w.MessageType, Username: w.Username, ID: id}, nil
+}
+
+// decodeHistoryWire decodes a HISTORY answer and its messages.
+func decodeHistoryWire(w *Wire, id string) (Event, error) {
+	h := History{To: ToUser(w.ToUsername), Truncated: w.Truncated, ID: id, ReadSeq: w.ReadSeq}
+	if w.ToGroup != "" {
+		h.To = ToGroup(w.ToGroup)
+	}
+	for i := range w.Messages {
+		ev, err := decodeChat(&w.Messages[i])
+		if err != nil {
+			return nil, fmt.Errorf("HISTORY message %d: %w", i, err)
+		}
+		h.Messages = append(h.Messages, ev.(ChatMessage))
+	}
+	return h, nil
+}
+
+// decodeNoticeWire decodes a READ or TYPING notice, which names the user.
+func decodeNoticeWire(w *Wire, _ string) (Event, error) {
+	if w.Username == "" {
+		return nil, fmt.Errorf("%w: %s without username", ErrInvalidMessage, w.MessageType)
+	}
+	if w.MessageType == TypeRead {
+		return ReadNotice{User: w.Username, Seq: w.Seq}, nil
+	}
+	return TypingNotice{User: w.Username}, nil
 }
 
 func decodeChat(w *Wire) (Event, error) {
