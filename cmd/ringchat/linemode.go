@@ -100,19 +100,29 @@ func runLineMode(ctx context.Context, cfg config, stdin io.Reader, stdout, stder
 	ended := make(chan error, 1) // the session gave up, and why
 	printed := make(chan struct{})
 	ls := &lineSession{cfg: cfg, s: s, out: out}
-	go func() {
-		defer close(printed)
-		for ev := range s.Events() {
-			out.event(ev)
-			switch ev := ev.(type) {
-			case client.Disconnected:
-				ended <- ev.Err
-			case client.ErrorMessage:
-				ls.failed.Add(1) // a message refused, or a request
-			}
-		}
-	}()
+	go ls.printEvents(ended, printed)
+	return ls.follow(ctx, in, ended, printed)
+}
 
+// printEvents prints the session's events until they end, then closes
+// printed. It counts the ERRORs as failed commands, and sends the reason
+// the session gave up on ended.
+func (ls *lineSession) printEvents(ended chan<- error, printed chan<- struct{}) {
+	defer close(printed)
+	for ev := range ls.s.Events() {
+		ls.out.event(ev)
+		switch ev := ev.(type) {
+		case client.Disconnected:
+			ended <- ev.Err
+		case client.ErrorMessage:
+			ls.failed.Add(1) // a message refused, or a request
+		}
+	}
+}
+
+// follow runs the input lines until end of input, /quit, the end of the
+// session or an interrupt, and returns the outcome.
+func (ls *lineSession) follow(ctx context.Context, in *input, ended <-chan error, printed <-chan struct{}) error {
 	for {
 		select {
 		case line, ok := <-in.lines:
@@ -132,11 +142,11 @@ func runLineMode(ctx context.Context, cfg config, stdin io.Reader, stdout, stder
 				return ls.status()
 			}
 		case err := <-ended:
-			s.Close()
+			ls.s.Close()
 			<-printed
 			return &reportedError{err}
 		case <-ctx.Done():
-			s.Close()
+			ls.s.Close()
 			<-printed
 			return nil
 		}
@@ -191,38 +201,13 @@ func (ls *lineSession) handle(ctx context.Context, line string) (quit bool) {
 	case tui.ActPrivate:
 		ls.do(s.JoinInviteOnly(ctx, cmd.Group), client.JoinGroup{Group: cmd.Group, InviteOnly: true})
 	case tui.ActInvite:
-		group, ok := ls.groupOr(cmd.Group, "invite to which group? /invite USER #GROUP")
-		if !ok {
-			return false
-		}
-		if err := s.Invite(ctx, group, cmd.User); err != nil {
-			ls.errorf("%v", describe(err, ls.cfg.timeout))
-			return false
-		}
-		ls.out.infof("invited %s to #%s: they can /join %s now", tui.Clean(cmd.User), tui.Clean(group), tui.Clean(group))
+		ls.invite(ctx, cmd.User, cmd.Group)
 	case tui.ActPasswd:
 		ls.errorf("/passwd asks for a hidden password: use the full-screen client on a terminal")
 	case tui.ActSend:
-		to := cmd.To
-		if cmd.ToCurrent {
-			if ls.current.Name == "" {
-				ls.errorf("no conversation: use /to USER or /to #GROUP first, or /msg USER TEXT")
-				return false
-			}
-			to = ls.current
-		}
-		if _, err := ls.out.post(func() (client.Outgoing, error) { return s.Post(to, cmd.Text) }); err != nil {
-			ls.errorf("%v", err)
-		}
+		ls.send(cmd)
 	case tui.ActTo:
-		if cmd.To.Name != "" {
-			ls.current = cmd.To
-		}
-		if ls.current.Name == "" {
-			ls.out.infof("no conversation: use /to USER or /to #GROUP")
-		} else {
-			ls.out.infof("talking to %s", tui.Clean(ls.current.String()))
-		}
+		ls.talkTo(cmd.To)
 	case tui.ActWho:
 		users, err := s.Who(ctx)
 		ls.do(err, client.Who{Users: users})
@@ -230,25 +215,12 @@ func (ls *lineSession) handle(ctx context.Context, line string) (quit bool) {
 		groups, err := s.Groups(ctx)
 		ls.do(err, client.Groups{Groups: groups})
 	case tui.ActHistory:
-		with := cmd.To
-		if with.Name == "" {
-			if with = ls.current; with.Name == "" {
-				ls.errorf("history of what? /history USER, /history #GROUP, or /to one first")
-				return false
-			}
-		}
-		msgs, err := s.History(ctx, with, cmd.Limit)
-		ls.do(err, client.History{To: with, Messages: msgs})
+		ls.history(ctx, cmd.To, cmd.Limit)
 	case tui.ActWhois:
 		w, err := s.Whois(ctx, cmd.User)
 		ls.do(err, w)
 	case tui.ActNames:
-		group, ok := ls.groupOr(cmd.Group, "names of which group? /names #GROUP")
-		if !ok {
-			return false
-		}
-		n, err := s.Names(ctx, group, "", 1000)
-		ls.do(err, n)
+		ls.names(ctx, cmd.Group)
 	case tui.ActAway:
 		a, err := s.SetAway(ctx, cmd.Text)
 		ls.do(err, a)
@@ -258,6 +230,71 @@ func (ls *lineSession) handle(ctx context.Context, line string) (quit bool) {
 		return true
 	}
 	return false
+}
+
+// invite invites user into group (empty: the current conversation's).
+func (ls *lineSession) invite(ctx context.Context, user, group string) {
+	group, ok := ls.groupOr(group, "invite to which group? /invite USER #GROUP")
+	if !ok {
+		return
+	}
+	if err := ls.s.Invite(ctx, group, user); err != nil {
+		ls.errorf("%v", describe(err, ls.cfg.timeout))
+		return
+	}
+	ls.out.infof("invited %s to #%s: they can /join %s now", tui.Clean(user), tui.Clean(group), tui.Clean(group))
+}
+
+// send posts the text of cmd to its recipient, or to the current
+// conversation.
+func (ls *lineSession) send(cmd tui.Command) {
+	to := cmd.To
+	if cmd.ToCurrent {
+		if ls.current.Name == "" {
+			ls.errorf("no conversation: use /to USER or /to #GROUP first, or /msg USER TEXT")
+			return
+		}
+		to = ls.current
+	}
+	if _, err := ls.out.post(func() (client.Outgoing, error) { return ls.s.Post(to, cmd.Text) }); err != nil {
+		ls.errorf("%v", err)
+	}
+}
+
+// talkTo makes to (if any) the current conversation and says which one
+// is.
+func (ls *lineSession) talkTo(to client.Recipient) {
+	if to.Name != "" {
+		ls.current = to
+	}
+	if ls.current.Name == "" {
+		ls.out.infof("no conversation: use /to USER or /to #GROUP")
+	} else {
+		ls.out.infof("talking to %s", tui.Clean(ls.current.String()))
+	}
+}
+
+// history prints the last limit messages with with (zero: the current
+// conversation).
+func (ls *lineSession) history(ctx context.Context, with client.Recipient, limit int) {
+	if with.Name == "" {
+		if with = ls.current; with.Name == "" {
+			ls.errorf("history of what? /history USER, /history #GROUP, or /to one first")
+			return
+		}
+	}
+	msgs, err := ls.s.History(ctx, with, limit)
+	ls.do(err, client.History{To: with, Messages: msgs})
+}
+
+// names prints the members of group (empty: the current conversation's).
+func (ls *lineSession) names(ctx context.Context, group string) {
+	group, ok := ls.groupOr(group, "names of which group? /names #GROUP")
+	if !ok {
+		return
+	}
+	n, err := ls.s.Names(ctx, group, "", 1000)
+	ls.do(err, n)
 }
 
 // groupOr returns group, or if it is empty the current conversation's; if

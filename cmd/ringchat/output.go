@@ -149,29 +149,28 @@ func chatToJSON(m client.ChatMessage) chatJSON {
 func (p *printer) event(ev client.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var v any
-	var text string
+	v, text, ok := p.render(ev)
+	if !ok {
+		return
+	}
+	if p.json {
+		fmt.Fprintf(p.out, "%s\n", marshal(v))
+		return
+	}
+	fmt.Fprintln(p.out, text)
+}
+
+// render is an event's JSON object and its text line; ok is false for an
+// event that is not printed.
+func (p *printer) render(ev client.Event) (v any, text string, ok bool) {
 	switch ev := ev.(type) {
 	case client.ChatMessage:
 		v, text = chatToJSON(ev), p.chatText(ev)
 	case client.Stored:
-		o, ok := p.mine[ev.ID]
-		delete(p.mine, ev.ID)
-		s := storedJSON{MessageType: "STORED", ID: ev.ID, Seq: ev.Seq, Time: ev.Stamp, MessageContent: o.Text}
-		if o.To.Group {
-			s.ToGroup = o.To.Name
-		} else {
-			s.ToUsername = o.To.Name
-		}
-		v = s
-		if !ok {
-			text = "stored " + ev.ID
-			break
-		}
-		text = fmt.Sprintf("[%s] you -> %s: %s (stored)", p.clock(ev.Stamp), tui.Clean(o.To.String()), tui.Clean(o.Text))
+		v, text = p.renderStored(ev)
 	case client.ErrorMessage:
 		v = errorJSON{"ERROR", ev.Code, ev.Message, ev.ID}
-		if o, ok := p.mine[ev.ID]; ok && ev.ID != "" {
+		if o, found := p.mine[ev.ID]; found && ev.ID != "" {
 			delete(p.mine, ev.ID)
 			text = fmt.Sprintf("error: not sent to %s: %s", tui.Clean(o.To.String()), tui.Clean(ev.Message))
 		} else {
@@ -189,21 +188,7 @@ func (p *printer) event(ev client.Event) {
 	case client.Groups:
 		v, text = groupsJSON{"GROUPS", nonNil(ev.Groups)}, groupsText(ev.Groups)
 	case client.History:
-		h := historyJSON{MessageType: "HISTORY", Messages: []chatJSON{}}
-		if ev.To.Group {
-			h.ToGroup = ev.To.Name
-		} else {
-			h.ToUsername = ev.To.Name
-		}
-		var lines []string
-		for _, m := range ev.Messages {
-			h.Messages = append(h.Messages, chatToJSON(m))
-			lines = append(lines, p.chatText(m))
-		}
-		if len(lines) == 0 {
-			lines = []string{"no earlier messages with " + tui.Clean(ev.To.String())}
-		}
-		v, text = h, strings.Join(lines, "\n")
+		v, text = p.renderHistory(ev)
 	case client.Whois:
 		v, text = whoisJSON{"WHOIS", ev.User, ev.Online, ev.Node, ev.Since, ev.Away, ev.AwaySince}, tui.WhoisText(ev, p.loc)
 	case client.Names:
@@ -215,6 +200,56 @@ func (p *printer) event(ev client.Event) {
 		} else {
 			text = fmt.Sprintf("%s is away: %s", tui.Clean(ev.User), tui.Clean(ev.Message))
 		}
+	case client.Connected, client.ConnectionLost, client.Reconnecting, client.Disconnected:
+		return p.renderConnection(ev)
+	default:
+		return nil, "", false
+	}
+	return v, text, true
+}
+
+// renderStored renders a STORED receipt, naming the message of mine it
+// is for (and forgetting it).
+func (p *printer) renderStored(ev client.Stored) (any, string) {
+	o, ok := p.mine[ev.ID]
+	delete(p.mine, ev.ID)
+	s := storedJSON{MessageType: "STORED", ID: ev.ID, Seq: ev.Seq, Time: ev.Stamp, MessageContent: o.Text}
+	if o.To.Group {
+		s.ToGroup = o.To.Name
+	} else {
+		s.ToUsername = o.To.Name
+	}
+	if !ok {
+		return s, "stored " + ev.ID
+	}
+	return s, fmt.Sprintf("[%s] you -> %s: %s (stored)", p.clock(ev.Stamp), tui.Clean(o.To.String()), tui.Clean(o.Text))
+}
+
+// renderHistory renders the messages of a conversation, one line each
+// (or a line saying there are none).
+func (p *printer) renderHistory(ev client.History) (any, string) {
+	h := historyJSON{MessageType: "HISTORY", Messages: []chatJSON{}}
+	if ev.To.Group {
+		h.ToGroup = ev.To.Name
+	} else {
+		h.ToUsername = ev.To.Name
+	}
+	var lines []string
+	for _, m := range ev.Messages {
+		h.Messages = append(h.Messages, chatToJSON(m))
+		lines = append(lines, p.chatText(m))
+	}
+	if len(lines) == 0 {
+		lines = []string{"no earlier messages with " + tui.Clean(ev.To.String())}
+	}
+	return h, strings.Join(lines, "\n")
+}
+
+// renderConnection renders an event of the connection: connected (and
+// where), lost, reconnecting (only attempts 1, 2, 4, 8, ...: ok is false
+// for the others) and disconnected for good.
+func (p *printer) renderConnection(ev client.Event) (v any, text string, ok bool) {
+	switch ev := ev.(type) {
 	case client.Connected:
 		p.node = ev.Node
 		v = connectedJSON{"CONNECTED", p.me, ev.Node, ev.Addr, ev.Reconnect, ev.Resent}
@@ -231,7 +266,7 @@ func (p *printer) event(ev client.Event) {
 		text = fmt.Sprintf("error: connection to node %d lost (%v): reconnecting", p.node, ev.Err)
 	case client.Reconnecting:
 		if ev.Attempt&(ev.Attempt-1) != 0 {
-			return // 1, 2, 4, 8...: enough to tell it goes on
+			return nil, "", false // 1, 2, 4, 8...: enough to tell it goes on
 		}
 		v = lostJSON{MessageType: "RECONNECTING", Attempt: ev.Attempt, ErrorMessage: ev.Err.Error()}
 		text = fmt.Sprintf("error: reconnecting: attempt %d failed: %v", ev.Attempt, ev.Err)
@@ -239,13 +274,9 @@ func (p *printer) event(ev client.Event) {
 		v = lostJSON{MessageType: "DISCONNECTED", ErrorMessage: ev.Err.Error()}
 		text = fmt.Sprintf("error: disconnected: %v", ev.Err)
 	default:
-		return
+		return nil, "", false
 	}
-	if p.json {
-		fmt.Fprintf(p.out, "%s\n", marshal(v))
-		return
-	}
-	fmt.Fprintln(p.out, text)
+	return v, text, true
 }
 
 func nonNil[T any](s []T) []T {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/ringchat/ringchat/internal/client"
 	"github.com/ringchat/ringchat/internal/nodelist"
@@ -69,12 +70,8 @@ func newRootCmd(getenv func(string) string) *cobra.Command {
 	return newRootCmdWith(&globals{getenv: getenv})
 }
 
-// newRootCmdWith is the root command parsing its flags into g.
-func newRootCmdWith(g *globals) *cobra.Command {
-	root := &cobra.Command{
-		Use:   "ringchat [--node HOST:PORT | HOST PORT] [--user NAME] [--nodes FILE]",
-		Short: "Chat on a ringchat ring",
-		Long: `ringchat logs in at a ringnode's client port (protocol 2) and chats.
+// rootLong is the root command's help.
+const rootLong = `ringchat logs in at a ringnode's client port (protocol 2) and chats.
 
 On a terminal it is a full-screen chat: conversations as tabs with unread
 counts, the messages of the current one with timestamps and receipts on
@@ -103,25 +100,18 @@ the environment win over it. See the README.
 against the CA in --ca FILE (else $RINGCHAT_CA; --ca implies --tls).
 
 Exit status: 0 success, 1 failure (no login, refused, messages not sent),
-2 a mistake in the command line.`,
+2 a mistake in the command line.`
+
+// newRootCmdWith is the root command parsing its flags into g.
+func newRootCmdWith(g *globals) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "ringchat [--node HOST:PORT | HOST PORT] [--user NAME] [--nodes FILE]",
+		Short:         "Chat on a ringchat ring",
+		Long:          rootLong,
 		Args:          usageArgs(rootArgs),
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := g.resolve(cmd, args)
-			if err != nil {
-				return err
-			}
-			ui, err := g.resolveUI(cmd.Flags())
-			if err != nil {
-				return err
-			}
-			in, out := cmd.InOrStdin(), cmd.OutOrStdout()
-			if fin, fout, ok := terminals(in, out); ok && !cfg.plain && !cfg.json {
-				return runUI(cmd.Context(), cfg, ui, fin, fout, cmd.ErrOrStderr())
-			}
-			return runLineMode(cmd.Context(), cfg, in, out, cmd.ErrOrStderr())
-		},
+		RunE:          g.runRoot,
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
@@ -139,6 +129,24 @@ Exit status: 0 success, 1 failure (no login, refused, messages not sent),
 	addUIFlags(root, &g.ui)
 	root.AddCommand(newSendCmd(g), newTailCmd(g), newWhoCmd(g), newGroupsCmd(g), newHistoryCmd(g), newRegisterCmd(g), newVersionCmd())
 	return root
+}
+
+// runRoot chats: full-screen when standard input and output are both
+// terminals (and neither --plain nor --json is given), else in line mode.
+func (g *globals) runRoot(cmd *cobra.Command, args []string) error {
+	cfg, err := g.resolve(cmd, args)
+	if err != nil {
+		return err
+	}
+	ui, err := g.resolveUI(cmd.Flags())
+	if err != nil {
+		return err
+	}
+	in, out := cmd.InOrStdin(), cmd.OutOrStdout()
+	if fin, fout, ok := terminals(in, out); ok && !cfg.plain && !cfg.json {
+		return runUI(cmd.Context(), cfg, ui, fin, fout, cmd.ErrOrStderr())
+	}
+	return runLineMode(cmd.Context(), cfg, in, out, cmd.ErrOrStderr())
 }
 
 // terminals reports whether in and out are both terminals.
@@ -193,18 +201,9 @@ func (g *globals) resolve(cmd *cobra.Command, args []string) (config, error) {
 		}
 		return val
 	}
-	node := g.node
-	switch {
-	case len(args) == 2 && flags.Changed("node"):
-		return cfg, usagef("give the node either as --node or as HOST PORT, not both")
-	case len(args) == 2:
-		port, err := strconv.Atoi(args[1])
-		if err != nil || port < 1 || port > 65535 {
-			return cfg, usagef("invalid port %q", args[1])
-		}
-		node = net.JoinHostPort(args[0], args[1])
-	default:
-		node = env("RINGCHAT_NODE", "node", node)
+	node, err := g.nodeArg(flags, args, env)
+	if err != nil {
+		return cfg, err
 	}
 	listFile := env("RINGCHAT_NODES", "nodes", g.nodes)
 	cfg.user = env("RINGCHAT_USER", "user", cfg.user)
@@ -212,54 +211,92 @@ func (g *globals) resolve(cmd *cobra.Command, args []string) (config, error) {
 	if cfg.timeout <= 0 {
 		return cfg, usagef("--timeout must be positive")
 	}
+	if cfg.tls, err = g.tlsConfig(flags, env); err != nil {
+		return cfg, err
+	}
+	if cfg.addrs, err = nodeAddrs(node, listFile); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// nodeArg is the node asked for: the positional HOST PORT, else --node,
+// else $RINGCHAT_NODE (env reads the environment unless the flag is
+// given). It is "" when none is.
+func (g *globals) nodeArg(flags *pflag.FlagSet, args []string, env func(name, flag, val string) string) (string, error) {
+	switch {
+	case len(args) == 2 && flags.Changed("node"):
+		return "", usagef("give the node either as --node or as HOST PORT, not both")
+	case len(args) == 2:
+		port, err := strconv.Atoi(args[1])
+		if err != nil || port < 1 || port > 65535 {
+			return "", usagef("invalid port %q", args[1])
+		}
+		return net.JoinHostPort(args[0], args[1]), nil
+	default:
+		return env("RINGCHAT_NODE", "node", g.node), nil
+	}
+}
+
+// tlsConfig is the TLS configuration of --tls (else $RINGCHAT_TLS) and
+// --ca (else $RINGCHAT_CA; it implies --tls), or nil for plain TCP.
+func (g *globals) tlsConfig(flags *pflag.FlagSet, env func(name, flag, val string) string) (*tls.Config, error) {
 	useTLS := g.tls
 	if !flags.Changed("tls") && g.getenv("RINGCHAT_TLS") != "" {
 		v, err := strconv.ParseBool(g.getenv("RINGCHAT_TLS"))
 		if err != nil {
-			return cfg, usagef("RINGCHAT_TLS=%q: want true or false", g.getenv("RINGCHAT_TLS"))
+			return nil, usagef("RINGCHAT_TLS=%q: want true or false", g.getenv("RINGCHAT_TLS"))
 		}
 		useTLS = v
 	}
-	if ca := env("RINGCHAT_CA", "ca", g.ca); ca != "" || useTLS {
-		tc, err := clientTLS(ca)
-		if err != nil {
-			return cfg, &usageError{err}
-		}
-		cfg.tls = tc
+	ca := env("RINGCHAT_CA", "ca", g.ca)
+	if ca == "" && !useTLS {
+		return nil, nil
 	}
+	tc, err := clientTLS(ca)
+	if err != nil {
+		return nil, &usageError{err}
+	}
+	return tc, nil
+}
 
+// nodeAddrs is the client addresses to log in at: node (HOST:PORT, or
+// the id of a node in the node list listFile) first, then the other nodes
+// of the list; with neither, defaultNode.
+func nodeAddrs(node, listFile string) ([]string, error) {
 	var list []nodelist.Entry
 	if listFile != "" {
 		var err error
 		if list, err = nodelist.Load(listFile); err != nil {
-			return cfg, &usageError{fmt.Errorf("--nodes: %w", err)}
+			return nil, &usageError{fmt.Errorf("--nodes: %w", err)}
 		}
 	}
 	if id, err := strconv.ParseInt(node, 10, 64); err == nil {
 		if list == nil {
-			return cfg, usagef("--node %s is a node id: give the node list with --nodes", node)
+			return nil, usagef("--node %s is a node id: give the node list with --nodes", node)
 		}
 		i := slices.IndexFunc(list, func(n nodelist.Entry) bool { return n.ID == id })
 		if i < 0 {
-			return cfg, usagef("no node %d in %s", id, listFile)
+			return nil, usagef("no node %d in %s", id, listFile)
 		}
 		node = list[i].ClientAddr()
 	}
+	var addrs []string
 	switch {
 	case node != "":
 		if _, _, err := net.SplitHostPort(node); err != nil {
-			return cfg, usagef("invalid node address %q: want HOST:PORT", node)
+			return nil, usagef("invalid node address %q: want HOST:PORT", node)
 		}
-		cfg.addrs = []string{node}
+		addrs = []string{node}
 	case len(list) == 0:
-		cfg.addrs = []string{defaultNode}
+		addrs = []string{defaultNode}
 	}
 	for _, n := range list {
-		if a := n.ClientAddr(); !slices.Contains(cfg.addrs, a) {
-			cfg.addrs = append(cfg.addrs, a)
+		if a := n.ClientAddr(); !slices.Contains(addrs, a) {
+			addrs = append(addrs, a)
 		}
 	}
-	return cfg, nil
+	return addrs, nil
 }
 
 // clientTLS is the TLS configuration for --tls: the system's roots, or

@@ -66,46 +66,73 @@ func (m *Machine) LeaseDone(r LeaseResult) {
 	if m.resigned {
 		return
 	}
-	timeout := m.now + int64(m.cfg.TimeoutTicks)
-	renewAt := max(issued+int64(m.cfg.LeaseTicks/3), m.now+1)
+	if r.Op.Kind == LeaseAcquire {
+		m.acquireDone(r, issued)
+	} else {
+		m.renewDone(r, issued)
+	}
+}
+
+// acquireDone handles the answer to an Acquire issued at tick issued: a
+// grant in time wins the lease; a failed operation is retried after a
+// timeout; a refusal ends the election if the holder is newer than the
+// one known at the start, and is otherwise retried when the lease runs
+// out.
+func (m *Machine) acquireDone(r LeaseResult, issued int64) {
+	l := &m.lease
 	switch {
-	case r.Op.Kind == LeaseAcquire && r.OK:
+	case r.OK:
 		if m.now >= issued+int64(m.cfg.LeaseTicks) {
 			l.nextAt, l.nextKind = m.now, LeaseAcquire // answered too late to be trusted: ask again
 			return
 		}
 		l.acquiring, l.holding, l.epoch = false, true, r.Epoch
 		l.validUntil = issued + int64(m.cfg.LeaseTicks)
-		l.nextAt, l.nextKind = renewAt, LeaseRenew
+		l.nextAt, l.nextKind = m.renewAt(issued), LeaseRenew
 		m.out.LeaseWon, m.out.LeaseEpoch = true, r.Epoch
 		m.counters.Won++
 		if r.Epoch >= m.epoch {
 			m.coord, m.epoch = m.cfg.ID, r.Epoch
 		}
 		m.report(Lease, l.round, m.cfg.ID, true)
-	case r.Op.Kind == LeaseAcquire && r.Failed:
+	case r.Failed:
 		if l.acquiring {
-			l.nextAt, l.nextKind = timeout, LeaseAcquire
+			l.nextAt, l.nextKind = m.now+int64(m.cfg.TimeoutTicks), LeaseAcquire
 		}
-	case r.Op.Kind == LeaseAcquire:
-		if r.Holder != m.cfg.ID && r.Holder > 0 && r.Epoch > l.base {
-			l.acquiring = false // a holder newer than the one we knew: the election is over
-			m.report(Lease, l.round, r.Holder, false)
-		} else if l.acquiring {
-			l.nextAt, l.nextKind = m.now+int64(max(r.RemainingTicks, 0))+1, LeaseAcquire
-		}
+	case r.Holder != m.cfg.ID && r.Holder > 0 && r.Epoch > l.base:
+		l.acquiring = false // a holder newer than the one we knew: the election is over
+		m.report(Lease, l.round, r.Holder, false)
+	case l.acquiring:
+		l.nextAt, l.nextKind = m.now+int64(max(r.RemainingTicks, 0))+1, LeaseAcquire
+	}
+}
+
+// renewDone handles the answer to a renewal issued at tick issued, for the
+// lease still held: a grant extends it, a failed operation is retried
+// after a timeout, and a refusal loses the lease to the holder the store
+// names.
+func (m *Machine) renewDone(r LeaseResult, issued int64) {
+	l := &m.lease
+	switch {
 	case !l.holding || r.Op.Epoch != l.epoch:
 	case r.OK:
 		l.validUntil = max(l.validUntil, issued+int64(m.cfg.LeaseTicks))
-		l.nextAt, l.nextKind = renewAt, LeaseRenew
+		l.nextAt, l.nextKind = m.renewAt(issued), LeaseRenew
 	case r.Failed:
-		l.nextAt, l.nextKind = timeout, LeaseRenew
+		l.nextAt, l.nextKind = m.now+int64(m.cfg.TimeoutTicks), LeaseRenew
 	default:
 		m.loseLease() // taken
 		if r.Holder > 0 && r.Epoch > m.epoch {
 			m.coord, m.epoch = r.Holder, r.Epoch
 		}
 	}
+}
+
+// renewAt is the tick of the renewal after a successful operation issued
+// at tick issued: a third of the lease later, and never before the next
+// tick.
+func (m *Machine) renewAt(issued int64) int64 {
+	return max(issued+int64(m.cfg.LeaseTicks/3), m.now+1)
 }
 
 // loseLease stops holding. A LeaseWon not yet collected is withdrawn

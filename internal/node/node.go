@@ -186,6 +186,16 @@ func (n *Node) Run(ctx context.Context) error {
 	n.rn.SetPeers(n.cfg.Addresses.IDs())
 	n.rn.Start()
 	n.flush()
+	if err := n.loop(ctx); err != nil {
+		return err
+	}
+	n.log.Info().Msg("left the ring")
+	return nil
+}
+
+// loop feeds the state machine its inputs until it has left the ring,
+// starting to leave when ctx ends. It fails if the transport closes.
+func (n *Node) loop(ctx context.Context) error {
 	// No fixed ticker: the loop sleeps until the state machine's next
 	// deadline (or an input), so an idle node wakes only when something is
 	// due. Before every input the machine's clock is brought to the present.
@@ -219,14 +229,7 @@ func (n *Node) Run(ctx context.Context) error {
 			n.handleEvent(ev)
 		case r := <-n.results:
 			n.rn.AdvanceTo(clock())
-			if r.Outcome == ring.Failed {
-				n.stats.StoreFailures++
-				n.log.Warn().Err(r.Err).Stringer("op", r.Op).Msg("store operation failed; retrying")
-			}
-			if r.Op.Kind == ring.OpRegenerate && r.Outcome == ring.OK {
-				n.stats.Regenerations++
-			}
-			n.rn.StoreDone(r)
+			n.storeDone(r)
 		case v := <-n.visited:
 			n.rn.AdvanceTo(clock())
 			n.visitDone(v)
@@ -244,8 +247,20 @@ func (n *Node) Run(ctx context.Context) error {
 		n.flush()
 		timer.Reset(SleepUntilTick(start, tick, n.rn.NextDeadline()))
 	}
-	n.log.Info().Msg("left the ring")
 	return nil
+}
+
+// storeDone counts and logs the result of a store operation and hands it
+// to the state machine.
+func (n *Node) storeDone(r ring.Result) {
+	if r.Outcome == ring.Failed {
+		n.stats.StoreFailures++
+		n.log.Warn().Err(r.Err).Stringer("op", r.Op).Msg("store operation failed; retrying")
+	}
+	if r.Op.Kind == ring.OpRegenerate && r.Outcome == ring.OK {
+		n.stats.Regenerations++
+	}
+	n.rn.StoreDone(r)
 }
 
 // maxSleep caps a sleep until a deadline: a machine with nothing pending

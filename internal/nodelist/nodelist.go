@@ -130,17 +130,7 @@ func Parse(r io.Reader, name string) ([]Entry, error) {
 	cr.Comment = '#'
 	cr.ReuseRecord = false
 
-	invalid := func(line int, format string, args ...any) error {
-		return &Error{File: name, Line: line, Reason: fmt.Sprintf(format, args...)}
-	}
-
-	var (
-		cols       []int // column of each header field
-		headerLine int
-		nodes      []Entry
-		idLine     = map[int64]int{}
-		endpoints  = map[string]endpoint{}
-	)
+	p := &parser{name: name, idLine: map[int64]int{}, endpoints: map[string]endpoint{}}
 	for {
 		rec, err := cr.Read()
 		if err == io.EOF {
@@ -149,76 +139,115 @@ func Parse(r io.Reader, name string) ([]Entry, error) {
 		if err != nil {
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
-				return nil, invalid(pe.Line, "%v", pe.Err)
+				return nil, p.invalid(pe.Line, "%v", pe.Err)
 			}
 			return nil, fmt.Errorf("nodelist: reading %s: %w", name, err)
 		}
 		line, _ := cr.FieldPos(0)
-		for i := range rec {
-			rec[i] = strings.TrimSpace(rec[i])
+		if err := p.record(line, rec); err != nil {
+			return nil, err
 		}
-		if cols == nil && len(rec) > 0 {
-			// A UTF-8 byte order mark may precede the header.
-			rec[0] = strings.TrimSpace(strings.TrimPrefix(rec[0], "\uFEFF"))
-		}
-		if isBlank(rec) || strings.HasPrefix(rec[0], "#") {
-			continue
-		}
-
-		if cols == nil {
-			cols, err = parseHeader(rec)
-			if err != nil {
-				return nil, invalid(line, "%v", err)
-			}
-			headerLine = line
-			continue
-		}
-
-		if len(rec) > len(cols) {
-			return nil, invalid(line, "too many fields (%d, header has %d)", len(rec), len(cols))
-		}
-		if len(rec) < len(cols) {
-			return nil, invalid(line, "missing field %s", colNames[cols[len(rec)]])
-		}
-		var vals [numCols]string
-		for i, c := range cols {
-			vals[c] = rec[i]
-		}
-
-		n, reason := parseRow(vals)
-		if reason != "" {
-			return nil, invalid(line, "%s", reason)
-		}
-		if first, dup := idLine[n.ID]; dup {
-			return nil, invalid(line, "duplicate id %d (first on line %d)", n.ID, first)
-		}
-		idLine[n.ID] = line
-		if n.CoordPort == n.ClientPort {
-			return nil, invalid(line, "coordination_port and client_port are both %d", n.CoordPort)
-		}
-		for _, ep := range []endpoint{
-			{port: n.CoordPort, col: colCoordPort},
-			{port: n.ClientPort, col: colClientPort},
-		} {
-			key := net.JoinHostPort(strings.ToLower(n.Host), strconv.Itoa(ep.port))
-			if prev, dup := endpoints[key]; dup {
-				return nil, invalid(line, "%s %s already used as %s of node %d (line %d)",
-					colNames[ep.col], net.JoinHostPort(n.Host, strconv.Itoa(ep.port)),
-					colNames[prev.col], prev.id, prev.line)
-			}
-			ep.id, ep.line = n.ID, line
-			endpoints[key] = ep
-		}
-		nodes = append(nodes, n)
 	}
 
-	if cols == nil {
-		return nil, invalid(0, "empty node list (no header)")
+	if p.cols == nil {
+		return nil, p.invalid(0, "empty node list (no header)")
 	}
-	if len(nodes) == 0 {
-		return nil, invalid(headerLine, "header but no nodes")
+	if len(p.nodes) == 0 {
+		return nil, p.invalid(p.headerLine, "header but no nodes")
 	}
-	return nodes, nil
+	return p.nodes, nil
+}
+
+// parser is what Parse knows of a node list from the records read so far.
+type parser struct {
+	name       string // for error messages
+	cols       []int  // column of each header field; nil until the header
+	headerLine int
+	nodes      []Entry
+	idLine     map[int64]int       // the line of each id
+	endpoints  map[string]endpoint // the first user of each host:port
+}
+
+// invalid returns the *Error for a problem on line (0: on no line).
+func (p *parser) invalid(line int, format string, args ...any) error {
+	return &Error{File: p.name, Line: line, Reason: fmt.Sprintf(format, args...)}
+}
+
+// record takes the CSV record on line: blank and comment lines are
+// skipped, the first other line is the header and every later one a node.
+func (p *parser) record(line int, rec []string) error {
+	for i := range rec {
+		rec[i] = strings.TrimSpace(rec[i])
+	}
+	if p.cols == nil && len(rec) > 0 {
+		// A UTF-8 byte order mark may precede the header.
+		rec[0] = strings.TrimSpace(strings.TrimPrefix(rec[0], "\uFEFF"))
+	}
+	if isBlank(rec) || strings.HasPrefix(rec[0], "#") {
+		return nil
+	}
+	if p.cols == nil {
+		cols, err := parseHeader(rec)
+		if err != nil {
+			return p.invalid(line, "%v", err)
+		}
+		p.cols, p.headerLine = cols, line
+		return nil
+	}
+	n, err := p.row(line, rec)
+	if err != nil {
+		return err
+	}
+	if err := p.add(line, n); err != nil {
+		return err
+	}
+	p.nodes = append(p.nodes, n)
+	return nil
+}
+
+// row reads the node on line from its fields, in the header's order.
+func (p *parser) row(line int, rec []string) (Entry, error) {
+	if len(rec) > len(p.cols) {
+		return Entry{}, p.invalid(line, "too many fields (%d, header has %d)", len(rec), len(p.cols))
+	}
+	if len(rec) < len(p.cols) {
+		return Entry{}, p.invalid(line, "missing field %s", colNames[p.cols[len(rec)]])
+	}
+	var vals [numCols]string
+	for i, c := range p.cols {
+		vals[c] = rec[i]
+	}
+	n, reason := parseRow(vals)
+	if reason != "" {
+		return Entry{}, p.invalid(line, "%s", reason)
+	}
+	return n, nil
+}
+
+// add records node n of line, refusing an id used before, the same port
+// for both listeners, and a host:port another listener uses.
+func (p *parser) add(line int, n Entry) error {
+	if first, dup := p.idLine[n.ID]; dup {
+		return p.invalid(line, "duplicate id %d (first on line %d)", n.ID, first)
+	}
+	p.idLine[n.ID] = line
+	if n.CoordPort == n.ClientPort {
+		return p.invalid(line, "coordination_port and client_port are both %d", n.CoordPort)
+	}
+	for _, ep := range []endpoint{
+		{port: n.CoordPort, col: colCoordPort},
+		{port: n.ClientPort, col: colClientPort},
+	} {
+		key := net.JoinHostPort(strings.ToLower(n.Host), strconv.Itoa(ep.port))
+		if prev, dup := p.endpoints[key]; dup {
+			return p.invalid(line, "%s %s already used as %s of node %d (line %d)",
+				colNames[ep.col], net.JoinHostPort(n.Host, strconv.Itoa(ep.port)),
+				colNames[prev.col], prev.id, prev.line)
+		}
+		ep.id, ep.line = n.ID, line
+		p.endpoints[key] = ep
+	}
+	return nil
 }
 
 // endpoint records who first used a host:port pair.

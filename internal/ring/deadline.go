@@ -7,20 +7,7 @@ package ring
 func (n *Machine) NextDeadline() int64 {
 	next := min(n.tok.NextDeadline(), n.el.NextDeadline())
 	at := func(t int64) { next = min(next, t) }
-	inRing := n.phase == PhaseInRing || n.phase == PhaseLeaving
-	if inRing && !n.succUp && n.deferred == 0 && n.req == nil {
-		at(n.downSince + int64(2*n.cfg.FailTicks) + 1)
-	}
-	if n.succ != 0 && n.succUp && inRing {
-		if n.pingOut {
-			at(n.pingAt + int64(n.cfg.FailTicks))
-		} else {
-			at(n.lastSent + int64(n.cfg.HeartbeatTicks))
-		}
-	}
-	if n.pred != 0 {
-		at(n.predHeard + int64(n.cfg.PredSilenceTicks) + 1)
-	}
+	n.linkDeadlines(at)
 	if n.req != nil {
 		at(n.req.nextAt)
 	}
@@ -46,6 +33,26 @@ func (n *Machine) NextDeadline() int64 {
 		}
 	}
 	return max(next, n.now+1)
+}
+
+// linkDeadlines passes to at the deadlines of the ring links: giving up on
+// a successor that is down, the next heartbeat (or the wait for its
+// answer), and the predecessor's silence.
+func (n *Machine) linkDeadlines(at func(int64)) {
+	inRing := n.phase == PhaseInRing || n.phase == PhaseLeaving
+	if inRing && !n.succUp && n.deferred == 0 && n.req == nil {
+		at(n.downSince + int64(2*n.cfg.FailTicks) + 1)
+	}
+	if n.succ != 0 && n.succUp && inRing {
+		if n.pingOut {
+			at(n.pingAt + int64(n.cfg.FailTicks))
+		} else {
+			at(n.lastSent + int64(n.cfg.HeartbeatTicks))
+		}
+	}
+	if n.pred != 0 {
+		at(n.predHeard + int64(n.cfg.PredSilenceTicks) + 1)
+	}
 }
 
 // AdvanceTo brings the clock to tick t, running Tick at every deadline on

@@ -136,31 +136,57 @@ func ParseMsg(typ string, src, epoch int64, payload json.RawMessage, via Via) (M
 			return Msg{}, fmt.Errorf("ring: %s payload: %w", typ, err)
 		}
 	}
-	switch {
-	case m.Type == MsgToken && m.Token == nil:
-		return Msg{}, fmt.Errorf("ring: TOKEN without token")
-	case m.Type == MsgTokenAck && m.Stamp == nil:
-		return Msg{}, fmt.Errorf("ring: TOKEN_ACK without stamp")
-	case m.Type == MsgSuccessor && m.Succ < 1:
-		return Msg{}, fmt.Errorf("ring: SUCCESSOR without successor")
-	case m.Succ < 0 || m.Ver < 0 || m.Failed < 0:
-		return Msg{}, fmt.Errorf("ring: %s with negative ids", typ)
-	case m.Token != nil && (m.Token.Gen < 1 || m.Token.Seq < 0 || m.Token.Coord < 0 || m.Token.Epoch < 0 ||
-		m.Token.Busy < 0 || m.Token.Quiet < 0):
-		return Msg{}, fmt.Errorf("ring: %s with a negative or zero generation, or negative counters", typ)
-	case m.Stamp != nil && (m.Stamp.Gen < 1 || m.Stamp.Seq < 0):
-		return Msg{}, fmt.Errorf("ring: %s with a negative or zero stamp", typ)
-	case m.Type == MsgElection && m.Election == nil:
-		return Msg{}, fmt.Errorf("ring: ELECTION without election message")
-	case m.Type != MsgElection && m.Election != nil:
-		return Msg{}, fmt.Errorf("ring: %s carrying an election message", typ)
-	case m.Election != nil:
-		if err := m.Election.Validate(); err != nil {
-			return Msg{}, fmt.Errorf("ring: %w", err)
-		}
+	if err := m.check(typ); err != nil {
+		return Msg{}, err
+	}
+	if m.Election != nil {
 		m.Election.From = src
 	}
 	m.Type = MsgType(typ)
 	m.From, m.Epoch, m.Via = src, epoch, via
 	return m, nil
+}
+
+// check reports what makes a decoded message unfit to act on, in this
+// order: a field its type requires is missing, a number is out of range,
+// or the election message is missing, misplaced or invalid. typ is the
+// frame's type, as the errors name it.
+func (m Msg) check(typ string) error {
+	switch {
+	case m.Type == MsgToken && m.Token == nil:
+		return fmt.Errorf("ring: TOKEN without token")
+	case m.Type == MsgTokenAck && m.Stamp == nil:
+		return fmt.Errorf("ring: TOKEN_ACK without stamp")
+	case m.Type == MsgSuccessor && m.Succ < 1:
+		return fmt.Errorf("ring: SUCCESSOR without successor")
+	}
+	if err := m.checkRanges(typ); err != nil {
+		return err
+	}
+	switch {
+	case m.Type == MsgElection && m.Election == nil:
+		return fmt.Errorf("ring: ELECTION without election message")
+	case m.Type != MsgElection && m.Election != nil:
+		return fmt.Errorf("ring: %s carrying an election message", typ)
+	case m.Election != nil:
+		if err := m.Election.Validate(); err != nil {
+			return fmt.Errorf("ring: %w", err)
+		}
+	}
+	return nil
+}
+
+// checkRanges reports a negative id or version, a token with a
+// generation below 1 or a negative counter, or a stamp likewise.
+func (m Msg) checkRanges(typ string) error {
+	switch {
+	case m.Succ < 0 || m.Ver < 0 || m.Failed < 0:
+		return fmt.Errorf("ring: %s with negative ids", typ)
+	case m.Token != nil && (m.Token.Gen < 1 || m.Token.Seq < 0 || m.Token.Coord < 0 || m.Token.Epoch < 0 ||
+		m.Token.Busy < 0 || m.Token.Quiet < 0):
+		return fmt.Errorf("ring: %s with a negative or zero generation, or negative counters", typ)
+	case m.Stamp != nil && (m.Stamp.Gen < 1 || m.Stamp.Seq < 0):
+		return fmt.Errorf("ring: %s with a negative or zero stamp", typ)
+	}
+	return nil
 }

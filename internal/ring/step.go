@@ -104,27 +104,12 @@ func (n *Machine) onItsLink(m Msg) bool {
 // the current one when no coordinator is known) waits until the store
 // confirms its sender as coordinator (propose).
 func (n *Machine) stepCommand(m Msg) {
-	switch {
-	case m.Epoch < n.epoch:
-		n.note(EventStaleCommand, m.From)
-		return
-	case m.Epoch == n.epoch && n.coord != 0 && (m.From == n.coord || m.Type == MsgHandoff):
-	case m.Epoch == n.epoch && n.coord != 0:
-		n.note(EventStaleCommand, m.From)
-		return
-	default:
-		n.propose(m)
+	if !n.obeys(m) {
 		return
 	}
 	switch m.Type {
 	case MsgSuccessor:
-		n.send(Msg{Type: MsgSuccessorAck, Via: ViaUDP, To: m.From, Ver: m.Ver})
-		if v := [2]int64{m.Epoch, m.Ver}; v[0] < n.succVer[0] || (v[0] == n.succVer[0] && v[1] <= n.succVer[1]) {
-			return // a duplicate or a reordered older assignment
-		}
-		if n.phase == PhaseLeaving || n.phase == PhaseInRing || n.phase == PhaseJoining || n.phase == PhaseStarting {
-			n.applySuccessor(m.Succ, m.Epoch, m.Ver)
-		}
+		n.stepSuccessor(m)
 	case MsgRejoin:
 		n.note(EventRejoin, m.From)
 		n.rejoin()
@@ -139,14 +124,55 @@ func (n *Machine) stepCommand(m Msg) {
 	case MsgCoordinator:
 		// Nothing to do: the store confirmed the sender already.
 	case MsgHandoff:
-		switch {
-		case n.isCoord:
-		case n.phase == PhaseInRing:
-			n.adopt(n.coord, m.Epoch)
-			n.takeOver(false)
-		case n.phase == PhaseStarting || n.phase == PhaseJoining:
-			n.handedOver = max(n.handedOver, m.Epoch)
-		}
+		n.stepHandoff(m)
+	}
+}
+
+// obeys reports whether command m comes from the coordinator of this
+// node's epoch (a HANDOFF from any node of the epoch counts). A command of
+// an older epoch, or from another node at the current epoch, is noted as
+// stale; one of a newer epoch, or at the current epoch when no coordinator
+// is known, is proposed to the store.
+func (n *Machine) obeys(m Msg) bool {
+	switch {
+	case m.Epoch < n.epoch:
+		n.note(EventStaleCommand, m.From)
+		return false
+	case m.Epoch == n.epoch && n.coord != 0 && (m.From == n.coord || m.Type == MsgHandoff):
+		return true
+	case m.Epoch == n.epoch && n.coord != 0:
+		n.note(EventStaleCommand, m.From)
+		return false
+	default:
+		n.propose(m)
+		return false
+	}
+}
+
+// stepSuccessor acknowledges a SUCCESSOR command and applies it unless it
+// is a duplicate or older than the assignment applied last, or the node is
+// in no phase to link (it left).
+func (n *Machine) stepSuccessor(m Msg) {
+	n.send(Msg{Type: MsgSuccessorAck, Via: ViaUDP, To: m.From, Ver: m.Ver})
+	if v := [2]int64{m.Epoch, m.Ver}; v[0] < n.succVer[0] || (v[0] == n.succVer[0] && v[1] <= n.succVer[1]) {
+		return // a duplicate or a reordered older assignment
+	}
+	if n.phase == PhaseLeaving || n.phase == PhaseInRing || n.phase == PhaseJoining || n.phase == PhaseStarting {
+		n.applySuccessor(m.Succ, m.Epoch, m.Ver)
+	}
+}
+
+// stepHandoff handles a HANDOFF: a node in the ring takes the coordinator
+// role over; one still starting or joining remembers the epoch it was
+// handed over in.
+func (n *Machine) stepHandoff(m Msg) {
+	switch {
+	case n.isCoord:
+	case n.phase == PhaseInRing:
+		n.adopt(n.coord, m.Epoch)
+		n.takeOver(false)
+	case n.phase == PhaseStarting || n.phase == PhaseJoining:
+		n.handedOver = max(n.handedOver, m.Epoch)
 	}
 }
 
@@ -320,6 +346,9 @@ func (n *Machine) claimDone(r Result) {
 	}
 }
 
+// changesDone carries out a change of the ring the store has made (a
+// join, repair, leave or sync): it tells the nodes concerned, relinks this
+// node, and finishes this node's own leave.
 func (n *Machine) changesDone(r Result) {
 	n.members = slices.Clone(r.Members)
 	slices.Sort(n.members)
@@ -335,43 +364,15 @@ func (n *Machine) changesDone(r Result) {
 		}
 		return
 	}
-	if op.Kind == OpSync {
-		// Anyone who believes it is in the ring but is not in the store's
-		// ring (an assignment lost with a deposed coordinator) joins again.
-		for _, p := range n.peers {
-			if p != n.id && !slices.Contains(n.members, p) {
-				n.send(Msg{Type: MsgRejoin, Via: ViaUDP, To: p})
-			}
-		}
-		if !slices.Contains(n.members, n.id) && n.phase == PhaseInRing {
-			n.rejoin()
-			return
-		}
+	if op.Kind == OpSync && n.rejoinStrays() {
+		return
 	}
 	removed := false
 	for _, c := range r.Changes {
-		switch {
-		case op.Kind == OpSync && c.Node == n.id:
-			if succ, up := n.Successor(); succ != c.Succ || !up {
-				n.ver++
-				n.applySuccessor(c.Succ, n.epoch, n.ver)
-			}
-		case op.Kind == OpSync:
-			if p := n.pendingSucc[c.Node]; p == nil || p.msg.Succ != c.Succ {
-				n.sendSuccessor(c.Node, c.Succ)
-			}
-		case c.Node == n.id && c.Succ != 0:
-			n.ver++
-			n.applySuccessor(c.Succ, n.epoch, n.ver)
-		case c.Node == n.id:
-			// the coordinator spliced itself out (leave)
-		case c.Succ == 0 && op.Kind == OpLeave:
-			n.send(Msg{Type: MsgLeaveOK, Via: ViaUDP, To: c.Node})
-		case c.Succ == 0:
+		if op.Kind == OpSync {
+			n.syncChange(c)
+		} else if n.applyChange(op.Kind, c) {
 			removed = true
-			n.note(EventSplicedOut, c.Node)
-		default:
-			n.sendSuccessor(c.Node, c.Succ)
 		}
 	}
 	if op.Kind == OpLeave && op.Node != n.id && len(r.Changes) == 0 {
@@ -394,14 +395,76 @@ func (n *Machine) changesDone(r Result) {
 		n.el.Start()
 	}
 	if op.Kind == OpLeave && op.Node == n.id {
-		n.startHandoff()
-		n.leaveOK = true
-		if n.succ == n.id { // the last node: the token leaves with it
-			n.tok.Reset()
-			n.drainToken()
+		n.leaveSplicedOut()
+	}
+}
+
+// rejoinStrays, after a sync, tells anyone who believes it is in the ring
+// but is not in the store's ring (an assignment lost with a deposed
+// coordinator) to join again. It reports whether this node is such a one
+// and has started to rejoin.
+func (n *Machine) rejoinStrays() bool {
+	for _, p := range n.peers {
+		if p != n.id && !slices.Contains(n.members, p) {
+			n.send(Msg{Type: MsgRejoin, Via: ViaUDP, To: p})
 		}
-		if !n.tok.Holding() {
-			n.finishLeave()
+	}
+	if !slices.Contains(n.members, n.id) && n.phase == PhaseInRing {
+		n.rejoin()
+		return true
+	}
+	return false
+}
+
+// syncChange brings one node's link in line with the store's ring after a
+// sync: this node relinks if its successor differs or is down; another
+// node is sent its successor unless that assignment is already pending.
+func (n *Machine) syncChange(c Change) {
+	if c.Node == n.id {
+		if succ, up := n.Successor(); succ != c.Succ || !up {
+			n.ver++
+			n.applySuccessor(c.Succ, n.epoch, n.ver)
 		}
+		return
+	}
+	if p := n.pendingSucc[c.Node]; p == nil || p.msg.Succ != c.Succ {
+		n.sendSuccessor(c.Node, c.Succ)
+	}
+}
+
+// applyChange carries out one change of a join, repair or leave (kind):
+// this node relinks, a node leaving is told it is out, another node is
+// sent its new successor. It reports whether the change removed a node
+// from the ring other than by its own leave.
+func (n *Machine) applyChange(kind OpKind, c Change) (removed bool) {
+	switch {
+	case c.Node == n.id && c.Succ != 0:
+		n.ver++
+		n.applySuccessor(c.Succ, n.epoch, n.ver)
+	case c.Node == n.id:
+		// the coordinator spliced itself out (leave)
+	case c.Succ == 0 && kind == OpLeave:
+		n.send(Msg{Type: MsgLeaveOK, Via: ViaUDP, To: c.Node})
+	case c.Succ == 0:
+		n.note(EventSplicedOut, c.Node)
+		return true
+	default:
+		n.sendSuccessor(c.Node, c.Succ)
+	}
+	return false
+}
+
+// leaveSplicedOut finishes the coordinator's own leave once the store has
+// spliced it out: it hands the role over and goes as soon as it does not
+// hold the token (the last node takes the token with it).
+func (n *Machine) leaveSplicedOut() {
+	n.startHandoff()
+	n.leaveOK = true
+	if n.succ == n.id { // the last node: the token leaves with it
+		n.tok.Reset()
+		n.drainToken()
+	}
+	if !n.tok.Holding() {
+		n.finishLeave()
 	}
 }

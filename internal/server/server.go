@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 
 	"github.com/rs/zerolog"
 
@@ -72,28 +73,15 @@ type Server struct {
 func New(ctx context.Context, cfg Config) (s *Server, err error) {
 	id := cfg.Node.Ring.ID
 	s = &Server{log: cfg.Log.With().Int64("node", id).Logger()}
-	var self *store.NodeRow
-	for i := range cfg.Table {
-		if cfg.Table[i].ID == id {
-			self = &cfg.Table[i]
-		}
-	}
-	if self == nil {
+	if !slices.ContainsFunc(cfg.Table, func(r store.NodeRow) bool { return r.ID == id }) {
 		if cfg.Transport != nil {
 			cfg.Transport.Close() // the server's to close, as Run would
 		}
 		return nil, fmt.Errorf("server: node %d is not in the node table", id)
 	}
 	addrs := node.NewAddresses(cfg.Table)
-	s.tr = cfg.Transport
-	if s.tr == nil {
-		tcfg := transport.DefaultConfig()
-		tcfg.ID, tcfg.Codec, tcfg.Resolve, tcfg.Log, tcfg.Addr = id, cfg.Codec, addrs.Resolve, s.log, cfg.ListenAddr
-		tr, err := transport.Listen(context.WithoutCancel(ctx), tcfg)
-		if err != nil {
-			return nil, fmt.Errorf("node %d: listen on %s: %w", id, tcfg.Addr, err)
-		}
-		s.tr = tr
+	if s.tr, err = s.listen(ctx, cfg, addrs); err != nil {
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
@@ -103,34 +91,13 @@ func New(ctx context.Context, cfg Config) (s *Server, err error) {
 			}
 		}
 	}()
-	ncfg := cfg.Node
-	ncfg.Store, ncfg.Transport, ncfg.Addresses, ncfg.Log = cfg.Store, s.tr, addrs, cfg.Log
-	var delivery section.Observer
-	if cfg.MetricsAddr != "" {
-		s.mx = metrics.New(id)
-		s.mx.Pprof = cfg.Pprof
-		ncfg.RotationObserver, ncfg.HopObserver, delivery = s.mx.Rotation, s.mx.Hop, s.mx.Delivery
-	}
-	ccfg := cfg.Chat
-	ccfg.Store, ccfg.Log, ccfg.DeliveryLatency = cfg.Store, s.log, delivery
-	ccfg.Want = func() { s.node.Want() } // set below, before anything can call it
-	if s.chat, err = chat.New(ccfg); err != nil {
-		return nil, err
-	}
-	ncfg.Sections = append(ncfg.Sections, s.chat.Section())
-	ncfg.OnJoin = s.chat.CheckPresence // after a rejoin: restore presence the coordinator cleared
-	if s.node, err = node.New(ncfg); err != nil {
+	if err = s.assemble(cfg, addrs); err != nil {
 		return nil, err
 	}
 	if s.mx != nil {
-		if s.mln, err = metrics.Listen(cfg.MetricsAddr); err != nil {
+		if err = s.listenMetrics(cfg.MetricsAddr); err != nil {
 			return nil, fmt.Errorf("node %d: %w", id, err)
 		}
-		src := metrics.Sources{Node: s.node.Status, Chat: s.chat.Stats}
-		if d, ok := s.tr.(interface{ Drops() map[string]uint64 }); ok {
-			src.Drops = d.Drops
-		}
-		s.mx.SetSources(src)
 	}
 	// The client port last, before the node joins: a port in use fails
 	// the start.
@@ -138,6 +105,60 @@ func New(ctx context.Context, cfg Config) (s *Server, err error) {
 		return nil, fmt.Errorf("node %d: %w", id, err)
 	}
 	return s, nil
+}
+
+// listen returns cfg.Transport if set, and otherwise a TCP transport
+// listening on cfg.ListenAddr.
+func (s *Server) listen(ctx context.Context, cfg Config, addrs *node.Addresses) (transport.Transport, error) {
+	if cfg.Transport != nil {
+		return cfg.Transport, nil
+	}
+	tcfg := transport.DefaultConfig()
+	tcfg.ID, tcfg.Codec, tcfg.Resolve, tcfg.Log, tcfg.Addr = cfg.Node.Ring.ID, cfg.Codec, addrs.Resolve, s.log, cfg.ListenAddr
+	tr, err := transport.Listen(context.WithoutCancel(ctx), tcfg)
+	if err != nil {
+		return nil, fmt.Errorf("node %d: listen on %s: %w", cfg.Node.Ring.ID, tcfg.Addr, err)
+	}
+	return tr, nil
+}
+
+// assemble builds the chat service and the node over the transport: the
+// chat service is the node's critical section and asks it for the token;
+// with a metrics address, the metrics observe both.
+func (s *Server) assemble(cfg Config, addrs *node.Addresses) (err error) {
+	ncfg := cfg.Node
+	ncfg.Store, ncfg.Transport, ncfg.Addresses, ncfg.Log = cfg.Store, s.tr, addrs, cfg.Log
+	var delivery section.Observer
+	if cfg.MetricsAddr != "" {
+		s.mx = metrics.New(cfg.Node.Ring.ID)
+		s.mx.Pprof = cfg.Pprof
+		ncfg.RotationObserver, ncfg.HopObserver, delivery = s.mx.Rotation, s.mx.Hop, s.mx.Delivery
+	}
+	ccfg := cfg.Chat
+	ccfg.Store, ccfg.Log, ccfg.DeliveryLatency = cfg.Store, s.log, delivery
+	ccfg.Want = func() { s.node.Want() } // set below, before anything can call it
+	if s.chat, err = chat.New(ccfg); err != nil {
+		return err
+	}
+	ncfg.Sections = append(ncfg.Sections, s.chat.Section())
+	ncfg.OnJoin = s.chat.CheckPresence // after a rejoin: restore presence the coordinator cleared
+	s.node, err = node.New(ncfg)
+	return err
+}
+
+// listenMetrics opens the metrics listener at addr and gives the metrics
+// their sources: the node's status, the chat service's counters and the
+// transport's drops (if it counts them).
+func (s *Server) listenMetrics(addr string) (err error) {
+	if s.mln, err = metrics.Listen(addr); err != nil {
+		return err
+	}
+	src := metrics.Sources{Node: s.node.Status, Chat: s.chat.Stats}
+	if d, ok := s.tr.(interface{ Drops() map[string]uint64 }); ok {
+		src.Drops = d.Drops
+	}
+	s.mx.SetSources(src)
+	return nil
 }
 
 // Run runs the node and its client port until ctx ends. The chat service

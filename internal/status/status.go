@@ -148,14 +148,46 @@ func (r Report) answering() (n int, probed bool) {
 	return n, probed
 }
 
-// WriteText prints the report for people.
+// WriteText prints the report for people: a summary, a blank line and a
+// table of the nodes.
 func (r Report) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "store:        %s (schema %d)\n", r.Store, r.SchemaVersion)
+	r.writeSummary(&b)
+	b.WriteString("\n")
+	r.writeNodeTable(&b)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeSummary writes the lines on the store, the coordinator, the ring
+// and its problems, the users online and (after a probe) the nodes that
+// answer.
+func (r Report) writeSummary(b *strings.Builder) {
+	fmt.Fprintf(b, "store:        %s (schema %d)\n", r.Store, r.SchemaVersion)
 	if r.Coordinator != nil {
-		fmt.Fprintf(&b, "coordinator:  node %d (epoch %d)\n", r.Coordinator.Node, r.Coordinator.Epoch)
+		fmt.Fprintf(b, "coordinator:  node %d (epoch %d)\n", r.Coordinator.Node, r.Coordinator.Epoch)
 	} else {
-		fmt.Fprintf(&b, "coordinator:  none (last epoch %d)\n", r.Epoch)
+		fmt.Fprintf(b, "coordinator:  none (last epoch %d)\n", r.Epoch)
+	}
+	b.WriteString(r.ringLine())
+	for _, p := range r.RingProblems {
+		fmt.Fprintf(b, "problem:      %s\n", p)
+	}
+	fmt.Fprintf(b, "online users: %d\n", r.OnlineUsers)
+	if answering, probed := r.answering(); probed {
+		fmt.Fprintf(b, "answering:    %d of %d nodes", answering, len(r.Nodes))
+		if answering == 0 && len(r.Nodes) > 0 {
+			b.WriteString(" (no node runs: the rows above are the ring as it was last recorded)")
+		}
+		b.WriteString("\n")
+	}
+}
+
+// ringLine is the summary's ring line: the ring order (back to its start
+// when it closes without problems) and how many nodes are in it.
+func (r Report) ringLine() string {
+	if len(r.Ring) == 0 {
+		return fmt.Sprintf("ring:         not formed (0 of %d nodes)\n", len(r.Nodes))
 	}
 	inRing := 0
 	for _, n := range r.Nodes {
@@ -163,31 +195,19 @@ func (r Report) WriteText(w io.Writer) error {
 			inRing++
 		}
 	}
-	if len(r.Ring) == 0 {
-		fmt.Fprintf(&b, "ring:         not formed (0 of %d nodes)\n", len(r.Nodes))
-	} else {
-		parts := make([]string, 0, len(r.Ring)+1)
-		for _, id := range r.Ring {
-			parts = append(parts, strconv.FormatInt(id, 10))
-		}
-		if len(r.RingProblems) == 0 {
-			parts = append(parts, parts[0])
-		}
-		fmt.Fprintf(&b, "ring:         %s (%d of %d nodes)\n", strings.Join(parts, " -> "), inRing, len(r.Nodes))
+	parts := make([]string, 0, len(r.Ring)+1)
+	for _, id := range r.Ring {
+		parts = append(parts, strconv.FormatInt(id, 10))
 	}
-	for _, p := range r.RingProblems {
-		fmt.Fprintf(&b, "problem:      %s\n", p)
+	if len(r.RingProblems) == 0 {
+		parts = append(parts, parts[0])
 	}
-	fmt.Fprintf(&b, "online users: %d\n", r.OnlineUsers)
-	if answering, probed := r.answering(); probed {
-		fmt.Fprintf(&b, "answering:    %d of %d nodes", answering, len(r.Nodes))
-		if answering == 0 && len(r.Nodes) > 0 {
-			b.WriteString(" (no node runs: the rows above are the ring as it was last recorded)")
-		}
-		b.WriteString("\n")
-	}
-	b.WriteString("\n")
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	return fmt.Sprintf("ring:         %s (%d of %d nodes)\n", strings.Join(parts, " -> "), inRing, len(r.Nodes))
+}
+
+// writeNodeTable writes the table of the nodes, one row each.
+func (r Report) writeNodeTable(b *strings.Builder) {
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tHOST\tCOORD\tCLIENT\tANSWERS\tIN RING\tSUCCESSOR\tROLE\tONLINE")
 	for _, n := range r.Nodes {
 		answers := "-"
@@ -207,6 +227,4 @@ func (r Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", n.ID, n.Host, n.CoordinationPort, n.ClientPort, answers, in, succ, role, online)
 	}
 	tw.Flush()
-	_, err := io.WriteString(w, b.String())
-	return err
 }

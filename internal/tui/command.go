@@ -82,86 +82,143 @@ func Parse(line string) (Command, error) {
 	}
 	name, rest := cutWord(line)
 	name = strings.ToLower(name)
-	word, text := cutWord(rest)
-	switch name {
-	case "/join", "/leave", "/part":
-		if word == "" || text != "" {
-			return Command{}, fmt.Errorf("usage: %s GROUP", name)
-		}
-		act := ActJoin
-		if name != "/join" {
-			act = ActLeave
-		}
-		return Command{Act: act, Group: strings.TrimPrefix(word, "#")}, nil
-	case "/msg", "/g":
-		if word == "" || text == "" {
-			if name == "/g" {
-				return Command{}, fmt.Errorf("usage: /g GROUP TEXT")
-			}
-			return Command{}, fmt.Errorf("usage: /msg USER TEXT")
-		}
-		to, err := client.ParseRecipient(word)
-		if name == "/g" {
-			to, err = client.ParseRecipient("#" + strings.TrimPrefix(word, "#"))
-		}
-		if err != nil {
-			return Command{}, err
-		}
-		return Command{Act: ActSend, To: to, Text: text}, nil
-	case "/to", "/query":
-		if rest == "" {
-			return Command{Act: ActTo}, nil
-		}
-		to, err := client.ParseRecipient(rest)
-		if err != nil {
-			return Command{}, fmt.Errorf("usage: /to USER or /to #GROUP")
-		}
-		return Command{Act: ActTo, To: to}, nil
-	case "/private":
-		if word == "" || text != "" {
-			return Command{}, fmt.Errorf("usage: /private GROUP")
-		}
-		return Command{Act: ActPrivate, Group: strings.TrimPrefix(word, "#")}, nil
-	case "/invite":
-		if word == "" || strings.Contains(text, " ") || (text != "" && !strings.HasPrefix(text, "#")) {
-			return Command{}, fmt.Errorf("usage: /invite USER [#GROUP]")
-		}
-		return Command{Act: ActInvite, User: word, Group: strings.TrimPrefix(text, "#")}, nil
-	case "/passwd", "/password":
-		if rest != "" {
-			return Command{}, fmt.Errorf("usage: /passwd (the password is asked for on the next line, hidden)")
-		}
-		return Command{Act: ActPasswd}, nil
-	case "/me":
-		if rest == "" {
-			return Command{}, fmt.Errorf("usage: /me ACTION")
-		}
-		return Command{Act: ActSend, Text: ActionPrefix + rest, ToCurrent: true}, nil
-	case "/who":
-		return Command{Act: ActWho}, nil
-	case "/whois":
-		if word == "" || text != "" {
-			return Command{}, fmt.Errorf("usage: /whois USER")
-		}
-		return Command{Act: ActWhois, User: word}, nil
-	case "/names":
-		if text != "" {
-			return Command{}, fmt.Errorf("usage: /names [#GROUP]")
-		}
-		return Command{Act: ActNames, Group: strings.TrimPrefix(word, "#")}, nil
-	case "/away":
-		return Command{Act: ActAway, Text: rest}, nil
-	case "/groups":
-		return Command{Act: ActGroups}, nil
-	case "/history":
-		return parseHistory(rest)
-	case "/help", "/?":
-		return Command{Act: ActHelp}, nil
-	case "/quit", "/exit":
-		return Command{Act: ActQuit}, nil
-	default:
+	parse, ok := commands[name]
+	if !ok {
 		return Command{}, fmt.Errorf("unknown command %q (try /help)", name)
 	}
+	word, text := cutWord(rest)
+	return parse(cmdArgs{name: name, rest: rest, word: word, text: text})
+}
+
+// cmdArgs is what follows a command's name on an input line: rest, and
+// rest cut into its first word and the text after it.
+type cmdArgs struct {
+	name       string // the command's name, in lower case ("/join")
+	rest       string
+	word, text string
+}
+
+// commands maps every command's name (and alias) to the parser of its
+// arguments.
+var commands = map[string]func(cmdArgs) (Command, error){
+	"/join":     parseJoinLeave,
+	"/leave":    parseJoinLeave,
+	"/part":     parseJoinLeave,
+	"/msg":      parseMsgTo,
+	"/g":        parseMsgTo,
+	"/to":       parseTo,
+	"/query":    parseTo,
+	"/private":  parsePrivate,
+	"/invite":   parseInvite,
+	"/passwd":   parsePasswd,
+	"/password": parsePasswd,
+	"/me":       parseMe,
+	"/whois":    parseWhois,
+	"/names":    parseNames,
+	"/away":     func(a cmdArgs) (Command, error) { return Command{Act: ActAway, Text: a.rest}, nil },
+	"/history":  func(a cmdArgs) (Command, error) { return parseHistory(a.rest) },
+	"/who":      bare(ActWho),
+	"/groups":   bare(ActGroups),
+	"/help":     bare(ActHelp),
+	"/?":        bare(ActHelp),
+	"/quit":     bare(ActQuit),
+	"/exit":     bare(ActQuit),
+}
+
+// bare is the parser of a command that takes no arguments (any are
+// ignored) and asks for act.
+func bare(act Action) func(cmdArgs) (Command, error) {
+	return func(cmdArgs) (Command, error) { return Command{Act: act}, nil }
+}
+
+// parseJoinLeave reads "/join GROUP", "/leave GROUP" and "/part GROUP".
+func parseJoinLeave(a cmdArgs) (Command, error) {
+	if a.word == "" || a.text != "" {
+		return Command{}, fmt.Errorf("usage: %s GROUP", a.name)
+	}
+	act := ActJoin
+	if a.name != "/join" {
+		act = ActLeave
+	}
+	return Command{Act: act, Group: strings.TrimPrefix(a.word, "#")}, nil
+}
+
+// parseMsgTo reads "/msg USER|#GROUP TEXT" and "/g [#]GROUP TEXT".
+func parseMsgTo(a cmdArgs) (Command, error) {
+	if a.word == "" || a.text == "" {
+		if a.name == "/g" {
+			return Command{}, fmt.Errorf("usage: /g GROUP TEXT")
+		}
+		return Command{}, fmt.Errorf("usage: /msg USER TEXT")
+	}
+	to, err := client.ParseRecipient(a.word)
+	if a.name == "/g" {
+		to, err = client.ParseRecipient("#" + strings.TrimPrefix(a.word, "#"))
+	}
+	if err != nil {
+		return Command{}, err
+	}
+	return Command{Act: ActSend, To: to, Text: a.text}, nil
+}
+
+// parseTo reads "/to [USER|#GROUP]" (and "/query").
+func parseTo(a cmdArgs) (Command, error) {
+	if a.rest == "" {
+		return Command{Act: ActTo}, nil
+	}
+	to, err := client.ParseRecipient(a.rest)
+	if err != nil {
+		return Command{}, fmt.Errorf("usage: /to USER or /to #GROUP")
+	}
+	return Command{Act: ActTo, To: to}, nil
+}
+
+// parsePrivate reads "/private GROUP".
+func parsePrivate(a cmdArgs) (Command, error) {
+	if a.word == "" || a.text != "" {
+		return Command{}, fmt.Errorf("usage: /private GROUP")
+	}
+	return Command{Act: ActPrivate, Group: strings.TrimPrefix(a.word, "#")}, nil
+}
+
+// parseInvite reads "/invite USER [#GROUP]".
+func parseInvite(a cmdArgs) (Command, error) {
+	if a.word == "" || strings.Contains(a.text, " ") || (a.text != "" && !strings.HasPrefix(a.text, "#")) {
+		return Command{}, fmt.Errorf("usage: /invite USER [#GROUP]")
+	}
+	return Command{Act: ActInvite, User: a.word, Group: strings.TrimPrefix(a.text, "#")}, nil
+}
+
+// parsePasswd reads "/passwd" (and "/password"), which takes no arguments.
+func parsePasswd(a cmdArgs) (Command, error) {
+	if a.rest != "" {
+		return Command{}, fmt.Errorf("usage: /passwd (the password is asked for on the next line, hidden)")
+	}
+	return Command{Act: ActPasswd}, nil
+}
+
+// parseMe reads "/me ACTION": ACTION goes to the current conversation.
+func parseMe(a cmdArgs) (Command, error) {
+	if a.rest == "" {
+		return Command{}, fmt.Errorf("usage: /me ACTION")
+	}
+	return Command{Act: ActSend, Text: ActionPrefix + a.rest, ToCurrent: true}, nil
+}
+
+// parseWhois reads "/whois USER".
+func parseWhois(a cmdArgs) (Command, error) {
+	if a.word == "" || a.text != "" {
+		return Command{}, fmt.Errorf("usage: /whois USER")
+	}
+	return Command{Act: ActWhois, User: a.word}, nil
+}
+
+// parseNames reads "/names [#GROUP]".
+func parseNames(a cmdArgs) (Command, error) {
+	if a.text != "" {
+		return Command{}, fmt.Errorf("usage: /names [#GROUP]")
+	}
+	return Command{Act: ActNames, Group: strings.TrimPrefix(a.word, "#")}, nil
 }
 
 // parseHistory reads "[USER|#GROUP] [N]".

@@ -344,55 +344,48 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.conn, m.detail = stateOffline, "connection closed"
 		}
 		return m, nil
+	}
+	return m, m.answered(msg)
+}
+
+// answered shows the answer to a request (nil for a message that is
+// none).
+func (m *Model) answered(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
 	case joinMsg:
-		var cmd tea.Cmd
-		switch {
-		case msg.err == nil && !msg.leave:
-			cmd = m.switchTo(client.ToGroup(msg.group))
-		case msg.err == nil && msg.close:
-			cmd = m.closeTab(client.ToGroup(msg.group))
-		}
-		m.joined(msg)
-		return m, cmd
+		return m.joined(msg)
 	case inviteMsg:
 		if msg.err != nil {
 			m.addErr(m.open(client.ToGroup(msg.group)), "%s", errText(msg.err))
 		} else {
 			m.addInfo(m.open(client.ToGroup(msg.group)), "invited %s to #%s: they can /join %s now", Clean(msg.user), Clean(msg.group), Clean(msg.group))
 		}
-		return m, nil
 	case passwdMsg:
 		if msg.err != nil {
 			m.errorf("password not set: %s", errText(msg.err))
 		} else {
 			m.info("password set: log in with it from now on")
 		}
-		return m, nil
 	case whoMsg:
 		m.who(msg)
-		return m, nil
 	case groupsMsg:
 		m.groupList(msg)
-		return m, nil
 	case historyMsg:
 		m.history(msg)
-		return m, m.takePending()
+		return m.takePending()
 	case whoisMsg:
 		m.showWhois(msg)
-		return m, nil
 	case namesMsg:
 		m.showNames(msg)
-		return m, nil
 	case awayMsg:
 		m.awayDone(msg)
-		return m, nil
 	case typingDoneMsg:
-		return m, nil // drawn again without the note
+		// drawn again without the note
 	case flushedMsg:
 		m.unsent = msg.err
-		return m, tea.Quit
+		return tea.Quit
 	}
-	return m, nil
+	return nil
 }
 
 // key handles a key press: editing and sending go to the input line,
@@ -402,85 +395,118 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	if s != "tab" && s != "shift+tab" {
 		m.comp = nil
 	}
+	if cmd, ok := m.lineKey(s); ok {
+		return cmd
+	}
+	if cmd, ok := m.viewKey(s); ok {
+		return cmd
+	}
+	var cmd tea.Cmd
+	m.input, cmd = m.input.Update(k)
+	return tea.Batch(cmd, m.sendTyping())
+}
+
+// lineKey handles the keys that act on the input line as a whole:
+// quitting, Enter, completion, search, Esc and the input history. It
+// reports whether key s was one of them (Ctrl-D is one on an empty line
+// only).
+func (m *Model) lineKey(s string) (tea.Cmd, bool) {
 	switch s {
 	case "ctrl+c":
 		if m.quitting {
-			return tea.Quit
+			return tea.Quit, true
 		}
-		return m.quit()
+		return m.quit(), true
 	case "ctrl+d":
 		if m.input.Value() == "" {
-			return m.quit()
+			return m.quit(), true
 		}
 	case "enter":
-		line := m.input.Value()
-		m.input.Reset()
-		if m.pwPrompt {
-			return m.passwd(line)
-		}
-		m.remember(line)
-		m.pane.GotoBottom() // what the line does shows at the bottom
-		m.newBelow = 0
-		return m.submit(line)
+		return m.enter(), true
 	case "tab":
 		m.complete(1)
-		return nil
+		return nil, true
 	case "shift+tab":
 		m.complete(-1)
-		return nil
+		return nil, true
+	case "ctrl+r":
+		m.searchEarlier()
+		return nil, true
+	case "esc":
+		m.escape()
+		return nil, true
+	case "up", "down":
+		if !m.pwPrompt {
+			m.browse(s == "up")
+		}
+		return nil, true
+	}
+	return nil, false
+}
+
+// enter runs the input line, or sets the password typed at the password
+// prompt.
+func (m *Model) enter() tea.Cmd {
+	line := m.input.Value()
+	m.input.Reset()
+	if m.pwPrompt {
+		return m.passwd(line)
+	}
+	m.remember(line)
+	m.pane.GotoBottom() // what the line does shows at the bottom
+	m.newBelow = 0
+	return m.submit(line)
+}
+
+// escape ends a search, or else the password prompt, or else scrolls the
+// pane back to the bottom.
+func (m *Model) escape() {
+	if m.endSearch() {
+		return
+	}
+	if m.pwPrompt {
+		m.input.Reset()
+		m.endPrompt()
+		m.info("password unchanged")
+		return
+	}
+	m.pane.GotoBottom()
+	m.newBelow = 0
+}
+
+// viewKey handles the keys that move between conversations (Ctrl-N,
+// Ctrl-P, Alt+A, Alt+1..9) and scroll the pane. It reports whether key s
+// was one of them.
+func (m *Model) viewKey(s string) (tea.Cmd, bool) {
+	switch s {
 	case "ctrl+n":
-		return m.cycle(1)
+		return m.cycle(1), true
 	case "ctrl+p":
-		return m.cycle(-1)
+		return m.cycle(-1), true
 	case "alt+a":
-		return m.nextActive()
+		return m.nextActive(), true
 	case "pgup":
-		return m.pageUp()
+		return m.pageUp(), true
 	case "pgdown":
 		m.pane.PageDown()
 		if m.pane.AtBottom() {
 			m.newBelow = 0
 		}
-		return nil
+		return nil, true
 	case "shift+up":
 		m.pane.ScrollUp(1)
-		return nil
+		return nil, true
 	case "shift+down":
 		m.pane.ScrollDown(1)
-		return nil
-	case "ctrl+r":
-		m.searchEarlier()
-		return nil
-	case "esc":
-		if m.endSearch() {
-			return nil
-		}
-		if m.pwPrompt {
-			m.input.Reset()
-			m.endPrompt()
-			m.info("password unchanged")
-			return nil
-		}
-		m.pane.GotoBottom()
-		m.newBelow = 0
-		return nil
-	case "up", "down":
-		if m.pwPrompt {
-			return nil
-		}
-		m.browse(s == "up")
-		return nil
-	default:
-		if n, ok := strings.CutPrefix(s, "alt+"); ok && len(n) == 1 && n[0] >= '1' && n[0] <= '9' {
-			if i := int(n[0] - '1'); i < len(m.order) {
-				return m.switchTo(m.convs[m.order[i]].to)
-			}
-			return nil
-		}
+		return nil, true
 	}
-	var cmd tea.Cmd
-	m.input, cmd = m.input.Update(k)
-	return tea.Batch(cmd, m.sendTyping())
+	if n, ok := strings.CutPrefix(s, "alt+"); ok && len(n) == 1 && n[0] >= '1' && n[0] <= '9' {
+		if i := int(n[0] - '1'); i < len(m.order) {
+			return m.switchTo(m.convs[m.order[i]].to), true
+		}
+		return nil, true
+	}
+	return nil, false
 }
 
 // remember adds a line to the input history.
@@ -525,15 +551,7 @@ func (m *Model) submit(line string) tea.Cmd {
 	b := m.cfg.Backend
 	switch c.Act {
 	case ActSend:
-		to := c.To
-		if c.ToCurrent {
-			to = m.convs[m.cur].to
-			if to.Name == "" {
-				m.errorf("no conversation here: /to USER or /to #GROUP first, or /msg USER TEXT")
-				return nil
-			}
-		}
-		m.send(to, c.Text)
+		m.sendLine(c)
 	case ActJoin:
 		return m.request(func(ctx context.Context) tea.Msg {
 			return joinMsg{group: c.Group, err: b.Join(ctx, c.Group)}
@@ -543,13 +561,7 @@ func (m *Model) submit(line string) tea.Cmd {
 			return joinMsg{group: c.Group, private: true, err: b.JoinInviteOnly(ctx, c.Group)}
 		})
 	case ActInvite:
-		group, ok := m.groupOr(c.Group, "invite to which group? /invite USER #GROUP")
-		if !ok {
-			return nil
-		}
-		return m.request(func(ctx context.Context) tea.Msg {
-			return inviteMsg{user: c.User, group: group, err: b.Invite(ctx, group, c.User)}
-		})
+		return m.invite(c.User, c.Group)
 	case ActPasswd:
 		m.pwPrompt = true
 		m.input.EchoMode = textinput.EchoPassword
@@ -561,15 +573,7 @@ func (m *Model) submit(line string) tea.Cmd {
 	case ActSearch:
 		m.startSearch(c.Text)
 	case ActTo:
-		if c.To.Name == "" {
-			if to := m.convs[m.cur].to; to.Name != "" {
-				m.info("talking to %s", Clean(to.String()))
-			} else {
-				m.info("no conversation here: /to USER or /to #GROUP")
-			}
-			return nil
-		}
-		return m.switchTo(c.To)
+		return m.talkTo(c.To)
 	case ActWho:
 		return m.request(func(ctx context.Context) tea.Msg {
 			u, err := b.Who(ctx)
@@ -581,18 +585,7 @@ func (m *Model) submit(line string) tea.Cmd {
 			return groupsMsg{groups: g, err: err}
 		})
 	case ActHistory:
-		with := c.To
-		if with.Name == "" {
-			if with = m.convs[m.cur].to; with.Name == "" {
-				m.errorf("history of what? /history USER, /history #GROUP, or /to one first")
-				return nil
-			}
-		}
-		if key(with) != m.cur { // shown where it belongs: go there
-			m.open(with).historyLoaded = true
-			m.switchTo(with)
-		}
-		return m.fetchHistory(with, c.Limit, 0, histAsked)
+		return m.askHistory(c.To, c.Limit)
 	case ActWhois:
 		return m.whois(c.User, false)
 	case ActNames:
@@ -607,6 +600,63 @@ func (m *Model) submit(line string) tea.Cmd {
 		return m.quit()
 	}
 	return nil
+}
+
+// sendLine sends the text of c to its recipient, or to the current
+// conversation.
+func (m *Model) sendLine(c Command) {
+	to := c.To
+	if c.ToCurrent {
+		to = m.convs[m.cur].to
+		if to.Name == "" {
+			m.errorf("no conversation here: /to USER or /to #GROUP first, or /msg USER TEXT")
+			return
+		}
+	}
+	m.send(to, c.Text)
+}
+
+// invite asks the ring to invite user into group (empty: the current
+// conversation's).
+func (m *Model) invite(user, group string) tea.Cmd {
+	group, ok := m.groupOr(group, "invite to which group? /invite USER #GROUP")
+	if !ok {
+		return nil
+	}
+	b := m.cfg.Backend
+	return m.request(func(ctx context.Context) tea.Msg {
+		return inviteMsg{user: user, group: group, err: b.Invite(ctx, group, user)}
+	})
+}
+
+// talkTo makes to the current conversation; without to, it says which
+// conversation is the current one.
+func (m *Model) talkTo(to client.Recipient) tea.Cmd {
+	if to.Name == "" {
+		if cur := m.convs[m.cur].to; cur.Name != "" {
+			m.info("talking to %s", Clean(cur.String()))
+		} else {
+			m.info("no conversation here: /to USER or /to #GROUP")
+		}
+		return nil
+	}
+	return m.switchTo(to)
+}
+
+// askHistory fetches the last limit messages with with (zero: the current
+// conversation), to show in that conversation's tab.
+func (m *Model) askHistory(with client.Recipient, limit int) tea.Cmd {
+	if with.Name == "" {
+		if with = m.convs[m.cur].to; with.Name == "" {
+			m.errorf("history of what? /history USER, /history #GROUP, or /to one first")
+			return nil
+		}
+	}
+	if key(with) != m.cur { // shown where it belongs: go there
+		m.open(with).historyLoaded = true
+		m.switchTo(with)
+	}
+	return m.fetchHistory(with, limit, 0, histAsked)
 }
 
 // passwd sets the password typed at the password prompt.
@@ -684,13 +734,7 @@ func (m *Model) event(ev client.Event) {
 	case client.ChatMessage:
 		m.incoming(ev)
 	case client.Stored:
-		if o := m.own[ev.ID]; o != nil && o.state == sending {
-			o.state, o.seq = stored, ev.Seq
-			if c := m.convs[key(o.to)]; c != nil && !o.to.Group && ev.Seq <= c.readSeq {
-				o.state = read // its READ came first
-			}
-			m.refresh()
-		}
+		m.markStored(ev)
 	case client.ReadNotice:
 		m.readUpTo(ev.User, ev.Seq)
 	case client.TypingNotice:
@@ -700,28 +744,11 @@ func (m *Model) event(ev client.Event) {
 			m.awayNotice(ev)
 		}
 	case client.ErrorMessage:
-		if o := m.own[ev.ID]; ev.ID != "" && o != nil {
-			o.state, o.err = failed, ev.Message
-			c := m.open(o.to)
-			m.addErr(c, "not sent to %s: %s", Clean(o.to.String()), Clean(ev.Message))
-			m.markUnread(c)
-			m.refresh() // the ✗ shows wherever the message does, here too
-			return
-		}
-		m.errorf("%s", Clean(ev.Message))
+		m.serverError(ev)
 	case client.ProtocolError:
 		m.errorf("bad message from the server: %v", ev.Err)
 	case client.Connected:
-		first := m.conn == stateConnecting
-		m.conn, m.addr, m.node, m.detail = stateConnected, ev.Addr, ev.Node, ""
-		switch {
-		case ev.Reconnect && ev.Resent > 0:
-			m.info("reconnected at node %d (%s); %s sent again", ev.Node, ev.Addr, Plural(ev.Resent, "message"))
-		case ev.Reconnect:
-			m.info("reconnected at node %d (%s)", ev.Node, ev.Addr)
-		case first:
-			m.info("connected to node %d (%s)", ev.Node, ev.Addr)
-		}
+		m.connected(ev)
 	case client.ConnectionLost:
 		m.conn, m.detail = stateReconnecting, errText(ev.Err)
 		m.errorf("connection to node %d lost (%s): reconnecting; what you type is sent once connected", m.node, errText(ev.Err))
@@ -731,6 +758,46 @@ func (m *Model) event(ev client.Event) {
 	case client.Disconnected:
 		m.conn, m.detail = stateOffline, errText(ev.Err)
 		m.errorf("disconnected: %s (/quit to leave)", errText(ev.Err))
+	}
+}
+
+// markStored marks my message stored (or read, if its READ came first).
+func (m *Model) markStored(ev client.Stored) {
+	if o := m.own[ev.ID]; o != nil && o.state == sending {
+		o.state, o.seq = stored, ev.Seq
+		if c := m.convs[key(o.to)]; c != nil && !o.to.Group && ev.Seq <= c.readSeq {
+			o.state = read // its READ came first
+		}
+		m.refresh()
+	}
+}
+
+// serverError shows an ERROR: in the conversation of my message it
+// refuses, or else in the current one.
+func (m *Model) serverError(ev client.ErrorMessage) {
+	if o := m.own[ev.ID]; ev.ID != "" && o != nil {
+		o.state, o.err = failed, ev.Message
+		c := m.open(o.to)
+		m.addErr(c, "not sent to %s: %s", Clean(o.to.String()), Clean(ev.Message))
+		m.markUnread(c)
+		m.refresh() // the ✗ shows wherever the message does, here too
+		return
+	}
+	m.errorf("%s", Clean(ev.Message))
+}
+
+// connected notes where the connection is and says so: at the first
+// connection, and at every reconnection (with the messages sent again).
+func (m *Model) connected(ev client.Connected) {
+	first := m.conn == stateConnecting
+	m.conn, m.addr, m.node, m.detail = stateConnected, ev.Addr, ev.Node, ""
+	switch {
+	case ev.Reconnect && ev.Resent > 0:
+		m.info("reconnected at node %d (%s); %s sent again", ev.Node, ev.Addr, Plural(ev.Resent, "message"))
+	case ev.Reconnect:
+		m.info("reconnected at node %d (%s)", ev.Node, ev.Addr)
+	case first:
+		m.info("connected to node %d (%s)", ev.Node, ev.Addr)
 	}
 }
 
@@ -764,7 +831,16 @@ func (m *Model) markUnread(c *conversation) {
 	}
 }
 
-func (m *Model) joined(r joinMsg) {
+// joined shows the answer to a join, /private or leave: after a join it
+// switches to the group's tab, after /part or /close it closes it.
+func (m *Model) joined(r joinMsg) tea.Cmd {
+	var cmd tea.Cmd
+	switch {
+	case r.err == nil && !r.leave:
+		cmd = m.switchTo(client.ToGroup(r.group))
+	case r.err == nil && r.close:
+		cmd = m.closeTab(client.ToGroup(r.group))
+	}
 	verb := "joined"
 	if r.leave {
 		verb = "left"
@@ -775,7 +851,7 @@ func (m *Model) joined(r joinMsg) {
 		if errors.As(r.err, &se) && se.Code == client.CodeNotInvited {
 			m.info("#%s is private: ask one of its members to /invite %s, then /join %s again", Clean(r.group), Clean(m.me), Clean(r.group))
 		}
-		return
+		return cmd
 	}
 	if r.private {
 		verb = "joined invite-only"
@@ -786,6 +862,7 @@ func (m *Model) joined(r joinMsg) {
 		m.groups[r.group] = true
 	}
 	m.info("%s #%s", verb, Clean(r.group))
+	return cmd
 }
 
 func (m *Model) who(r whoMsg) {

@@ -1,0 +1,72 @@
+package status
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestWriteText(t *testing.T) {
+	two, yes, no := int64(2), true, false
+	one := int64(1)
+	for _, c := range []struct {
+		name string
+		r    Report
+		want string
+	}{
+		{"ring of two, probed", Report{
+			Store: "sqlite:ring.db", SchemaVersion: 3, Coordinator: &Coordinator{Node: 2, Epoch: 7}, Epoch: 7,
+			Ring: []int64{1, 2}, OnlineUsers: 2,
+			Nodes: []NodeReport{
+				{ID: 1, Host: "127.0.0.1", CoordinationPort: 5001, ClientPort: 8001, InRing: true, Successor: &two,
+					Online: []string{"alice", "bob"}, Answers: &yes},
+				{ID: 2, Host: "127.0.0.1", CoordinationPort: 5002, ClientPort: 8002, InRing: true, Successor: &one,
+					Coordinator: true, Online: []string{}, Answers: &yes},
+				{ID: 3, Host: "example.org", CoordinationPort: 5003, ClientPort: 8003, Online: []string{}, Answers: &no},
+			},
+		}, `store:        sqlite:ring.db (schema 3)
+coordinator:  node 2 (epoch 7)
+ring:         1 -> 2 -> 1 (2 of 3 nodes)
+online users: 2
+answering:    2 of 3 nodes
+
+NODE  HOST         COORD  CLIENT  ANSWERS  IN RING  SUCCESSOR  ROLE         ONLINE
+1     127.0.0.1    5001   8001    yes      yes      2          -            alice, bob
+2     127.0.0.1    5002   8002    yes      yes      1          coordinator  -
+3     example.org  5003   8003    no       no       -          -            -
+`},
+		{"no ring, nobody answers", Report{
+			Store: "sqlite:ring.db", SchemaVersion: 3, Epoch: 4, RingProblems: []string{"node 1 has no successor"},
+			Nodes: []NodeReport{{ID: 1, Host: "h", CoordinationPort: 5001, ClientPort: 8001, Online: []string{}, Answers: &no}},
+		}, `store:        sqlite:ring.db (schema 3)
+coordinator:  none (last epoch 4)
+ring:         not formed (0 of 1 nodes)
+problem:      node 1 has no successor
+online users: 0
+answering:    0 of 1 nodes (no node runs: the rows above are the ring as it was last recorded)
+
+NODE  HOST  COORD  CLIENT  ANSWERS  IN RING  SUCCESSOR  ROLE  ONLINE
+1     h     5001   8001    no       no       -          -     -
+`},
+		{"ring with a problem, not probed", Report{
+			Store: "mysql", SchemaVersion: 1, Coordinator: &Coordinator{Node: 1, Epoch: 2}, Epoch: 2,
+			Ring: []int64{1, 2}, RingProblems: []string{"the ring does not close"},
+			Nodes: []NodeReport{{ID: 1, Host: "h", CoordinationPort: 1, ClientPort: 2, InRing: true, Successor: &two, Coordinator: true}},
+		}, `store:        mysql (schema 1)
+coordinator:  node 1 (epoch 2)
+ring:         1 -> 2 (1 of 1 nodes)
+problem:      the ring does not close
+online users: 0
+
+NODE  HOST  COORD  CLIENT  ANSWERS  IN RING  SUCCESSOR  ROLE         ONLINE
+1     h     1      2       -        yes      2          coordinator  -
+`},
+	} {
+		var b strings.Builder
+		if err := c.r.WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != c.want {
+			t.Errorf("%s: got\n%s\nwant\n%s", c.name, b.String(), c.want)
+		}
+	}
+}
