@@ -87,3 +87,6 @@ func Eventually(t testing.TB, within time.Duration, msg string, cond func() bool
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// WaitLimit is how long tests wait for a condition by default.
+const WaitLimit = 10 * time.Second
