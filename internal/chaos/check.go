@@ -546,12 +546,12 @@ func (r *runner) parseLogs() allLogs {
 	for _, in := range r.procs.incarnations() {
 		l, err := parseNodeLog(in.LogPath)
 		if err != nil {
-			out.panics = append(out.panics, fmt.Sprintf("node %d run %d: log unreadable: %v", in.Node, in.N, err))
+			out.panics = append(out.panics, fmt.Sprintf("node %d run %d: log unreadable: %v", in.ID, in.Run, err))
 		}
 		for _, p := range l.Panics {
-			out.panics = append(out.panics, fmt.Sprintf("node %d run %d: %s (%s)", in.Node, in.N, p, in.LogPath))
+			out.panics = append(out.panics, fmt.Sprintf("node %d run %d: %s (%s)", in.ID, in.Run, p, in.LogPath))
 		}
-		out.byNode[in.Node] = append(out.byNode[in.Node], l)
+		out.byNode[in.ID] = append(out.byNode[in.ID], l)
 	}
 	return out
 }
@@ -588,7 +588,7 @@ func (r *runner) checkProbe(ctx context.Context, rep *Report, logs allLogs) {
 	// log line names: at most one per kill -9.
 	kills := 0
 	for _, in := range r.procs.incarnations() {
-		if r.procs.snapshot(in).expect == "kill" {
+		if r.procs.expected(in) == "kill" {
 			kills++
 		}
 	}
@@ -722,12 +722,7 @@ func (r *runner) checkHostile(rep *Report, logs allLogs) {
 	// sent: every frame counted.
 	if r.counters != nil {
 		for _, id := range r.procs.ids() {
-			var in *incarnation
-			for _, x := range r.procs.incarnations() {
-				if x.Node == id {
-					in = x
-				}
-			}
+			in := r.procs.last(id)
 			c, ok := r.counters[in.Pid]
 			if !ok {
 				continue
@@ -743,10 +738,10 @@ func (r *runner) checkHostile(rep *Report, logs allLogs) {
 				}
 				parts = append(parts, fmt.Sprintf("%s %d/%.0f", reason, want[reason], c[reason]))
 				if c[reason] < float64(want[reason]) {
-					bad = append(bad, fmt.Sprintf("node %d run %d: %d %s frames sent, its counter says %.0f", id, in.N, want[reason], reason, c[reason]))
+					bad = append(bad, fmt.Sprintf("node %d run %d: %d %s frames sent, its counter says %.0f", id, in.Run, want[reason], reason, c[reason]))
 				}
 			}
-			detail = append(detail, fmt.Sprintf("node %d run %d, its own counters (sent/counted): %s", id, in.N, strings.Join(parts, ", ")))
+			detail = append(detail, fmt.Sprintf("node %d run %d, its own counters (sent/counted): %s", id, in.Run, strings.Join(parts, ", ")))
 		}
 	}
 	head := "per node, frames sent over TCP+UDP / drops counted in its log (the log undercounts a reason's last second); client probes answered as expected / sent"
