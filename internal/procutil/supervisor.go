@@ -196,6 +196,7 @@ func (s *Supervisor) Start(id int64, spec Spec) (*Proc, error) {
 		return nil, fmt.Errorf("start node %d: %w", id, err)
 	}
 	if err := cmd.Start(); err != nil {
+		flush() // closes a log file
 		return nil, fmt.Errorf("start node %d: %w", id, err)
 	}
 	p.cmd, p.Pid, p.Started = cmd, cmd.Process.Pid, time.Now()

@@ -145,3 +145,16 @@ func TestSupervisorStopAll(t *testing.T) {
 		t.Errorf("node 2 ended by %v, want SIGKILL", e.Signal)
 	}
 }
+
+// A process that cannot start is no run of its node.
+func TestSupervisorStartFails(t *testing.T) {
+	var sup procutil.Supervisor
+	_, err := sup.Start(1, procutil.Spec{Path: filepath.Join(t.TempDir(), "missing"), LogDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "start node 1") {
+		t.Fatalf("start of a missing binary: %v", err)
+	}
+	if sup.Proc(1) != nil || len(sup.Procs()) != 0 {
+		t.Error("a process that did not start is recorded")
+	}
+	sup.StopAll(time.Second)
+}
