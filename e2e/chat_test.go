@@ -156,312 +156,375 @@ var sentAt = regexp.MustCompile(`"sentAt":"[A-Z][a-z]{2} \d{1,2}, \d{4}, \d{1,2}
 // MariaDB: protocol 1 exactly as the original client speaks it, groups
 // across nodes, offline delivery at another node, protocol-2 redelivery
 // after a reconnect, bad input while others chat, 500 clients on one
-// node, and a crashed node's users logging in elsewhere.
+// node, and a crashed node's users logging in elsewhere. The scenarios
+// share one ring, in this order (the last one kills node 5).
 func TestChat(t *testing.T) {
 	c := startChatRing(t)
-	ctx := context.Background()
+	for _, sc := range []struct {
+		name string
+		run  func(*testing.T, *chatRing)
+	}{
+		{"OriginalClient", chatOriginalClient},
+		{"GroupOrderAcrossNodes", chatGroupOrderAcrossNodes},
+		{"OfflineAtAnotherNode", chatOfflineAtAnotherNode},
+		{"ReconnectRedelivery", chatReconnectRedelivery},
+		{"BadInputWhileOthersChat", chatBadInputWhileOthersChat},
+		{"FiveHundredClientsOnOneNode", chatFiveHundredClientsOnOneNode},
+		{"CrashedNodeUsersLogInElsewhere", chatCrashedNodeUsersLogInElsewhere},
+	} {
+		t.Run(sc.name, func(t *testing.T) { sc.run(t, c) })
+	}
+}
 
-	t.Run("OriginalClient", func(t *testing.T) {
-		alice, bob := dialLine(t, c.addr(1)), dialLine(t, c.addr(4))
-		alice.send(`{"username":"alice","messageType":"LOGIN"}`)
-		alice.expect(`{"messageType":"LOGIN","username":"alice"}`)
-		bob.send(`{"username":"bob","messageType":"LOGIN"}`)
-		bob.expect(`{"messageType":"LOGIN","username":"bob"}`)
-		for _, l := range []*line{alice, bob} {
-			l.send(`{"group":"coolguys","messageType":"JOIN_GROUP"}`)
-			l.expect(`{"messageType":"JOIN_GROUP","group":"coolguys"}`)
-		}
-		alice.send(`{"sentAt":{"seconds":1556146749,"nanos":290000000},"fromName":"someone","toName":"bob","messageContent":"hey man you're cool too.","forGroup":false,"messageType":"CHAT_MESSAGE"}`)
-		got := sentAt.ReplaceAllString(bob.read(), `"sentAt":"*"`)
-		if got != `{"messageType":"CHAT_MESSAGE","fromName":"alice","toUsername":"bob","messageContent":"hey man you're cool too.","sentAt":"*"}` {
-			t.Errorf("direct: %s", got)
-		}
-		alice.send(`{"messageType":"CHAT_MESSAGE","fromName":"alice","toGroup":"coolguys","messageContent":"hey everyone","sentAt":"Apr 25, 2019, 4:55:53 PM"}`)
-		got = sentAt.ReplaceAllString(bob.read(), `"sentAt":"*"`)
-		if got != `{"messageType":"CHAT_MESSAGE","fromName":"alice","toUsername":"bob","toGroup":"coolguys","messageContent":"hey everyone","sentAt":"*"}` {
-			t.Errorf("group: %s", got)
-		}
-		// The sender is shown its own group message, named to itself: the
-		// original client's confirmation that it went out.
-		got = sentAt.ReplaceAllString(alice.read(), `"sentAt":"*"`)
-		if got != `{"messageType":"CHAT_MESSAGE","fromName":"alice","toUsername":"alice","toGroup":"coolguys","messageContent":"hey everyone","sentAt":"*"}` {
-			t.Errorf("group, to its sender: %s", got)
-		}
-		alice.send(`{"messageType":"ALIVE"}`)
-		alice.send(`{"messageType":"CHAT_MESSAGE","fromName":"alice","toUsername":"nobody","messageContent":"x"}`)
-		alice.expect(`{"messageType":"ERROR","errorMessage":"no user \"nobody\" (a user exists once they have logged in)"}`)
-		bob.send(`{"group":"coolguys","messageType":"LEAVE_GROUP"}`)
-		bob.expect(`{"messageType":"LEAVE_GROUP","group":"coolguys"}`)
-		// Logged in once across the ring.
-		again := dialLine(t, c.addr(2))
-		again.send(`{"username":"alice","messageType":"LOGIN"}`)
-		again.expect(`{"messageType":"ERROR","errorMessage":"user \"alice\" is already logged in at node 1"}`)
-	})
+// sendWait sends text to `to` from conn and waits for its STORED receipt.
+func sendWait(t *testing.T, conn *client.Conn, to client.Recipient, text string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	if _, err := conn.SendWait(ctx, to, text); err != nil {
+		t.Fatal(err)
+	}
+}
 
-	t.Run("GroupOrderAcrossNodes", func(t *testing.T) {
-		members := map[string]*client.Conn{}
-		for i, name := range []string{"gm1", "gm2", "gm3", "gm4"} {
-			conn := c.v2(t, int64(i+1), name, client.Options{AutoAck: true})
-			cctx, cancel := context.WithTimeout(ctx, within)
-			if err := conn.Join(cctx, "order"); err != nil {
-				t.Fatal(err)
-			}
-			cancel()
-			members[name] = conn
-		}
-		const each = 15
-		var wg sync.WaitGroup
-		for _, sender := range []string{"gm1", "gm2"} {
-			wg.Go(func() {
-				for i := range each {
-					cctx, cancel := context.WithTimeout(ctx, within)
-					_, err := members[sender].SendWait(cctx, client.ToGroup("order"), fmt.Sprintf("%s-%d", sender, i))
-					cancel()
-					if err != nil {
-						t.Error(err)
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		var orders [][]string
-		for _, name := range []string{"gm3", "gm4"} {
-			var seen []string
-			for len(seen) < 2*each {
-				seen = append(seen, waitChat(t, members[name], func(client.ChatMessage) bool { return true }).Content)
-			}
-			orders = append(orders, seen)
-		}
-		if !slices.Equal(orders[0], orders[1]) {
-			t.Fatalf("members on different nodes saw different orders:\n%v\n%v", orders[0], orders[1])
-		}
-	})
+// nextChat waits for the next chat message on conn.
+func nextChat(t *testing.T, conn *client.Conn) client.ChatMessage {
+	t.Helper()
+	return waitChat(t, conn, func(client.ChatMessage) bool { return true })
+}
 
-	t.Run("OfflineAtAnotherNode", func(t *testing.T) {
-		carol := c.v2(t, 2, "carol", client.Options{AutoAck: true})
-		carol.Close()
-		dave := c.v2(t, 3, "dave", client.Options{AutoAck: true})
-		for i := range 3 {
-			cctx, cancel := context.WithTimeout(ctx, within)
-			if _, err := dave.SendWait(cctx, client.ToUser("carol"), fmt.Sprint("while you were out ", i)); err != nil {
-				t.Fatal(err)
-			}
-			cancel()
-		}
-		back := c.v2(t, 5, "carol", client.Options{AutoAck: true})
-		for i := range 3 {
-			m := waitChat(t, back, func(client.ChatMessage) bool { return true })
-			if m.Content != fmt.Sprint("while you were out ", i) || m.From != "dave" {
-				t.Fatalf("message %d: %+v", i, m)
-			}
-		}
-	})
+// chatOriginalClient: protocol 1 exactly as the original client speaks it,
+// direct and group messages between two nodes, errors, and one login per
+// name across the ring.
+func chatOriginalClient(t *testing.T, c *chatRing) {
+	alice, bob := dialLine(t, c.addr(1)), dialLine(t, c.addr(4))
+	alice.send(`{"username":"alice","messageType":"LOGIN"}`)
+	alice.expect(`{"messageType":"LOGIN","username":"alice"}`)
+	bob.send(`{"username":"bob","messageType":"LOGIN"}`)
+	bob.expect(`{"messageType":"LOGIN","username":"bob"}`)
+	for _, l := range []*line{alice, bob} {
+		l.send(`{"group":"coolguys","messageType":"JOIN_GROUP"}`)
+		l.expect(`{"messageType":"JOIN_GROUP","group":"coolguys"}`)
+	}
+	alice.send(`{"sentAt":{"seconds":1556146749,"nanos":290000000},"fromName":"someone","toName":"bob","messageContent":"hey man you're cool too.","forGroup":false,"messageType":"CHAT_MESSAGE"}`)
+	got := sentAt.ReplaceAllString(bob.read(), `"sentAt":"*"`)
+	if got != `{"messageType":"CHAT_MESSAGE","fromName":"alice","toUsername":"bob","messageContent":"hey man you're cool too.","sentAt":"*"}` {
+		t.Errorf("direct: %s", got)
+	}
+	alice.send(`{"messageType":"CHAT_MESSAGE","fromName":"alice","toGroup":"coolguys","messageContent":"hey everyone","sentAt":"Apr 25, 2019, 4:55:53 PM"}`)
+	got = sentAt.ReplaceAllString(bob.read(), `"sentAt":"*"`)
+	if got != `{"messageType":"CHAT_MESSAGE","fromName":"alice","toUsername":"bob","toGroup":"coolguys","messageContent":"hey everyone","sentAt":"*"}` {
+		t.Errorf("group: %s", got)
+	}
+	// The sender is shown its own group message, named to itself: the
+	// original client's confirmation that it went out.
+	got = sentAt.ReplaceAllString(alice.read(), `"sentAt":"*"`)
+	if got != `{"messageType":"CHAT_MESSAGE","fromName":"alice","toUsername":"alice","toGroup":"coolguys","messageContent":"hey everyone","sentAt":"*"}` {
+		t.Errorf("group, to its sender: %s", got)
+	}
+	alice.send(`{"messageType":"ALIVE"}`)
+	alice.send(`{"messageType":"CHAT_MESSAGE","fromName":"alice","toUsername":"nobody","messageContent":"x"}`)
+	alice.expect(`{"messageType":"ERROR","errorMessage":"no user \"nobody\" (a user exists once they have logged in)"}`)
+	bob.send(`{"group":"coolguys","messageType":"LEAVE_GROUP"}`)
+	bob.expect(`{"messageType":"LEAVE_GROUP","group":"coolguys"}`)
+	// Logged in once across the ring.
+	again := dialLine(t, c.addr(2))
+	again.send(`{"username":"alice","messageType":"LOGIN"}`)
+	again.expect(`{"messageType":"ERROR","errorMessage":"user \"alice\" is already logged in at node 1"}`)
+}
 
-	t.Run("ReconnectRedelivery", func(t *testing.T) {
-		seen := client.NewSeen(0)
-		erin := c.v2(t, 1, "erin", client.Options{Seen: seen})
-		frank := c.v2(t, 2, "frank", client.Options{AutoAck: true})
-		for i := range 4 {
-			cctx, cancel := context.WithTimeout(ctx, within)
-			if _, err := frank.SendWait(cctx, client.ToUser("erin"), fmt.Sprint("r", i)); err != nil {
-				t.Fatal(err)
-			}
-			cancel()
-		}
-		var first []client.ChatMessage
-		for range 4 {
-			first = append(first, waitChat(t, erin, func(client.ChatMessage) bool { return true }))
-		}
-		cctx, cancel := context.WithTimeout(ctx, within)
-		defer cancel()
-		if err := erin.Ack(cctx, first[0].ID); err != nil { // only the first
+// chatGroupOrderAcrossNodes: two senders on two nodes write to a group at
+// once; its members on two other nodes see one order.
+func chatGroupOrderAcrossNodes(t *testing.T, c *chatRing) {
+	members := map[string]*client.Conn{}
+	for i, name := range []string{"gm1", "gm2", "gm3", "gm4"} {
+		conn := c.v2(t, int64(i+1), name, client.Options{AutoAck: true})
+		cctx, cancel := context.WithTimeout(context.Background(), within)
+		if err := conn.Join(cctx, "order"); err != nil {
 			t.Fatal(err)
 		}
-		erin.Close()
-		// A fresh client (no memory of ids) at another node gets the three
-		// unacknowledged messages again, in order.
-		again := c.v2(t, 4, "erin", client.Options{})
-		for i := 1; i < 4; i++ {
-			m := waitChat(t, again, func(client.ChatMessage) bool { return true })
-			if m.ID != first[i].ID || m.Content != fmt.Sprint("r", i) {
-				t.Fatalf("redelivery %d: %+v, want %+v", i, m, first[i])
-			}
-		}
-		again.Close()
-		// A client that remembers them (same Seen) acknowledges and drops the
-		// duplicates.
-		third := c.v2(t, 3, "erin", client.Options{Seen: seen})
-		testutil.Eventually(t, within, "duplicates acknowledged", func() bool { return storetest.PendingFor(t, c.st, "erin") == 0 })
-		if _, err := frank.SendWait(cctx, client.ToUser("erin"), "new"); err != nil {
-			t.Fatal(err)
-		}
-		if m := waitChat(t, third, func(client.ChatMessage) bool { return true }); m.Content != "new" {
-			t.Fatalf("got %+v, want only the new message", m)
-		}
-	})
-
-	t.Run("BadInputWhileOthersChat", func(t *testing.T) {
-		gina := c.v2(t, 2, "gina", client.Options{AutoAck: true})
-		hank := c.v2(t, 2, "hank", client.Options{AutoAck: true})
-		const n = 40
-		received := make(chan []string, 1)
-		go func() {
-			var got []string
-			for len(got) < n {
-				select {
-				case ev, ok := <-hank.Events():
-					if !ok {
-						received <- got
-						return
-					}
-					if m, isChat := ev.(client.ChatMessage); isChat {
-						got = append(got, m.Content)
-					}
-				case <-time.After(within):
-					received <- got
-					return
-				}
-			}
-			received <- got
-		}()
-		sendDone := make(chan error, 1)
-		go func() {
-			for i := range n {
-				if _, err := gina.Post(ctx, client.ToUser("hank"), fmt.Sprint("m", i)); err != nil {
-					sendDone <- err
-					return
-				}
-			}
-			sendDone <- nil
-		}()
-		bad := dialLine(t, c.addr(2))
-		for _, tc := range []struct{ in, want string }{
-			{`{"messageType":"CHAT_MESSAGE","toUsername":"hank","messageContent":"x"}`, "log in first"},
-			{`{{{{`, "malformed JSON"},
-			{`{"messageType":"SELF_DESTRUCT"}`, "unknown messageType"},
-			{`{"messageType":"LOGIN","username":"` + strings.Repeat("n", 40) + `"}`, "over the limit of 32"},
-		} {
-			bad.send(tc.in)
-			if got := bad.read(); !strings.Contains(got, tc.want) {
-				t.Errorf("%s: got %s, want %q", tc.in, got, tc.want)
-			}
-		}
-		bad.send(`{"messageType":"LOGIN","username":"x'); DROP TABLE users; --"}`)
-		bad.expect(`{"messageType":"LOGIN","username":"x'); DROP TABLE users; --"}`)
-		bad.send(`{"messageType":"CHAT_MESSAGE","toUsername":"hank","messageContent":"` + strings.Repeat("z", 5000) + `"}`)
-		if got := bad.read(); !strings.Contains(got, "over the limit of 4096") {
-			t.Errorf("long content: %s", got)
-		}
-		bad.send(strings.Repeat("x", 70<<10))
-		if got := bad.untilClosed(); len(got) != 1 || !strings.Contains(got[0], "line longer than 65536 bytes") {
-			t.Errorf("long line: %q", got)
-		}
-		flood := dialLine(t, c.addr(2))
-		flood.send(strings.TrimSuffix(strings.Repeat(`{"messageType":"ALIVE"}`+"\n", 2000), "\n"))
-		// RATE_LIMITED when the dropping starts (again after a line got
-		// through), FLOOD last.
-		if got := flood.untilClosed(); len(got) < 2 || !strings.Contains(got[0], "lines are dropped") ||
-			!strings.Contains(got[len(got)-1], "refused in a row") {
-			t.Errorf("flood: %q", got)
-		}
-		if err := <-sendDone; err != nil {
-			t.Fatal(err)
-		}
-		got := <-received
-		want := make([]string, n)
-		for i := range want {
-			want[i] = fmt.Sprint("m", i)
-		}
-		if !slices.Equal(got, want) {
-			t.Fatalf("the chat beside the bad input lost or reordered messages:\n%v", got)
-		}
-		err := c.st.Update(ctx, func(tx store.Tx) error {
-			_, err := tx.UserByName("x'); DROP TABLE users; --")
-			return err
-		})
-		if err != nil {
-			t.Errorf("the SQL-looking name was not stored verbatim: %v", err)
-		}
-	})
-
-	t.Run("FiveHundredClientsOnOneNode", func(t *testing.T) {
-		const n = 500
-		conns := make([]*client.Conn, n)
-		start := time.Now()
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, 50)
-		for i := range n {
-			wg.Go(func() {
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				cctx, cancel := context.WithTimeout(ctx, within)
-				defer cancel()
-				conn, err := client.DialV2(cctx, []string{c.addr(3)}, fmt.Sprintf("u%03d", i), "", client.Options{AutoAck: true, Timeout: within})
+		cancel()
+		members[name] = conn
+	}
+	const each = 15
+	var wg sync.WaitGroup
+	for _, sender := range []string{"gm1", "gm2"} {
+		wg.Go(func() {
+			for i := range each {
+				cctx, cancel := context.WithTimeout(context.Background(), within)
+				_, err := members[sender].SendWait(cctx, client.ToGroup("order"), fmt.Sprintf("%s-%d", sender, i))
+				cancel()
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				conns[i] = conn
-			})
-		}
-		wg.Wait()
-		t.Cleanup(func() {
-			for _, conn := range conns {
-				if conn != nil {
-					conn.Close()
-				}
 			}
 		})
-		if t.Failed() {
-			return
+	}
+	wg.Wait()
+	var orders [][]string
+	for _, name := range []string{"gm3", "gm4"} {
+		var seen []string
+		for len(seen) < 2*each {
+			seen = append(seen, nextChat(t, members[name]).Content)
 		}
-		loggedIn := time.Since(start)
-		var got atomic.Int64
-		for i := range n {
-			wg.Go(func() {
-				want := fmt.Sprintf("from u%03d", (i+n-1)%n)
-				waitChat(t, conns[i], func(m client.ChatMessage) bool { return m.Content == want })
-				got.Add(1)
-			})
-		}
-		sent := time.Now()
-		for i := range n {
-			if _, err := conns[i].Post(ctx, client.ToUser(fmt.Sprintf("u%03d", (i+1)%n)), fmt.Sprintf("from u%03d", i)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		wg.Wait()
-		t.Logf("%d clients logged in at one node in %v; %d messages among them delivered in %v", n, loggedIn.Round(time.Millisecond),
-			got.Load(), time.Since(sent).Round(time.Millisecond))
-		on, _ := c.st.Online(ctx)
-		at3 := 0
-		for _, p := range on {
-			if p.NodeID == 3 {
-				at3++
-			}
-		}
-		if at3 < n {
-			t.Errorf("%d users online at node 3, want %d", at3, n)
-		}
-	})
+		orders = append(orders, seen)
+	}
+	if !slices.Equal(orders[0], orders[1]) {
+		t.Fatalf("members on different nodes saw different orders:\n%v\n%v", orders[0], orders[1])
+	}
+}
 
-	t.Run("CrashedNodeUsersLogInElsewhere", func(t *testing.T) {
-		ivy := c.v2(t, 5, "ivy", client.Options{AutoAck: true})
-		_ = ivy
-		c.r.Kill(5)
-		// Until the ring has spliced node 5 out its presence may stand; the
-		// client retries, and the stale presence is replaced.
-		cctx, cancel := context.WithTimeout(ctx, within)
-		defer cancel()
-		again, err := client.DialV2(cctx, []string{c.addr(1)}, "ivy", "", client.Options{AutoAck: true, Timeout: within})
-		if err != nil {
-			t.Fatal(err)
+// chatOfflineAtAnotherNode: messages to a user who logged out are
+// delivered, in order, when they log in at another node.
+func chatOfflineAtAnotherNode(t *testing.T, c *chatRing) {
+	carol := c.v2(t, 2, "carol", client.Options{AutoAck: true})
+	carol.Close()
+	dave := c.v2(t, 3, "dave", client.Options{AutoAck: true})
+	for i := range 3 {
+		sendWait(t, dave, client.ToUser("carol"), fmt.Sprint("while you were out ", i))
+	}
+	back := c.v2(t, 5, "carol", client.Options{AutoAck: true})
+	for i := range 3 {
+		m := nextChat(t, back)
+		if m.Content != fmt.Sprint("while you were out ", i) || m.From != "dave" {
+			t.Fatalf("message %d: %+v", i, m)
 		}
-		defer again.Close()
-		if _, err := again.SendWait(cctx, client.ToUser("ivy"), "alive again"); err != nil {
-			t.Fatal(err)
+	}
+}
+
+// chatReconnectRedelivery: protocol 2 delivers again what was not
+// acknowledged, at another node, in order; a client that remembers the ids
+// acknowledges and drops the duplicates.
+func chatReconnectRedelivery(t *testing.T, c *chatRing) {
+	seen := client.NewSeen(0)
+	erin := c.v2(t, 1, "erin", client.Options{Seen: seen})
+	frank := c.v2(t, 2, "frank", client.Options{AutoAck: true})
+	for i := range 4 {
+		sendWait(t, frank, client.ToUser("erin"), fmt.Sprint("r", i))
+	}
+	var first []client.ChatMessage
+	for range 4 {
+		first = append(first, nextChat(t, erin))
+	}
+	cctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	if err := erin.Ack(cctx, first[0].ID); err != nil { // only the first
+		t.Fatal(err)
+	}
+	erin.Close()
+	// A fresh client (no memory of ids) at another node gets the three
+	// unacknowledged messages again, in order.
+	again := c.v2(t, 4, "erin", client.Options{})
+	for i := 1; i < 4; i++ {
+		m := nextChat(t, again)
+		if m.ID != first[i].ID || m.Content != fmt.Sprint("r", i) {
+			t.Fatalf("redelivery %d: %+v, want %+v", i, m, first[i])
 		}
-		waitChat(t, again, func(m client.ChatMessage) bool { return m.Content == "alive again" })
+	}
+	again.Close()
+	// A client that remembers them (same Seen) acknowledges and drops the
+	// duplicates.
+	third := c.v2(t, 3, "erin", client.Options{Seen: seen})
+	testutil.Eventually(t, within, "duplicates acknowledged", func() bool { return storetest.PendingFor(t, c.st, "erin") == 0 })
+	if _, err := frank.SendWait(cctx, client.ToUser("erin"), "new"); err != nil {
+		t.Fatal(err)
+	}
+	if m := nextChat(t, third); m.Content != "new" {
+		t.Fatalf("got %+v, want only the new message", m)
+	}
+}
+
+// chatBadInputWhileOthersChat: malformed, oversized, hostile and flooding
+// input on one node is refused line by line while two users there chat,
+// and their chat loses and reorders nothing.
+func chatBadInputWhileOthersChat(t *testing.T, c *chatRing) {
+	ctx := context.Background()
+	gina := c.v2(t, 2, "gina", client.Options{AutoAck: true})
+	hank := c.v2(t, 2, "hank", client.Options{AutoAck: true})
+	const n = 40
+	received := collectChats(hank, n)
+	sendDone := make(chan error, 1)
+	go func() {
+		for i := range n {
+			if _, err := gina.Post(ctx, client.ToUser("hank"), fmt.Sprint("m", i)); err != nil {
+				sendDone <- err
+				return
+			}
+		}
+		sendDone <- nil
+	}()
+	badInput(t, c.addr(2))
+	if err := <-sendDone; err != nil {
+		t.Fatal(err)
+	}
+	got := <-received
+	want := make([]string, n)
+	for i := range want {
+		want[i] = fmt.Sprint("m", i)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the chat beside the bad input lost or reordered messages:\n%v", got)
+	}
+	err := c.st.Update(ctx, func(tx store.Tx) error {
+		_, err := tx.UserByName("x'); DROP TABLE users; --")
+		return err
 	})
+	if err != nil {
+		t.Errorf("the SQL-looking name was not stored verbatim: %v", err)
+	}
+}
+
+// collectChats gathers the contents of the next n chat messages on conn;
+// fewer if the connection ends or none comes for a while.
+func collectChats(conn *client.Conn, n int) <-chan []string {
+	received := make(chan []string, 1)
+	go func() {
+		var got []string
+		for len(got) < n {
+			select {
+			case ev, ok := <-conn.Events():
+				if !ok {
+					received <- got
+					return
+				}
+				if m, isChat := ev.(client.ChatMessage); isChat {
+					got = append(got, m.Content)
+				}
+			case <-time.After(within):
+				received <- got
+				return
+			}
+		}
+		received <- got
+	}()
+	return received
+}
+
+// badInput sends a node's client port bad input on line connections: each
+// refused with its reason; a line over the limit and a flood close the
+// connection.
+func badInput(t *testing.T, addr string) {
+	bad := dialLine(t, addr)
+	for _, tc := range []struct{ in, want string }{
+		{`{"messageType":"CHAT_MESSAGE","toUsername":"hank","messageContent":"x"}`, "log in first"},
+		{`{{{{`, "malformed JSON"},
+		{`{"messageType":"SELF_DESTRUCT"}`, "unknown messageType"},
+		{`{"messageType":"LOGIN","username":"` + strings.Repeat("n", 40) + `"}`, "over the limit of 32"},
+	} {
+		bad.send(tc.in)
+		if got := bad.read(); !strings.Contains(got, tc.want) {
+			t.Errorf("%s: got %s, want %q", tc.in, got, tc.want)
+		}
+	}
+	bad.send(`{"messageType":"LOGIN","username":"x'); DROP TABLE users; --"}`)
+	bad.expect(`{"messageType":"LOGIN","username":"x'); DROP TABLE users; --"}`)
+	bad.send(`{"messageType":"CHAT_MESSAGE","toUsername":"hank","messageContent":"` + strings.Repeat("z", 5000) + `"}`)
+	if got := bad.read(); !strings.Contains(got, "over the limit of 4096") {
+		t.Errorf("long content: %s", got)
+	}
+	bad.send(strings.Repeat("x", 70<<10))
+	if got := bad.untilClosed(); len(got) != 1 || !strings.Contains(got[0], "line longer than 65536 bytes") {
+		t.Errorf("long line: %q", got)
+	}
+	flood := dialLine(t, addr)
+	flood.send(strings.TrimSuffix(strings.Repeat(`{"messageType":"ALIVE"}`+"\n", 2000), "\n"))
+	// RATE_LIMITED when the dropping starts (again after a line got
+	// through), FLOOD last.
+	if got := flood.untilClosed(); len(got) < 2 || !strings.Contains(got[0], "lines are dropped") ||
+		!strings.Contains(got[len(got)-1], "refused in a row") {
+		t.Errorf("flood: %q", got)
+	}
+}
+
+// chatFiveHundredClientsOnOneNode: 500 clients log in at one node and each
+// gets the message the one before it sends.
+func chatFiveHundredClientsOnOneNode(t *testing.T, c *chatRing) {
+	const n = 500
+	start := time.Now()
+	conns := loginMany(t, c.addr(3), n)
+	if t.Failed() {
+		return
+	}
+	loggedIn := time.Since(start)
+	var got atomic.Int64
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			want := fmt.Sprintf("from u%03d", (i+n-1)%n)
+			waitChat(t, conns[i], func(m client.ChatMessage) bool { return m.Content == want })
+			got.Add(1)
+		})
+	}
+	sent := time.Now()
+	for i := range n {
+		if _, err := conns[i].Post(context.Background(), client.ToUser(fmt.Sprintf("u%03d", (i+1)%n)), fmt.Sprintf("from u%03d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	t.Logf("%d clients logged in at one node in %v; %d messages among them delivered in %v", n, loggedIn.Round(time.Millisecond),
+		got.Load(), time.Since(sent).Round(time.Millisecond))
+	on, _ := c.st.Online(context.Background())
+	at3 := 0
+	for _, p := range on {
+		if p.NodeID == 3 {
+			at3++
+		}
+	}
+	if at3 < n {
+		t.Errorf("%d users online at node 3, want %d", at3, n)
+	}
+}
+
+// loginMany logs users u000, u001... in at addr with protocol 2, 50 at a
+// time; the connections close when the test ends. A login that fails is
+// an error of the test, and leaves a nil connection.
+func loginMany(t *testing.T, addr string, n int) []*client.Conn {
+	conns := make([]*client.Conn, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 50)
+	for i := range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			cctx, cancel := context.WithTimeout(context.Background(), within)
+			defer cancel()
+			conn, err := client.DialV2(cctx, []string{addr}, fmt.Sprintf("u%03d", i), "", client.Options{AutoAck: true, Timeout: within})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			conns[i] = conn
+		})
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for _, conn := range conns {
+			if conn != nil {
+				conn.Close()
+			}
+		}
+	})
+	return conns
+}
+
+// chatCrashedNodeUsersLogInElsewhere: the users of a node killed with
+// kill -9 log in at another node (their stale presence replaced) and chat.
+func chatCrashedNodeUsersLogInElsewhere(t *testing.T, c *chatRing) {
+	ivy := c.v2(t, 5, "ivy", client.Options{AutoAck: true})
+	_ = ivy
+	c.r.Kill(5)
+	// Until the ring has spliced node 5 out its presence may stand; the
+	// client retries, and the stale presence is replaced.
+	cctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	again, err := client.DialV2(cctx, []string{c.addr(1)}, "ivy", "", client.Options{AutoAck: true, Timeout: within})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if _, err := again.SendWait(cctx, client.ToUser("ivy"), "alive again"); err != nil {
+		t.Fatal(err)
+	}
+	waitChat(t, again, func(m client.ChatMessage) bool { return m.Content == "alive again" })
 }

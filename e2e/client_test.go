@@ -337,12 +337,9 @@ func tmuxSmoke(t *testing.T, c *clientRing) {
 	screen := func() string { return tmux("capture-pane", "-p", "-t", target) }
 	waitScreen := func(part string) {
 		t.Helper()
-		deadline := time.Now().Add(within)
-		for !strings.Contains(screen(), part) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the screen never showed %q:\n%s", part, screen())
-			}
-			time.Sleep(50 * time.Millisecond) // polling the pane
+		// Every 50 ms: each look is a tmux command.
+		if !testutil.WaitFor(within, 50*time.Millisecond, func() bool { return strings.Contains(screen(), part) }) {
+			t.Fatalf("the screen never showed %q:\n%s", part, screen())
 		}
 	}
 	keys := func(text string, special ...string) {
@@ -446,18 +443,16 @@ func tmuxSmoke(t *testing.T, c *clientRing) {
 // and wants 0.
 func waitStatus(t *testing.T, status string, screen func() string) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		b, err := os.ReadFile(status)
-		if err == nil && len(b) > 0 {
-			if code := strings.TrimSpace(string(b)); code != "0" {
-				t.Fatalf("after /quit: exit status %s; screen:\n%s", code, screen())
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ringchat did not exit after /quit; screen:\n%s", screen())
-		}
-		time.Sleep(50 * time.Millisecond) // polling for the exit
+	var b []byte
+	exited := testutil.WaitFor(within, 50*time.Millisecond, func() bool {
+		var err error
+		b, err = os.ReadFile(status)
+		return err == nil && len(b) > 0
+	})
+	if !exited {
+		t.Fatalf("ringchat did not exit after /quit; screen:\n%s", screen())
+	}
+	if code := strings.TrimSpace(string(b)); code != "0" {
+		t.Fatalf("after /quit: exit status %s; screen:\n%s", code, screen())
 	}
 }

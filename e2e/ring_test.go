@@ -58,10 +58,9 @@ func (c *checker) settled(what string, live ...int64) {
 	ctx := context.Background()
 	slices.Sort(live)
 	var last string
-	deadline := time.Now().Add(within)
 	var start store.Fence
 	startSet := false
-	for time.Now().Before(deadline) {
+	settled := testutil.WaitFor(within, 20*time.Millisecond, func() bool {
 		order, err := c.ringOf(ctx)
 		sorted := slices.Clone(order)
 		slices.Sort(sorted)
@@ -80,13 +79,15 @@ func (c *checker) settled(what string, live ...int64) {
 			start, startSet = f, true
 			last = "waiting for the token to move"
 		case f.Generation > start.Generation || f.Seq >= start.Seq+int64(2*len(live)):
-			return
+			return true
 		default:
 			last = fmt.Sprintf("token at %d/%d since %d/%d", f.Generation, f.Seq, start.Generation, start.Seq)
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	})
+	if !settled {
+		c.t.Fatalf("%s: ring not settled within %v: %s", what, within, last)
 	}
-	c.t.Fatalf("%s: ring not settled within %v: %s", what, within, last)
 }
 
 // probeValues returns the counter values the nodes logged.

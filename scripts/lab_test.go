@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ringchat/ringchat/internal/testutil"
 )
 
 // labEnv lists the environment variables lab.sh reads; tests start from an
@@ -437,17 +439,15 @@ exec sleep 600
 // waitFile polls until path exists or the deadline passes.
 func waitFile(t *testing.T, path string) []byte {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		b, err := os.ReadFile(path)
-		if err == nil {
-			return b
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not appear: %v", path, err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var b []byte
+	var err error
+	if !testutil.WaitFor(20*time.Second, 10*time.Millisecond, func() bool {
+		b, err = os.ReadFile(path)
+		return err == nil
+	}) {
+		t.Fatalf("%s did not appear: %v", path, err)
 	}
+	return b
 }
 
 // TestUpStatusDown runs the real (non dry-run) commands against fake ssh,

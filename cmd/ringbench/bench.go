@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"net"
 	"os"
@@ -555,16 +554,13 @@ func dumpLogs(r *procRing, name string) string {
 		return "not kept: " + err.Error()
 	}
 	defer f.Close()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ids := slices.Sorted(maps.Keys(r.procs))
-	for _, id := range ids {
-		fmt.Fprintf(f, "=== node %d (running)\n", id)
-		_, _ = f.Write(r.procs[id].out.Bytes())
-	}
-	for id, b := range r.logs {
-		fmt.Fprintf(f, "=== node %d (stopped)\n", id)
-		_, _ = f.Write(b.Bytes())
+	for _, l := range r.runLogs() {
+		state := "stopped"
+		if l.running {
+			state = "running"
+		}
+		fmt.Fprintf(f, "=== node %d (%s)\n", l.id, state)
+		_, _ = f.Write(l.out)
 	}
 	return f.Name()
 }

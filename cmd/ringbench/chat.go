@@ -354,10 +354,8 @@ func startClientRing(ctx context.Context, bin, db, name string, n int) (r *procR
 		return nil, nil, nil, err
 	}
 	undo = append(undo, r.stopAll)
-	for id := int64(1); id <= int64(n); id++ {
-		if err = r.start(id); err != nil {
-			return nil, nil, nil, err
-		}
+	if err = r.startAll(); err != nil {
+		return nil, nil, nil, err
 	}
 	if list, err = nodelist.Load(r.nodes); err != nil {
 		return nil, nil, nil, err

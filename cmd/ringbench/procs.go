@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,18 +22,15 @@ type procRing struct {
 	dir   string
 	dsn   string
 	nodes string
+	n     int
 	flags []string
 	// nodeFlags, if set, gives extra flags for one node (a metrics port).
 	nodeFlags func(id int64) []string
-	mu        sync.Mutex
-	procs     map[int64]*proc
-	logs      map[int64]*bytes.Buffer
-}
+	sup       procutil.Supervisor
 
-type proc struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	out  *procutil.Buffer
+	mu     sync.Mutex
+	out    map[*procutil.Proc]*procutil.Buffer // every run's output
+	killed map[*procutil.Proc]bool
 }
 
 func newProcRing(bin, dir, dsn string, n int, flags []string) (*procRing, error) {
@@ -51,108 +47,120 @@ func newProcRing(bin, dir, dsn string, n int, flags []string) (*procRing, error)
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		return nil, err
 	}
-	return &procRing{bin: bin, dir: dir, dsn: dsn, nodes: path, flags: flags,
-		procs: map[int64]*proc{}, logs: map[int64]*bytes.Buffer{}}, nil
+	return &procRing{bin: bin, dir: dir, dsn: dsn, nodes: path, n: n, flags: flags,
+		out: map[*procutil.Proc]*procutil.Buffer{}, killed: map[*procutil.Proc]bool{}}, nil
 }
 
+// startAll starts every node of the list; if one fails to start, it stops
+// those started.
+func (r *procRing) startAll() error {
+	for id := int64(1); id <= int64(r.n); id++ {
+		if err := r.start(id); err != nil {
+			r.stopAll()
+			return err
+		}
+	}
+	return nil
+}
+
+// start starts node id, which must not be running.
 func (r *procRing) start(id int64) error {
 	args := append([]string{"run", "--id", strconv.FormatInt(id, 10), "--db", r.dsn, "--nodes", r.nodes,
 		"--log-format", "json", "--log-level", "info"}, r.flags...)
 	if r.nodeFlags != nil {
 		args = append(args, r.nodeFlags(id)...)
 	}
-	cmd := exec.Command(r.bin, args...)
-	cmd.Dir = r.dir
-	cmd.Env = append(os.Environ(), "RINGNODE_CLUSTER_KEY=ringbench-cluster-key-0123456789abcdef")
 	out := &procutil.Buffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
+	p, err := r.sup.Start(id, procutil.Spec{Path: r.bin, Args: args, Dir: r.dir, Log: out,
+		Env: append(os.Environ(), "RINGNODE_CLUSTER_KEY=ringbench-cluster-key-0123456789abcdef")})
+	if err != nil {
 		return err
 	}
-	p := &proc{cmd: cmd, done: make(chan struct{}), out: out}
-	go func() { _ = cmd.Wait(); close(p.done) }()
 	r.mu.Lock()
-	r.procs[id] = p
+	r.out[p] = out
 	r.mu.Unlock()
 	return nil
 }
 
 func (r *procRing) signal(id int64, sig syscall.Signal) error {
+	return r.sup.Signal(id, sig)
+}
+
+// up returns node id's run unless it was killed (nil then).
+func (r *procRing) up(id int64) *procutil.Proc {
+	p := r.sup.Proc(id)
 	r.mu.Lock()
-	p := r.procs[id]
-	r.mu.Unlock()
-	if p == nil {
-		return fmt.Errorf("node %d not running", id)
+	defer r.mu.Unlock()
+	if p == nil || r.killed[p] {
+		return nil
 	}
-	return p.cmd.Process.Signal(sig)
+	return p
 }
 
 // kill kills node id and waits for it.
 func (r *procRing) kill(id int64) {
-	r.mu.Lock()
-	p := r.procs[id]
-	delete(r.procs, id)
-	r.mu.Unlock()
+	p := r.up(id)
 	if p == nil {
 		return
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGCONT)
-	_ = p.cmd.Process.Kill()
-	<-p.done
 	r.mu.Lock()
-	if r.logs[id] == nil {
-		r.logs[id] = &bytes.Buffer{}
-	}
-	r.logs[id].Write(p.out.Bytes())
+	r.killed[p] = true
 	r.mu.Unlock()
+	_, _ = p.Kill(time.Minute)
 }
 
 func (r *procRing) stopAll() {
 	r.mu.Lock()
-	ids := make([]int64, 0, len(r.procs))
-	for id := range r.procs {
-		ids = append(ids, id)
+	for _, p := range r.sup.Procs() {
+		r.killed[p] = true
 	}
 	r.mu.Unlock()
-	for _, id := range ids {
-		r.kill(id)
-	}
+	r.sup.StopAll(0)
 }
 
 // pid returns node id's process id (0 if it is not running).
 func (r *procRing) pid(id int64) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if p := r.procs[id]; p != nil {
-		return p.cmd.Process.Pid
+	if p := r.up(id); p != nil {
+		return p.Pid
 	}
 	return 0
 }
 
+// pids returns the process ids of the nodes not killed.
 func (r *procRing) pids() []int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	var out []int
-	for _, p := range r.procs {
-		out = append(out, p.cmd.Process.Pid)
+	for id := int64(1); id <= int64(r.n); id++ {
+		if p := r.up(id); p != nil {
+			out = append(out, p.Pid)
+		}
 	}
 	return out
 }
 
+// runLog is one run's output.
+type runLog struct {
+	id      int64
+	running bool
+	out     []byte
+}
+
+// runLogs returns every run's output, in start order.
+func (r *procRing) runLogs() []runLog {
+	var logs []runLog
+	for _, p := range r.sup.Procs() {
+		_, exited := p.Exited()
+		r.mu.Lock()
+		logs = append(logs, runLog{id: p.ID, running: !exited && !r.killed[p], out: r.out[p].Bytes()})
+		r.mu.Unlock()
+	}
+	return logs
+}
+
 // logLines returns the JSON log lines of every node with the given message.
 func (r *procRing) logLines(message string) []map[string]any {
-	r.mu.Lock()
-	var all [][]byte
-	for _, b := range r.logs {
-		all = append(all, b.Bytes())
-	}
-	for _, p := range r.procs {
-		all = append(all, p.out.Bytes())
-	}
-	r.mu.Unlock()
 	var out []map[string]any
-	for _, b := range all {
-		sc := bufio.NewScanner(bytes.NewReader(b))
+	for _, l := range r.runLogs() {
+		sc := bufio.NewScanner(bytes.NewReader(l.out))
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
 			var m map[string]any

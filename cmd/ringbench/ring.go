@@ -115,17 +115,11 @@ func (b *ringBench) startCluster(ctx context.Context, phase string, flags []stri
 		return nil, nil, err
 	}
 	r.nodeFlags = b.nodeFlags
-	stop := func() {
-		r.stopAll()
+	if err := r.startAll(); err != nil {
 		cleanup()
+		return nil, nil, err
 	}
-	for id := int64(1); id <= int64(b.nodes); id++ {
-		if err := r.start(id); err != nil {
-			stop()
-			return nil, nil, err
-		}
-	}
-	return r, stop, nil
+	return r, func() { r.stopAll(); cleanup() }, nil
 }
 
 func totalCPU(pids []int) (time.Duration, error) {

@@ -410,12 +410,9 @@ func startScaleRing(bin, dir, dsn string, o scaleOpts) (*procRing, []nodelist.En
 		}
 		return []string{"--metrics-addr", addrs[id-1]}
 	}
-	for id := int64(1); id <= int64(o.nodes); id++ {
-		if err := r.start(id); err != nil {
-			release()
-			r.stopAll()
-			return nil, nil, nil, nil, err
-		}
+	if err := r.startAll(); err != nil {
+		release()
+		return nil, nil, nil, nil, err
 	}
 	list, err := nodelist.Load(r.nodes)
 	if err != nil {

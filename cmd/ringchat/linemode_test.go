@@ -13,16 +13,17 @@ import (
 
 	"github.com/ringchat/ringchat/internal/client"
 	"github.com/ringchat/ringchat/internal/client/clienttest"
+	"github.com/ringchat/ringchat/internal/testutil"
 )
 
 // peer logs user in on srv with a protocol-2 session that acknowledges
 // what it receives.
 func peer(t *testing.T, addr, user string, groups ...string) *client.Session {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitLimit)
 	defer cancel()
 	s, err := client.StartSession(ctx, client.SessionConfig{Addrs: []string{addr}, User: user,
-		Options: client.Options{Timeout: waitLimit}, RetryMin: 10 * time.Millisecond})
+		Options: client.Options{Timeout: testutil.WaitLimit}, RetryMin: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func say(t *testing.T, s *client.Session, to client.Recipient, text string) {
 	if _, err := s.Post(to, text); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitLimit)
 	defer cancel()
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
@@ -50,7 +51,7 @@ func say(t *testing.T, s *client.Session, to client.Recipient, text string) {
 // received waits for the next chat message on s.
 func received(t *testing.T, s *client.Session) client.ChatMessage {
 	t.Helper()
-	timeout := time.After(waitLimit)
+	timeout := time.After(testutil.WaitLimit)
 	for {
 		select {
 		case ev := <-s.Events():

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/ringchat/ringchat/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-const waitLimit = 10 * time.Second
 
 // syncBuffer is an output that tests can wait on.
 type syncBuffer struct {
@@ -42,7 +42,7 @@ func (b *syncBuffer) String() string {
 // waitFor waits until the output holds want as a whole line.
 func (b *syncBuffer) waitFor(t *testing.T, want string) {
 	t.Helper()
-	deadline := time.NewTimer(waitLimit)
+	deadline := time.NewTimer(testutil.WaitLimit)
 	defer deadline.Stop()
 	for {
 		b.mu.Lock()
@@ -64,7 +64,7 @@ func (b *syncBuffer) waitFor(t *testing.T, want string) {
 // waitForMatch waits until the output holds part somewhere.
 func (b *syncBuffer) waitForMatch(t *testing.T, part string) {
 	t.Helper()
-	deadline := time.NewTimer(waitLimit)
+	deadline := time.NewTimer(testutil.WaitLimit)
 	defer deadline.Stop()
 	for {
 		b.mu.Lock()
@@ -126,7 +126,7 @@ func (r *run) wait(t *testing.T) int {
 	select {
 	case err := <-r.done:
 		return exitCode(err)
-	case <-time.After(waitLimit):
+	case <-time.After(testutil.WaitLimit):
 		t.Fatalf("ringchat did not exit; stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	}
 	return -1

@@ -1,25 +1,24 @@
 package main
 
 import (
-	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/ringchat/ringchat/internal/metrics"
+	"github.com/ringchat/ringchat/internal/procutil"
+	"github.com/ringchat/ringchat/internal/store"
 )
 
 // clusterStopGrace is how long children get to leave the ring after SIGTERM
@@ -79,53 +78,77 @@ func runCluster(cmd *cobra.Command, g *globals, o *runOpts, count int) error {
 	if count < 0 {
 		return usageError{fmt.Errorf("--count %d is negative", count)}
 	}
-	ctx := cmd.Context()
-	p, err := g.prepareStore(cmd)
+	table, err := clusterTable(cmd, g, o.drop, count)
 	if err != nil {
 		return err
-	}
-	st := p.st
-	if o.drop {
-		err = st.ResetRing(ctx)
-	}
-	table, terr := st.Nodes(ctx)
-	st.Close()
-	if err != nil {
-		return err
-	}
-	if terr != nil {
-		return terr
-	}
-	if count > 0 && count < len(table) {
-		table = table[:count]
-	}
-	if len(table) == 0 {
-		return errors.New("cluster: the node table is empty (give a node list with --nodes)")
 	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	logFormat := g.logFormat
-	if logFormat == "auto" {
-		logFormat = "json"
-		if f, ok := cmd.ErrOrStderr().(*os.File); ok && isatty.IsTerminal(f.Fd()) {
-			logFormat = "console"
-		}
+	args, env, err := childCommand(cmd, g, o)
+	if err != nil {
+		return err
 	}
-	// The DSN reaches the children in a file or the environment, never on
-	// their command lines (ps shows those to every user).
-	args := []string{"run", "--nodes", g.nodes, "--log-level", g.logLevel, "--log-format", logFormat,
+	out := &lockedWriter{w: cmd.ErrOrStderr()}
+	specs := make([]procutil.Spec, len(table))
+	for i, n := range table {
+		nargs, err := nodeArgs(o, i, n.ID)
+		if err != nil {
+			return usageError{err}
+		}
+		specs[i] = procutil.Spec{Path: self, Args: append(slices.Clone(args), nargs...), Env: env,
+			Log: out, Prefix: fmt.Sprintf("[node %d] ", n.ID)}
+	}
+	c := &cluster{out: out,
+		restart: func(id int64) string { return restartCommand(self, g, o, id) }}
+	return c.run(cmd.Context(), table, specs)
+}
+
+// clusterTable is the node table, reset first with drop, cut to its first
+// count nodes (0: all).
+func clusterTable(cmd *cobra.Command, g *globals, drop bool, count int) ([]store.NodeRow, error) {
+	ctx := cmd.Context()
+	p, err := g.prepareStore(cmd)
+	if err != nil {
+		return nil, err
+	}
+	st := p.st
+	if drop {
+		err = st.ResetRing(ctx)
+	}
+	table, terr := st.Nodes(ctx)
+	st.Close()
+	if err != nil {
+		return nil, err
+	}
+	if terr != nil {
+		return nil, terr
+	}
+	if count > 0 && count < len(table) {
+		table = table[:count]
+	}
+	if len(table) == 0 {
+		return nil, errors.New("cluster: the node table is empty (give a node list with --nodes)")
+	}
+	return table, nil
+}
+
+// childCommand is the command line and the environment the cluster's
+// nodes share. The DSN reaches them in a file or the environment, never
+// on their command lines (ps shows those to every user).
+func childCommand(cmd *cobra.Command, g *globals, o *runOpts) (args, env []string, err error) {
+	args = []string{"run", "--nodes", g.nodes, "--log-level", g.logLevel, "--log-format", childLogFormat(cmd, g),
 		"--election", o.election, "--tick", o.tick.String(), "--lease-ttl", o.leaseTTL.String()}
 	if o.keyFile != "" {
 		args = append(args, "--cluster-key-file", o.keyFile)
 	}
-	childEnv := os.Environ()
+	env = os.Environ()
 	if g.usedDBFile {
 		args = append(args, "--db-file", g.dbFile)
-		childEnv = withoutEnv(childEnv, "RINGCHAT_DB", "RINGNODE_DB")
+		env = withoutEnv(env, "RINGCHAT_DB", "RINGNODE_DB")
 	} else {
-		childEnv = append(withoutEnv(childEnv, "RINGCHAT_DB", "RINGNODE_DB", "RINGNODE_DB_FILE"), "RINGCHAT_DB="+g.db)
+		env = append(withoutEnv(env, "RINGCHAT_DB", "RINGNODE_DB", "RINGNODE_DB_FILE"), "RINGCHAT_DB="+g.db)
 	}
 	if g.dbCA != "" {
 		args = append(args, "--db-ca", g.dbCA)
@@ -142,85 +165,81 @@ func runCluster(cmd *cobra.Command, g *globals, o *runOpts, count int) error {
 	}
 	if o.metrics != "" {
 		if err := metrics.CheckAddr(o.metrics); err != nil {
-			return usageError{fmt.Errorf("--metrics-addr: %w", err)}
+			return nil, nil, usageError{fmt.Errorf("--metrics-addr: %w", err)}
 		}
 	}
 	if o.keyFile == "" && os.Getenv("RINGNODE_CLUSTER_KEY") == "" {
 		// The nodes would each warn; once is enough.
 		fmt.Fprintln(cmd.ErrOrStderr(), "cluster: no cluster key (--cluster-key-file or RINGNODE_CLUSTER_KEY): the nodes use the insecure development key (loopback only)")
-		childEnv = append(childEnv, devKeyWarnedEnv+"=1")
+		env = append(env, devKeyWarnedEnv+"=1")
 	}
-	out := &lockedWriter{w: cmd.ErrOrStderr()}
-	var running atomic.Int64
-	var wg sync.WaitGroup
-	var procs []*exec.Cmd
-	failed := make(chan string, len(table))
+	return args, env, nil
+}
+
+// childLogFormat is the nodes' --log-format: auto is console when the
+// cluster's standard error is a terminal, JSON otherwise.
+func childLogFormat(cmd *cobra.Command, g *globals) string {
+	if g.logFormat != "auto" {
+		return g.logFormat
+	}
+	if f, ok := cmd.ErrOrStderr().(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		return "console"
+	}
+	return "json"
+}
+
+// cluster runs the nodes as child processes until its context ends, their
+// output prefixed on out. A node that exits is not restarted: the cluster
+// says so, with the command that starts it again by hand.
+type cluster struct {
+	out     io.Writer
+	restart func(id int64) string // the command that starts node id again
+
+	mu     sync.Mutex
+	failed []error // the nodes that exited with an error
+}
+
+// run starts a node per spec (table's, in order), waits for ctx to end, then
+// asks every node to leave and kills those still running after
+// clusterStopGrace.
+func (c *cluster) run(ctx context.Context, table []store.NodeRow, specs []procutil.Spec) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sup := &procutil.Supervisor{OnExit: func(p *procutil.Proc, e procutil.Exit) { c.exited(ctx, p, e) }}
 	for i, n := range table {
-		nargs, err := nodeArgs(o, i, n.ID)
-		if err != nil {
-			stopAll(procs)
-			return usageError{err}
+		if _, err := sup.Start(n.ID, specs[i]); err != nil {
+			cancel() // not a node dying: no command to restart it
+			sup.StopAll(clusterStopGrace)
+			return fmt.Errorf("cluster: %w", err)
 		}
-		c := exec.Command(self, append(slices.Clone(args), nargs...)...)
-		c.Env = childEnv
-		prefix := fmt.Sprintf("[node %d] ", n.ID)
-		stdout, _ := c.StdoutPipe()
-		stderr, _ := c.StderrPipe()
-		if err := c.Start(); err != nil {
-			stopAll(procs)
-			return fmt.Errorf("cluster: start node %d: %w", n.ID, err)
-		}
-		procs = append(procs, c)
-		running.Add(1)
-		for _, r := range []io.Reader{stdout, stderr} {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				copyPrefixed(out, r, prefix)
-			}()
-		}
-		id := n.ID
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := c.Wait()
-			running.Add(-1)
-			if err != nil {
-				failed <- fmt.Sprintf("node %d: %v", id, err)
-			}
-			fmt.Fprintf(out, "cluster: node %d exited (%v)\n", id, exitText(err))
-			if ctx.Err() == nil {
-				fmt.Fprintf(out, "cluster: node %d is not restarted; to start it again, in another terminal: %s\n", id, restartCommand(self, g, o, id))
-			}
-		}()
 	}
-	fmt.Fprintf(out, "cluster: %d nodes started; Ctrl-C stops them\n", len(procs))
+	fmt.Fprintf(c.out, "cluster: %d nodes started; Ctrl-C stops them\n", len(table))
 	<-ctx.Done()
-	if live := running.Load(); int(live) < len(procs) {
-		fmt.Fprintf(out, "cluster: stopping %d nodes (%d had exited)\n", live, len(procs)-int(live))
+	if live := len(sup.LiveProcs()); live < len(table) {
+		fmt.Fprintf(c.out, "cluster: stopping %d nodes (%d had exited)\n", live, len(table)-live)
 	} else {
-		fmt.Fprintf(out, "cluster: stopping %d nodes\n", live)
+		fmt.Fprintf(c.out, "cluster: stopping %d nodes\n", live)
 	}
-	stopAll(procs)
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(clusterStopGrace):
-		for _, p := range procs {
-			_ = p.Process.Kill()
-		}
-		<-done
-	}
-	close(failed)
-	var errs []error
-	for f := range failed {
-		errs = append(errs, errors.New(f))
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("cluster: %w", errors.Join(errs...))
+	sup.StopAll(clusterStopGrace)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.failed) > 0 {
+		return fmt.Errorf("cluster: %w", errors.Join(c.failed...))
 	}
 	return nil
+}
+
+// exited reports a node's exit (the supervisor's OnExit).
+func (c *cluster) exited(ctx context.Context, p *procutil.Proc, e procutil.Exit) {
+	if e.Err != nil {
+		c.mu.Lock()
+		c.failed = append(c.failed, fmt.Errorf("node %d: %v", p.ID, e.Err))
+		c.mu.Unlock()
+	}
+	fmt.Fprintf(c.out, "cluster: node %d exited (%v)\n", p.ID, e)
+	if ctx.Err() == nil {
+		fmt.Fprintf(c.out, "cluster: node %d is not restarted; to start it again, in another terminal: %s\n", p.ID, c.restart(p.ID))
+	}
 }
 
 // devKeyWarnedEnv tells the cluster's nodes that it has warned about the
@@ -252,24 +271,6 @@ func withoutEnv(env []string, names ...string) []string {
 	})
 }
 
-// stopAll asks every child to leave the ring.
-func stopAll(procs []*exec.Cmd) {
-	for _, p := range procs {
-		if p.Process != nil {
-			_ = p.Process.Signal(syscall.SIGTERM)
-		}
-	}
-}
-
-// copyPrefixed copies r to w line by line, each line prefixed.
-func copyPrefixed(w io.Writer, r io.Reader, prefix string) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		_, _ = w.Write([]byte(prefix + sc.Text() + "\n"))
-	}
-}
-
 // lockedWriter serialises whole-line writes from several goroutines.
 type lockedWriter struct {
 	mu sync.Mutex
@@ -280,11 +281,4 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
-}
-
-func exitText(err error) string {
-	if err == nil {
-		return "status 0"
-	}
-	return err.Error()
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -76,31 +78,9 @@ The original invocation works too: ringnode -i 1 -f nodes.csv -e CHANG_ROBERTS -
 }
 
 func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
-	if o.id < 1 {
-		return usageError{errors.New("--id (-i) is required: the node's id in the node list")}
-	}
-	method, err := election.ParseMethod(o.election)
+	method, err := checkRunOpts(o)
 	if err != nil {
-		return usageError{err}
-	}
-	if o.tick < time.Millisecond {
-		return usageError{fmt.Errorf("--tick %v is below 1ms", o.tick)}
-	}
-	if o.metrics != "" {
-		if err := metrics.CheckAddr(o.metrics); err != nil {
-			return usageError{fmt.Errorf("--metrics-addr: %w", err)}
-		}
-	}
-	if o.pprof && o.metrics == "" {
-		return usageError{errors.New("--pprof is served on the metrics listener: give --metrics-addr too")}
-	}
-	if o.chat.auth != "" {
-		if _, err := chat.ParseAuthMode(o.chat.auth); err != nil {
-			return usageError{fmt.Errorf("--auth: %w", err)}
-		}
-	}
-	if o.leaseTTL < 3*o.tick {
-		return usageError{fmt.Errorf("--lease-ttl %v must be at least three ticks (%v)", o.leaseTTL, 3*o.tick)}
+		return err
 	}
 	log := g.log.With().Int64("node", o.id).Logger()
 	ctx := cmd.Context()
@@ -108,20 +88,82 @@ func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
 	if err != nil {
 		return err
 	}
-	dsn, st, res := p.dsn, p.st, p.res
-	defer st.Close()
-	for _, m := range res.Applied {
+	defer p.st.Close()
+	for _, m := range p.res.Applied {
 		log.Info().Str("migration", m.Name).Msg("schema migrated")
 	}
+	table, self, err := nodeTable(ctx, p.st, o, g.nodes, log)
+	if err != nil {
+		return err
+	}
+	codec, err := nodeCodec(o, table, log)
+	if err != nil {
+		return err
+	}
+	ccfg, err := nodeChatConfig(o, *self, table, p.st, log)
+	if err != nil {
+		return err
+	}
+	stopProfile, err := startCPUProfile(o.cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
+	srv, err := server.New(ctx, server.Config{Store: p.st, Table: table, Codec: codec, ListenAddr: listenAddr(*self, o.listen),
+		Node: nodeConfig(o, method, log), Chat: ccfg, MetricsAddr: o.metrics, Pprof: o.pprof, Log: g.log})
+	if err != nil {
+		return err
+	}
+	log.Info().Str("listen", srv.CoordAddr()).Str("store", p.dsn.String()).Str("election", string(method)).
+		Dur("tick_ms", o.tick).Bool("mutex_probe", o.mutexProbe).
+		Dur("lease_ttl_ms", o.leaseTTL).Msg("node starting")
+	return srv.Run(ctx)
+}
+
+// checkRunOpts refuses flags that do not go together and returns the
+// election method.
+func checkRunOpts(o *runOpts) (election.Method, error) {
+	if o.id < 1 {
+		return "", usageError{errors.New("--id (-i) is required: the node's id in the node list")}
+	}
+	method, err := election.ParseMethod(o.election)
+	if err != nil {
+		return "", usageError{err}
+	}
+	if o.tick < time.Millisecond {
+		return "", usageError{fmt.Errorf("--tick %v is below 1ms", o.tick)}
+	}
+	if o.metrics != "" {
+		if err := metrics.CheckAddr(o.metrics); err != nil {
+			return "", usageError{fmt.Errorf("--metrics-addr: %w", err)}
+		}
+	}
+	if o.pprof && o.metrics == "" {
+		return "", usageError{errors.New("--pprof is served on the metrics listener: give --metrics-addr too")}
+	}
+	if o.chat.auth != "" {
+		if _, err := chat.ParseAuthMode(o.chat.auth); err != nil {
+			return "", usageError{fmt.Errorf("--auth: %w", err)}
+		}
+	}
+	if o.leaseTTL < 3*o.tick {
+		return "", usageError{fmt.Errorf("--lease-ttl %v must be at least three ticks (%v)", o.leaseTTL, 3*o.tick)}
+	}
+	return method, nil
+}
+
+// nodeTable resets the ring state first with --drop, and returns the node
+// table and this node's row in it.
+func nodeTable(ctx context.Context, st store.Store, o *runOpts, nodes string, log zerolog.Logger) ([]store.NodeRow, *store.NodeRow, error) {
 	if o.drop {
 		if err := st.ResetRing(ctx); err != nil {
-			return err
+			return nil, nil, err
 		}
 		log.Info().Msg("ring state reset (--drop)")
 	}
 	table, err := st.Nodes(ctx)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	var self *store.NodeRow
 	for i := range table {
@@ -130,15 +172,21 @@ func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
 		}
 	}
 	if self == nil {
-		return fmt.Errorf("node %d is not in the node table (add it to %s and run again, or check --db)", o.id, g.nodes)
+		return nil, nil, fmt.Errorf("node %d is not in the node table (add it to %s and run again, or check --db)", o.id, nodes)
 	}
+	return table, self, nil
+}
+
+// nodeCodec signs the node's frames with the cluster key: the key file's,
+// RINGNODE_CLUSTER_KEY's, or the development key where it is allowed.
+func nodeCodec(o *runOpts, table []store.NodeRow, log zerolog.Logger) (*wire.Codec, error) {
 	key, isDev, err := wire.LoadKey(o.keyFile, os.Getenv("RINGNODE_CLUSTER_KEY"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if isDev {
 		if err := devKeyAllowed(table, o.listen); err != nil {
-			return err
+			return nil, err
 		}
 		ev := log.Warn()
 		if os.Getenv(devKeyWarnedEnv) == "1" {
@@ -150,23 +198,26 @@ func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
 			log.Warn().Str("file", o.keyFile).Str("mode", fi.Mode().Perm().String()).Msg("the cluster key file is readable by other users: chmod 600 it")
 		}
 	}
-	codec, err := wire.NewCodec(key)
+	return wire.NewCodec(key)
+}
+
+// nodeChatConfig is the chat service's configuration, with the login
+// policy (logged).
+func nodeChatConfig(o *runOpts, self store.NodeRow, table []store.NodeRow, st store.Store, log zerolog.Logger) (chat.Config, error) {
+	auth, err := authMode(o.chat, self, table)
 	if err != nil {
-		return err
-	}
-	auth, err := authMode(o.chat, *self, table)
-	if err != nil {
-		return err
+		return chat.Config{}, err
 	}
 	if auth == chat.AuthOpen {
 		log.Info().Msg("logins: open (--auth open): protocol-1 clients welcome; names without a password can be used by anyone")
 	} else {
 		log.Info().Msg("logins: password (--auth password): protocol 2 and a password for every login")
 	}
-	ccfg, err := chatConfig(*self, st, o.chat, auth)
-	if err != nil {
-		return err
-	}
+	return chatConfig(self, st, o.chat, auth)
+}
+
+// nodeConfig is the node runtime's configuration.
+func nodeConfig(o *runOpts, method election.Method, log zerolog.Logger) node.Config {
 	ncfg := node.DefaultConfig(o.id)
 	ncfg.Ring.Tick = o.tick
 	ncfg.Ring.Election.Method = method
@@ -175,26 +226,27 @@ func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
 	if o.mutexProbe {
 		ncfg.Sections = append(ncfg.Sections, node.MutexProbe(log))
 	}
-	if o.cpuProfile != "" {
-		f, err := os.Create(o.cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	return ncfg
+}
+
+// startCPUProfile profiles the whole run into file (none when it is ""); stop
+// ends the profile and closes the file.
+func startCPUProfile(file string) (stop func(), err error) {
+	if file == "" {
+		return func() {}, nil
 	}
-	srv, err := server.New(ctx, server.Config{Store: st, Table: table, Codec: codec, ListenAddr: listenAddr(*self, o.listen),
-		Node: ncfg, Chat: ccfg, MetricsAddr: o.metrics, Pprof: o.pprof, Log: g.log})
+	f, err := os.Create(file)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	log.Info().Str("listen", srv.CoordAddr()).Str("store", dsn.String()).Str("election", string(method)).
-		Dur("tick_ms", o.tick).Bool("mutex_probe", o.mutexProbe).
-		Dur("lease_ttl_ms", o.leaseTTL).Msg("node starting")
-	return srv.Run(ctx)
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // devKeyAllowed refuses the public development key for a ring that is

@@ -69,19 +69,21 @@ func TestClusterKeyRequiredOffLoopback(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	deadline := time.Now().Add(30 * time.Second)
-	for !bytes.Contains(log.Bytes(), []byte("chat: serving clients")) {
+	serving := testutil.WaitFor(30*time.Second, 10*time.Millisecond, func() bool {
+		if bytes.Contains(log.Bytes(), []byte("chat: serving clients")) {
+			return true
+		}
 		select {
 		case err := <-done:
 			t.Fatalf("node with a key exited: %v\n%s", err, log.Bytes())
 		default:
 		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			<-done
-			t.Fatalf("node with a key did not start:\n%s", log.Bytes())
-		}
-		time.Sleep(10 * time.Millisecond)
+		return false
+	})
+	if !serving {
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("node with a key did not start:\n%s", log.Bytes())
 	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	if err := <-done; err != nil {

@@ -218,10 +218,6 @@ func (r *Report) OK() bool {
 	return len(r.Checks) > 0
 }
 
-func (r *Report) add(name string, ok bool, detail ...string) {
-	r.Checks = append(r.Checks, Check{Name: name, OK: ok, Detail: detail})
-}
-
 func (r *Report) fig(format string, args ...any) {
 	r.Figures = append(r.Figures, fmt.Sprintf(format, args...))
 }
@@ -243,133 +239,227 @@ func limit(lines []string, n int) []string {
 	return append(lines[:n:n], fmt.Sprintf("... and %d more", len(lines)-n))
 }
 
-func (r *runner) check(ctx context.Context, phase span, drained bool, faultErr error) *Report {
-	faultPhase := phase.dur()
-	rep := &Report{Seed: r.cfg.Seed, Replay: Replay(r.cfg)}
+// evidence is what the checks judge: copies of the clients' and the
+// scheduler's records, and the node logs.
+type evidence struct {
+	recs    map[string]*userRecords
+	names   []string   // the users, sorted
+	v       msgVerdict // the messages' verdict
+	logs    allLogs
+	records []faultRecord // every fault's repair (or its failure)
+	unexp   []string      // exits nobody caused
+	termBad []string      // SIGTERMs not answered by exit 0
+}
+
+func (r *runner) gather() evidence {
 	recs := snapshotUsers(r.work)
-	names := slices.Sorted(maps.Keys(recs))
-	v := judgeMessages(recs, r.work.members)
-	var lostLines []string
-	for _, d := range v.missing {
-		lostLines = append(lostLines, r.explainLost(ctx, d, recs))
-	}
-	lostOK := len(v.missing) == 0 && len(v.wrong) == 0 && len(v.phantom) == 0 && len(v.refusedShown) == 0
-	lostDetail := []string{fmt.Sprintf("%d deliveries owed (stored messages × recipients), %d shown, lost %d; misdelivered %d, phantom %d, refused-yet-delivered %d",
-		v.owed, v.owed-len(v.missing), len(v.missing), len(v.wrong), len(v.phantom), len(v.refusedShown))}
-	if !drained {
-		lostDetail = append(lostDetail, fmt.Sprintf("the drain gave up after %s", r.cfg.DrainTimeout))
-	}
-	lostDetail = append(lostDetail, limit(lostLines, 12)...)
-	lostDetail = append(lostDetail, limit(v.wrong, 5)...)
-	lostDetail = append(lostDetail, limit(v.phantom, 5)...)
-	lostDetail = append(lostDetail, limit(v.refusedShown, 5)...)
-	rep.add("every STORED message reached every recipient (lost = 0)", lostOK, lostDetail...)
-	rep.add("no message shown twice after dedup (dup = 0)", len(v.dup) == 0,
-		append([]string{fmt.Sprintf("%d shown, %d duplicates; %d CHAT_MESSAGE lines on the sockets, %d of them repeats the client deduplicated",
-			v.shown, len(v.dup), v.raw, v.redelivered)}, limit(v.dup, 10)...)...)
-	fifoDetail := append([]string{fmt.Sprintf("%d sender-recipient pairs, %d out of order", v.pairs, len(v.fifo))}, limit(v.fifo, 10)...)
-	for i, d := range v.disorder {
-		if i == 3 {
-			break
-		}
-		fifoDetail = append(fifoDetail, r.explainDisorder(d, recs, byIDOf(recs))...)
-	}
-	rep.add("FIFO per sender and recipient, one order per group", len(v.fifo) == 0, fifoDetail...)
-
-	// Mutual exclusion.
-	logs := r.parseLogs()
-	r.checkProbe(ctx, rep, logs)
-
-	// Coordinators.
-	r.checkCoordinators(ctx, rep, logs)
-
-	// Repairs.
+	ev := evidence{recs: recs, names: slices.Sorted(maps.Keys(recs)), v: judgeMessages(recs, r.work.members),
+		logs: r.parseLogs()}
 	s := r.sched
 	s.mu.Lock()
-	records := slices.Clone(s.records)
-	unexp := slices.Clone(s.unexp)
-	termBad := slices.Clone(s.termBad)
+	ev.records, ev.unexp, ev.termBad = slices.Clone(s.records), slices.Clone(s.unexp), slices.Clone(s.termBad)
 	s.mu.Unlock()
-	var repairErrs []string
-	byPhase := map[string][]time.Duration{}
+	return ev
+}
+
+// repairPhases are the phases whose repair times the report gives, in its
+// order.
+func repairPhases() []string {
+	return append(slicesOf(RingKinds), PhaseSigcont, PhaseRestart, string(ClientMove), "restore")
+}
+
+// repairTimes are the repair times of the faults repaired, sorted, by
+// phase, and the faults that were not repaired.
+func (r *runner) repairTimes(records []faultRecord) (byPhase map[string][]time.Duration, failed []string) {
+	byPhase = map[string][]time.Duration{}
 	for _, f := range records {
 		if f.Err != "" {
-			repairErrs = append(repairErrs, fmt.Sprintf("%s at +%s (node %d): %s", f.Phase, r.since(f.At), f.Node, f.Err))
+			failed = append(failed, fmt.Sprintf("%s at +%s (node %d): %s", f.Phase, r.since(f.At), f.Node, f.Err))
 			continue
 		}
 		byPhase[f.Phase] = append(byPhase[f.Phase], f.Repair)
 	}
-	repairDetail := []string{}
-	if faultErr != nil {
-		repairDetail = append(repairDetail, "fault phase ended early: "+faultErr.Error())
-	}
-	repairDetail = append(repairDetail, repairErrs...)
-	phases := append(slicesOf(RingKinds), PhaseSigcont, PhaseRestart, string(ClientMove), "restore")
-	for _, p := range phases {
-		ds := byPhase[p]
-		if len(ds) == 0 {
-			continue
-		}
+	for _, ds := range byPhase {
 		slices.Sort(ds)
-		repairDetail = append(repairDetail, fmt.Sprintf("%-18s n=%-3d p50 %-7s max %s", p, len(ds), ms(pct(ds, 0.5)), ms(ds[len(ds)-1])))
 	}
-	rep.add("after every fault the ring re-formed with the token moving", faultErr == nil && len(repairErrs) == 0, repairDetail...)
+	return byPhase, failed
+}
 
-	// Ring-wide pauses outside the repairs.
-	r.checkPauses(rep, records, phase)
+// check judges the run: every check in the report's order, then the run's
+// figures.
+func (r *runner) check(ctx context.Context, phase span, drained bool, faultErr error) *Report {
+	ev := r.gather()
+	rep := &Report{Seed: r.cfg.Seed, Replay: Replay(r.cfg)}
+	rep.Checks = append(rep.Checks,
+		r.checkLost(ctx, ev, drained),
+		checkDuplicates(ev.v),
+		r.checkFIFO(ev),
+		r.checkProbe(ctx, ev.logs),
+		r.checkCoordinators(ctx, ev.logs),
+		r.checkRepairs(ev.records, faultErr))
+	pauses, pauseFig := r.checkPauses(ev.records, phase)
+	rep.Checks = append(rep.Checks, pauses)
+	if pauseFig != "" {
+		rep.Figures = append(rep.Figures, pauseFig)
+	}
+	rep.Checks = append(rep.Checks, r.checkExits(ev), r.checkMemory())
+	if r.cfg.Hostile {
+		rep.Checks = append(rep.Checks, r.checkHostile(ev.logs))
+	}
+	rep.Checks = append(rep.Checks, checkWorkload(ev))
+	r.runFigures(rep, ev, phase)
+	return rep
+}
 
-	// Exits.
-	exitDetail := []string{fmt.Sprintf("%d node processes started", len(r.procs.incarnations()))}
-	exitDetail = append(exitDetail, logs.panics...)
-	exitDetail = append(exitDetail, unexp...)
-	exitDetail = append(exitDetail, termBad...)
-	exitDetail = append(exitDetail, r.finalTerm...)
-	rep.add("no node exited unless killed; SIGTERM exits 0", len(unexp) == 0 && len(termBad) == 0 && len(r.finalTerm) == 0 && len(logs.panics) == 0,
-		limit(exitDetail, 20)...)
+// checkLost: every message with a STORED receipt was shown to every
+// recipient, and nothing was shown to whom it was not for.
+func (r *runner) checkLost(ctx context.Context, ev evidence, drained bool) Check {
+	v := ev.v
+	var lostLines []string
+	for _, d := range v.missing {
+		lostLines = append(lostLines, r.explainLost(ctx, d, ev.recs))
+	}
+	ok := len(v.missing) == 0 && len(v.wrong) == 0 && len(v.phantom) == 0 && len(v.refusedShown) == 0
+	detail := []string{fmt.Sprintf("%d deliveries owed (stored messages × recipients), %d shown, lost %d; misdelivered %d, phantom %d, refused-yet-delivered %d",
+		v.owed, v.owed-len(v.missing), len(v.missing), len(v.wrong), len(v.phantom), len(v.refusedShown))}
+	if !drained {
+		detail = append(detail, fmt.Sprintf("the drain gave up after %s", r.cfg.DrainTimeout))
+	}
+	detail = append(detail, limit(lostLines, 12)...)
+	detail = append(detail, limit(v.wrong, 5)...)
+	detail = append(detail, limit(v.phantom, 5)...)
+	detail = append(detail, limit(v.refusedShown, 5)...)
+	return Check{Name: "every STORED message reached every recipient (lost = 0)", OK: ok, Detail: detail}
+}
 
-	// Memory and goroutines.
-	verdicts := r.samp.verdicts(len(r.work.users))
-	memOK := true
-	var memDetail []string
+// checkDuplicates: no message was shown twice once the client
+// deduplicated by id.
+func checkDuplicates(v msgVerdict) Check {
+	return Check{Name: "no message shown twice after dedup (dup = 0)", OK: len(v.dup) == 0,
+		Detail: append([]string{fmt.Sprintf("%d shown, %d duplicates; %d CHAT_MESSAGE lines on the sockets, %d of them repeats the client deduplicated",
+			v.shown, len(v.dup), v.raw, v.redelivered)}, limit(v.dup, 10)...)}
+}
+
+// checkFIFO: per sender and recipient, and per group, messages were shown
+// in the order sent; the first disorders explained.
+func (r *runner) checkFIFO(ev evidence) Check {
+	v := ev.v
+	detail := append([]string{fmt.Sprintf("%d sender-recipient pairs, %d out of order", v.pairs, len(v.fifo))}, limit(v.fifo, 10)...)
+	for i, d := range v.disorder {
+		if i == 3 {
+			break
+		}
+		detail = append(detail, r.explainDisorder(d, ev.recs, byIDOf(ev.recs))...)
+	}
+	return Check{Name: "FIFO per sender and recipient, one order per group", OK: len(v.fifo) == 0, Detail: detail}
+}
+
+// checkRepairs: after every fault the ring re-formed with the token
+// moving; the repair times per phase.
+func (r *runner) checkRepairs(records []faultRecord, faultErr error) Check {
+	byPhase, failed := r.repairTimes(records)
+	detail := []string{}
+	if faultErr != nil {
+		detail = append(detail, "fault phase ended early: "+faultErr.Error())
+	}
+	detail = append(detail, failed...)
+	for _, p := range repairPhases() {
+		if ds := byPhase[p]; len(ds) > 0 {
+			detail = append(detail, fmt.Sprintf("%-18s n=%-3d p50 %-7s max %s", p, len(ds), ms(pct(ds, 0.5)), ms(ds[len(ds)-1])))
+		}
+	}
+	return Check{Name: "after every fault the ring re-formed with the token moving", OK: faultErr == nil && len(failed) == 0, Detail: detail}
+}
+
+// checkExits: no node exited unless the harness killed it, none
+// panicked, and every SIGTERM was answered by exit 0.
+func (r *runner) checkExits(ev evidence) Check {
+	detail := []string{fmt.Sprintf("%d node processes started", len(r.procs.incarnations()))}
+	detail = append(detail, ev.logs.panics...)
+	detail = append(detail, ev.unexp...)
+	detail = append(detail, ev.termBad...)
+	detail = append(detail, r.finalTerm...)
+	ok := len(ev.unexp) == 0 && len(ev.termBad) == 0 && len(r.finalTerm) == 0 && len(ev.logs.panics) == 0
+	return Check{Name: "no node exited unless killed; SIGTERM exits 0", OK: ok, Detail: limit(detail, 20)}
+}
+
+// checkMemory: every node's memory and goroutines (or threads) stayed
+// flat over each run long enough to judge.
+func (r *runner) checkMemory() Check {
+	ok := true
+	var detail []string
 	judged := 0
-	for _, v := range verdicts {
+	for _, v := range r.samp.verdicts(len(r.work.users)) {
 		what := "goroutines"
 		if !v.GoroutinesExact {
 			what = "threads"
 		}
 		if !v.Judged {
-			memDetail = append(memDetail, fmt.Sprintf("node %d run %d: %s over %s, max RSS %.1f MiB, max %s %.0f", v.Node, v.Run, v.Why, ms(v.Span), v.RSSMax, what, v.GorMax))
+			detail = append(detail, fmt.Sprintf("node %d run %d: %s over %s, max RSS %.1f MiB, max %s %.0f", v.Node, v.Run, v.Why, ms(v.Span), v.RSSMax, what, v.GorMax))
 			continue
 		}
 		judged++
 		line := fmt.Sprintf("node %d run %d over %s: RSS %.1f -> %.1f MiB (max %.1f), %s %.0f -> %.0f (max %.0f)",
 			v.Node, v.Run, ms(v.Span), v.RSSFirst, v.RSSLast, v.RSSMax, what, v.GorFirst, v.GorLast, v.GorMax)
 		if !v.OK {
-			memOK = false
+			ok = false
 			line += ": " + v.Why
 		}
-		memDetail = append(memDetail, line)
+		detail = append(detail, line)
 	}
-	memHead := fmt.Sprintf("rule: last-quarter average <= %.1f× first-quarter average after warm-up (+%.0f MiB; goroutines +%d + %d per client); %d runs judged",
+	head := fmt.Sprintf("rule: last-quarter average <= %.1f× first-quarter average after warm-up (+%.0f MiB; goroutines +%d + %d per client); %d runs judged",
 		rssGrowthMax, rssSlackMiB, goroutineSlack, goroutineSlackPer, judged)
-	rep.add("goroutines and memory per node stable", memOK && judged > 0, append([]string{memHead}, memDetail...)...)
+	return Check{Name: "goroutines and memory per node stable", OK: ok && judged > 0, Detail: append([]string{head}, detail...)}
+}
 
-	// The hostile barrage.
-	if r.cfg.Hostile {
-		r.checkHostile(rep, logs)
-	}
-
-	// The workload did something.
+// checkWorkload: the workload did something, every client sending and
+// being shown messages.
+func checkWorkload(ev evidence) Check {
 	var idle []string
-	for _, n := range names {
-		if len(recs[n].sent) == 0 || len(recs[n].shown) == 0 {
-			idle = append(idle, fmt.Sprintf("%s sent %d, was shown %d", n, len(recs[n].sent), len(recs[n].shown)))
+	for _, n := range ev.names {
+		if len(ev.recs[n].sent) == 0 || len(ev.recs[n].shown) == 0 {
+			idle = append(idle, fmt.Sprintf("%s sent %d, was shown %d", n, len(ev.recs[n].sent), len(ev.recs[n].shown)))
 		}
 	}
-	rep.add("every client sent and received messages", v.stored > 0 && len(idle) == 0, limit(idle, 5)...)
+	return Check{Name: "every client sent and received messages", OK: ev.v.stored > 0 && len(idle) == 0, Detail: limit(idle, 5)}
+}
 
-	// Figures.
-	rep.fig("seed %d; %d nodes, %d clients at %g msg/s each; fault phase %s; %s", r.cfg.Seed, r.cfg.Nodes, len(r.work.users), r.cfg.Rate, ms(faultPhase), r.dbNote)
+// runFigures adds the run's figures: the set-up and the faults, the
+// messages, the slowest deliveries, the logins and the repairs.
+func (r *runner) runFigures(rep *Report, ev evidence, phase span) {
+	v := ev.v
+	rep.fig("seed %d; %d nodes, %d clients at %g msg/s each; fault phase %s; %s", r.cfg.Seed, r.cfg.Nodes, len(r.work.users), r.cfg.Rate, ms(phase.dur()), r.dbNote)
+	r.faultFigures(rep)
+	var refusedList []string
+	refusedN := 0
+	for _, c := range slices.Sorted(maps.Keys(v.refused)) {
+		refusedList = append(refusedList, fmt.Sprintf("%s %d", c, v.refused[c]))
+		refusedN += v.refused[c]
+	}
+	rep.fig("messages: %d sent, %d STORED, %d refused %v, %d unconfirmed at the end", v.sent, v.stored, refusedN, refusedList, v.unconfirmed)
+	rep.fig("deliveries: %d owed, %d shown, lost %d, duplicated %d; %d redeliveries after reconnects deduplicated by id",
+		v.owed, v.owed-len(v.missing), len(v.missing), len(v.dup), v.redelivered)
+	r.latencyFigures(rep, ev)
+	var logins int
+	var waits []time.Duration
+	for _, n := range ev.names {
+		logins += ev.recs[n].logins
+		waits = append(waits, ev.recs[n].waits...)
+	}
+	slices.Sort(waits)
+	rep.fig("client logins: %d (%d reconnects; time from a lost connection to the next login p50 %s, max %s)",
+		logins, len(waits), ms(pct(waits, 0.5)), ms(pct(waits, 1)))
+	byPhase, _ := r.repairTimes(ev.records)
+	for _, p := range repairPhases() {
+		if ds := byPhase[p]; len(ds) > 0 {
+			rep.fig("repair %-18s n=%-3d p50 %-7s max %s", p, len(ds), ms(pct(ds, 0.5)), ms(ds[len(ds)-1]))
+		}
+	}
+}
+
+// faultFigures gives the faults injected by kind (the report keeps the
+// counts), and why network delay was not, if it was not.
+func (r *runner) faultFigures(rep *Report) {
 	r.fmu.Lock()
 	rep.Injected = maps.Clone(r.injected)
 	var inj []string
@@ -385,53 +475,35 @@ func (r *runner) check(ctx context.Context, phase span, drained bool, faultErr e
 	if !r.netemOK {
 		rep.fig("net-delay: not injected: %s", r.netemNo)
 	}
-	var refusedList []string
-	refusedN := 0
-	for _, c := range slices.Sorted(maps.Keys(v.refused)) {
-		refusedList = append(refusedList, fmt.Sprintf("%s %d", c, v.refused[c]))
-		refusedN += v.refused[c]
+}
+
+// latencyFigures gives the delivery times (STORED to shown), and the
+// story of the slowest deliveries over 3 s: when stored, when and on
+// which connections shown.
+func (r *runner) latencyFigures(rep *Report, ev evidence) {
+	n := len(ev.v.latency)
+	if n == 0 {
+		return
 	}
-	rep.fig("messages: %d sent, %d STORED, %d refused %v, %d unconfirmed at the end", v.sent, v.stored, refusedN, refusedList, v.unconfirmed)
-	rep.fig("deliveries: %d owed, %d shown, lost %d, duplicated %d; %d redeliveries after reconnects deduplicated by id",
-		v.owed, v.owed-len(v.missing), len(v.missing), len(v.dup), v.redelivered)
-	if n := len(v.latency); n > 0 {
-		ds := make([]time.Duration, n)
-		for i, l := range v.latency {
-			ds[n-1-i] = l.took
+	ds := make([]time.Duration, n)
+	for i, l := range ev.v.latency {
+		ds[n-1-i] = l.took
+	}
+	rep.fig("delivery (STORED to shown): p50 %s, p99 %s, max %s", ms(pct(ds, 0.5)), ms(pct(ds, 0.99)), ms(ds[n-1]))
+	byID := byIDOf(ev.recs)
+	for i, l := range ev.v.latency {
+		if i == 3 || l.took < 3*time.Second {
+			break
 		}
-		rep.fig("delivery (STORED to shown): p50 %s, p99 %s, max %s", ms(pct(ds, 0.5)), ms(pct(ds, 0.99)), ms(ds[n-1]))
-		byID := byIDOf(recs)
-		for i, l := range v.latency {
-			if i == 3 || l.took < 3*time.Second {
-				break
-			}
-			m := byID[l.show.ID]
-			rep.fig("  slow: seq %d (%s#%d) to %s: stored +%s, shown +%s on conn %d (node %d), %s later", l.show.Seq, l.show.From, m.N,
-				l.user, r.since(m.Stored), r.since(l.show.At), l.show.Conn, l.show.Node, ms(l.took))
-			var on []string
-			for _, x := range recs[l.user].raw[l.show.ID] {
-				on = append(on, fmt.Sprintf("conn %d at +%s", x.Conn, r.since(x.At)))
-			}
-			rep.fig("    on the sockets: %s; connections: %s", strings.Join(on, ", "), r.connsLine(recs[l.user], m.Stored.Add(-2*time.Second), l.show.At))
+		m := byID[l.show.ID]
+		rep.fig("  slow: seq %d (%s#%d) to %s: stored +%s, shown +%s on conn %d (node %d), %s later", l.show.Seq, l.show.From, m.N,
+			l.user, r.since(m.Stored), r.since(l.show.At), l.show.Conn, l.show.Node, ms(l.took))
+		var on []string
+		for _, x := range ev.recs[l.user].raw[l.show.ID] {
+			on = append(on, fmt.Sprintf("conn %d at +%s", x.Conn, r.since(x.At)))
 		}
+		rep.fig("    on the sockets: %s; connections: %s", strings.Join(on, ", "), r.connsLine(ev.recs[l.user], m.Stored.Add(-2*time.Second), l.show.At))
 	}
-	var logins int
-	var waits []time.Duration
-	for _, n := range names {
-		logins += recs[n].logins
-		waits = append(waits, recs[n].waits...)
-	}
-	slices.Sort(waits)
-	rep.fig("client logins: %d (%d reconnects; time from a lost connection to the next login p50 %s, max %s)",
-		logins, len(waits), ms(pct(waits, 0.5)), ms(pct(waits, 1)))
-	for _, p := range phases {
-		ds := byPhase[p]
-		if len(ds) == 0 {
-			continue
-		}
-		rep.fig("repair %-18s n=%-3d p50 %-7s max %s", p, len(ds), ms(pct(ds, 0.5)), ms(ds[len(ds)-1]))
-	}
-	return rep
 }
 
 func byIDOf(recs map[string]*userRecords) map[string]*sentMsg {
@@ -546,17 +618,19 @@ func (r *runner) parseLogs() allLogs {
 	for _, in := range r.procs.incarnations() {
 		l, err := parseNodeLog(in.LogPath)
 		if err != nil {
-			out.panics = append(out.panics, fmt.Sprintf("node %d run %d: log unreadable: %v", in.Node, in.N, err))
+			out.panics = append(out.panics, fmt.Sprintf("node %d run %d: log unreadable: %v", in.ID, in.Run, err))
 		}
 		for _, p := range l.Panics {
-			out.panics = append(out.panics, fmt.Sprintf("node %d run %d: %s (%s)", in.Node, in.N, p, in.LogPath))
+			out.panics = append(out.panics, fmt.Sprintf("node %d run %d: %s (%s)", in.ID, in.Run, p, in.LogPath))
 		}
-		out.byNode[in.Node] = append(out.byNode[in.Node], l)
+		out.byNode[in.ID] = append(out.byNode[in.ID], l)
 	}
 	return out
 }
 
-func (r *runner) checkProbe(ctx context.Context, rep *Report, logs allLogs) {
+// checkProbe: the mutex probe's counter equals its logged increments, no
+// value logged twice (critical sections never overlapped).
+func (r *runner) checkProbe(ctx context.Context, logs allLogs) Check {
 	var counter int64
 	err := r.st.Update(ctx, func(tx store.Tx) error {
 		var err error
@@ -564,8 +638,7 @@ func (r *runner) checkProbe(ctx context.Context, rep *Report, logs allLogs) {
 		return err
 	})
 	if err != nil {
-		rep.add("mutex probe: counter = logged increments", false, "probe counter unreadable: "+err.Error())
-		return
+		return Check{Name: "mutex probe: counter = logged increments", OK: false, Detail: []string{"probe counter unreadable: " + err.Error()}}
 	}
 	var values []int64
 	for _, ls := range logs.byNode {
@@ -588,7 +661,7 @@ func (r *runner) checkProbe(ctx context.Context, rep *Report, logs allLogs) {
 	// log line names: at most one per kill -9.
 	kills := 0
 	for _, in := range r.procs.incarnations() {
-		if r.procs.snapshot(in).expect == "kill" {
+		if r.procs.expected(in) == "kill" {
 			kills++
 		}
 	}
@@ -601,14 +674,15 @@ func (r *runner) checkProbe(ctx context.Context, rep *Report, logs allLogs) {
 	if dups > 0 {
 		detail = append(detail, "two critical sections read the same value: they overlapped")
 	}
-	rep.add("mutex probe: counter = logged increments (critical sections never overlapped)", ok, detail...)
+	return Check{Name: "mutex probe: counter = logged increments (critical sections never overlapped)", OK: ok, Detail: detail}
 }
 
-func (r *runner) checkCoordinators(ctx context.Context, rep *Report, logs allLogs) {
+// checkCoordinators: never two coordinators for one epoch, by the store's
+// history and by the node logs.
+func (r *runner) checkCoordinators(ctx context.Context, logs allLogs) Check {
 	hist, err := r.st.CoordinatorHistory(ctx)
 	if err != nil {
-		rep.add("one coordinator per epoch", false, "history unreadable: "+err.Error())
-		return
+		return Check{Name: "one coordinator per epoch", OK: false, Detail: []string{"history unreadable: " + err.Error()}}
 	}
 	byEpoch := map[int64][]int64{}
 	for _, h := range hist {
@@ -645,8 +719,8 @@ func (r *runner) checkCoordinators(ctx context.Context, rep *Report, logs allLog
 	for _, h := range hist {
 		nodes[h.NodeID]++
 	}
-	rep.add("never two coordinators for one epoch (store history and node logs)", len(bad) == 0,
-		append([]string{fmt.Sprintf("%d epochs claimed (by node: %v), %d taken up in the logs", len(hist), nodes, len(acted))}, limit(bad, 10)...)...)
+	return Check{Name: "never two coordinators for one epoch (store history and node logs)", OK: len(bad) == 0,
+		Detail: append([]string{fmt.Sprintf("%d epochs claimed (by node: %v), %d taken up in the logs", len(hist), nodes, len(acted))}, limit(bad, 10)...)}
 }
 
 // reasonOf is the node's drop reason for a barrage kind ("path:reason").
@@ -655,7 +729,9 @@ func reasonOf(kind string) string {
 	return r
 }
 
-func (r *runner) checkHostile(rep *Report, logs allLogs) {
+// checkHostile: every node dropped and counted the hostile input it was
+// sent (TCP, UDP, client port), by its log and by its own counters.
+func (r *runner) checkHostile(logs allLogs) Check {
 	h := r.host
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -718,49 +794,51 @@ func (r *runner) checkHostile(rep *Report, logs allLogs) {
 		detail = append(detail, fmt.Sprintf("node %d (%d cycles): %s; client port answered: %s",
 			id, h.cycles[id], strings.Join(parts, ", "), strings.Join(codes, ", ")))
 	}
-	// The live nodes' own counters against what this last run of each was
-	// sent: every frame counted.
 	if r.counters != nil {
-		for _, id := range r.procs.ids() {
-			var in *incarnation
-			for _, x := range r.procs.incarnations() {
-				if x.Node == id {
-					in = x
-				}
-			}
-			c, ok := r.counters[in.Pid]
-			if !ok {
-				continue
-			}
-			want := map[string]int{}
-			for k, n := range h.byPid[in.Pid] {
-				want[reasonOf(k)] += n
-			}
-			var parts []string
-			for _, reason := range append(reasons, "unusable") {
-				if want[reason] == 0 {
-					continue
-				}
-				parts = append(parts, fmt.Sprintf("%s %d/%.0f", reason, want[reason], c[reason]))
-				if c[reason] < float64(want[reason]) {
-					bad = append(bad, fmt.Sprintf("node %d run %d: %d %s frames sent, its counter says %.0f", id, in.N, want[reason], reason, c[reason]))
-				}
-			}
-			detail = append(detail, fmt.Sprintf("node %d run %d, its own counters (sent/counted): %s", id, in.N, strings.Join(parts, ", ")))
-		}
+		cbad, cdetail := r.hostileCounters(reasons)
+		bad, detail = append(bad, cbad...), append(detail, cdetail...)
 	}
 	head := "per node, frames sent over TCP+UDP / drops counted in its log (the log undercounts a reason's last second); client probes answered as expected / sent"
-	rep.add("hostile input dropped and counted by every node (TCP, UDP, client port)", len(bad) == 0,
-		append(append([]string{head}, limit(bad, 20)...), detail...)...)
+	return Check{Name: "hostile input dropped and counted by every node (TCP, UDP, client port)", OK: len(bad) == 0,
+		Detail: append(append([]string{head}, limit(bad, 20)...), detail...)}
+}
+
+// hostileCounters holds the live nodes' own counters against what the
+// last run of each was sent: every frame counted. The caller holds r.host.mu.
+func (r *runner) hostileCounters(reasons []string) (bad, detail []string) {
+	h := r.host
+	for _, id := range r.procs.ids() {
+		in := r.procs.last(id)
+		c, ok := r.counters[in.Pid]
+		if !ok {
+			continue
+		}
+		want := map[string]int{}
+		for k, n := range h.byPid[in.Pid] {
+			want[reasonOf(k)] += n
+		}
+		var parts []string
+		for _, reason := range append(reasons, "unusable") {
+			if want[reason] == 0 {
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("%s %d/%.0f", reason, want[reason], c[reason]))
+			if c[reason] < float64(want[reason]) {
+				bad = append(bad, fmt.Sprintf("node %d run %d: %d %s frames sent, its counter says %.0f", id, in.Run, want[reason], reason, c[reason]))
+			}
+		}
+		detail = append(detail, fmt.Sprintf("node %d run %d, its own counters (sent/counted): %s", id, in.Run, strings.Join(parts, ", ")))
+	}
+	return bad, detail
 }
 
 // checkPauses judges the longest time in which no node committed a visit
-// during the fault phase, outside the faults' repairs.
-func (r *runner) checkPauses(rep *Report, records []faultRecord, phase span) {
+// during the fault phase, outside the faults' repairs; fig is the report's
+// figure of it ("" when the fence was not watched).
+func (r *runner) checkPauses(records []faultRecord, phase span) (c Check, fig string) {
 	name := fmt.Sprintf("no ring-wide pause over %s outside the faults' repairs (no node committing a visit)", ms(MaxPause))
 	if r.pause == nil {
-		rep.add(name, false, "the store's fence was not watched")
-		return
+		return Check{Name: name, OK: false, Detail: []string{"the store's fence was not watched"}}, ""
 	}
 	pauses, polls, failed := r.pause.result()
 	free, longest, ok := longestPause(pauses, repairWindows(records, phase.to), phase)
@@ -773,10 +851,11 @@ func (r *runner) checkPauses(rep *Report, records []faultRecord, phase span) {
 	} else {
 		detail = append(detail, fmt.Sprintf("no pause of %s or more outside the repairs", ms(keep)))
 	}
-	rep.add(name, polls-failed > 0 && (!ok || free.dur() <= MaxPause), detail...)
+	c = Check{Name: name, OK: polls-failed > 0 && (!ok || free.dur() <= MaxPause), Detail: detail}
 	if ok {
-		rep.fig("longest ring-wide pause (no node committed a visit) outside the repairs: %s (target <= %s)", r.describe(free), ms(MaxPause))
+		fig = fmt.Sprintf("longest ring-wide pause (no node committed a visit) outside the repairs: %s (target <= %s)", r.describe(free), ms(MaxPause))
 	} else {
-		rep.fig("longest ring-wide pause (no node committed a visit) outside the repairs: under %s (target <= %s)", ms(keep), ms(MaxPause))
+		fig = fmt.Sprintf("longest ring-wide pause (no node committed a visit) outside the repairs: under %s (target <= %s)", ms(keep), ms(MaxPause))
 	}
+	return c, fig
 }

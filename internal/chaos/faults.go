@@ -57,15 +57,13 @@ func (s *scheduler) add(id int64) {
 // check, recorded) so that the run can go on.
 func (s *scheduler) reconcile() {
 	for _, in := range s.r.procs.takeUnexpected() {
-		snap := s.r.procs.snapshot(in)
 		s.mu.Lock()
-		s.unexp = append(s.unexp, fmt.Sprintf("node %d run %d (pid %d) exited on its own at +%s: code %d %s; log %s",
-			in.Node, in.N, in.Pid, s.r.since(snap.exited), snap.exitCode, snap.signal, in.LogPath))
+		s.unexp = append(s.unexp, s.r.exitLine(in))
 		s.mu.Unlock()
-		if s.r.procs.running(in.Node) == nil {
-			if err := s.r.procs.start(in.Node); err != nil {
-				s.r.note("restart of node %d failed: %v", in.Node, err)
-				s.remove(in.Node)
+		if s.r.procs.running(in.ID) == nil {
+			if err := s.r.procs.restart(in.ID); err != nil {
+				s.r.note("restart of node %d failed: %v", in.ID, err)
+				s.remove(in.ID)
 			}
 		}
 	}
@@ -176,7 +174,7 @@ func (s *scheduler) episode(ctx context.Context, k Kind) error {
 		wait(ctx, hold)
 		r.note("restart node %d (down %s)", victim, ms(time.Since(at)))
 		at = time.Now()
-		if err := r.procs.start(victim); err != nil {
+		if err := r.procs.restart(victim); err != nil {
 			return err
 		}
 		s.add(victim)
@@ -233,7 +231,7 @@ func (s *scheduler) episode(ctx context.Context, k Kind) error {
 		wait(ctx, hold)
 		r.note("restart node %d", victim)
 		at = time.Now()
-		if err := r.procs.start(victim); err != nil {
+		if err := r.procs.restart(victim); err != nil {
 			return err
 		}
 		s.add(victim)

@@ -132,7 +132,7 @@ func (h *hostile) run(ctx context.Context) {
 		var wg sync.WaitGroup
 		for _, id := range h.p.ids() {
 			in := h.p.running(id)
-			if in == nil || h.p.snapshot(in).stopped {
+			if in == nil || in.Stopped() {
 				continue
 			}
 			pid := in.Pid

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -47,25 +46,8 @@ type nodeAddr struct {
 	Metrics int // 0 when the binary has no --metrics-addr
 }
 
-// incarnation is one run of a node process.
-type incarnation struct {
-	Node    int64
-	N       int // 1 for the first start of the node, 2 for the next...
-	Pid     int
-	LogPath string
-	Started time.Time
-
-	// Set by the harness before it signals the process.
-	expect string // "" (must not exit), "kill", "term"
-
-	done     chan struct{}
-	exited   time.Time
-	exitCode int    // -1 if killed by a signal
-	signal   string // the signal that ended it, if any
-	stopped  bool   // SIGSTOPped now
-}
-
-// procs runs the ring's node processes.
+// procs runs the ring's node processes, and tells the exits the harness
+// caused from those nobody caused.
 type procs struct {
 	bin   string
 	dir   string
@@ -75,11 +57,11 @@ type procs struct {
 	flags map[int64][]string
 	addrs map[int64]nodeAddr
 	note  func(format string, args ...any)
+	sup   procutil.Supervisor
 
-	mu    sync.Mutex
-	cur   map[int64]*incarnation
-	all   []*incarnation
-	unexp []*incarnation // exits nobody caused, not yet handled
+	mu     sync.Mutex
+	expect map[*procutil.Proc]string // exits the harness causes: "kill", "term"
+	unexp  []*procutil.Proc          // exits nobody caused, not yet handled
 }
 
 func newProcs(bin, dir, dsn, key string, n int, metrics bool, flags map[int64][]string,
@@ -108,8 +90,10 @@ func newProcs(bin, dir, dsn, key string, n int, metrics bool, flags map[int64][]
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		return nil, err
 	}
-	return &procs{bin: bin, dir: dir, dsn: dsn, nodes: path, key: key, flags: flags, addrs: addrs, note: note,
-		cur: map[int64]*incarnation{}}, nil
+	p := &procs{bin: bin, dir: dir, dsn: dsn, nodes: path, key: key, flags: flags, addrs: addrs, note: note,
+		expect: map[*procutil.Proc]string{}}
+	p.sup.OnExit = p.exited
+	return p, nil
 }
 
 // ids returns every node id, ascending.
@@ -122,81 +106,80 @@ func (p *procs) ids() []int64 {
 	return out
 }
 
-// start starts node id, which must not be running.
+// start starts node id, which must not be running; each run logs to
+// node-ID.RUN.log in the run's directory.
 func (p *procs) start(id int64) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cur[id] != nil {
-		return fmt.Errorf("node %d is running", id)
-	}
-	n := 1
-	for _, in := range p.all {
-		if in.Node == id {
-			n++
-		}
-	}
-	logPath := filepath.Join(p.dir, fmt.Sprintf("node-%d.%d.log", id, n))
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	defer f.Close() // the child holds its own descriptor
 	args := []string{"run", "--id", strconv.FormatInt(id, 10), "--db", p.dsn, "--nodes", p.nodes,
 		"--log-format", "json", "--log-level", "info", "--mutex-probe", "--stats-interval", "10s"}
 	if a := p.addrs[id]; a.Metrics != 0 {
 		args = append(args, "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", a.Metrics))
 	}
 	args = append(args, p.flags[id]...)
-	cmd := exec.Command(p.bin, args...)
-	cmd.Dir = p.dir
-	cmd.Env = append(os.Environ(), "RINGNODE_CLUSTER_KEY="+p.key)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = childAttr()
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start node %d: %w", id, err)
-	}
-	in := &incarnation{Node: id, N: n, Pid: cmd.Process.Pid, LogPath: logPath, Started: time.Now(), done: make(chan struct{})}
-	p.cur[id] = in
-	p.all = append(p.all, in)
-	go p.reap(cmd, in)
-	return nil
+	_, err := p.sup.Start(id, procutil.Spec{Path: p.bin, Args: args, Dir: p.dir, LogDir: p.dir,
+		Env: append(os.Environ(), "RINGNODE_CLUSTER_KEY="+p.key), SysProcAttr: childAttr()})
+	return err
 }
 
-// reap waits for an incarnation's exit and records it.
-func (p *procs) reap(cmd *exec.Cmd, in *incarnation) {
-	err := cmd.Wait()
+// restart starts node id again as it was started (its next run), once its
+// last run is over.
+func (p *procs) restart(id int64) error {
+	_, err := p.sup.Restart(id)
+	return err
+}
+
+// exited records an exit nobody caused (the supervisor's OnExit).
+func (p *procs) exited(in *procutil.Proc, e procutil.Exit) {
 	p.mu.Lock()
-	in.exited = time.Now()
-	in.exitCode = 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		in.exitCode = ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			in.signal = ws.Signal().String()
-		}
-	} else if err != nil {
-		in.exitCode = -1
-	}
-	if p.cur[in.Node] == in {
-		delete(p.cur, in.Node)
-	}
-	unexpected := in.expect == ""
+	unexpected := p.expect[in] == ""
 	if unexpected {
 		p.unexp = append(p.unexp, in)
 	}
 	p.mu.Unlock()
-	close(in.done)
 	if unexpected {
 		p.note("!!! node %d (run %d, pid %d) exited on its own: code %d %s (log %s)",
-			in.Node, in.N, in.Pid, in.exitCode, in.signal, in.LogPath)
+			in.ID, in.Run, in.Pid, e.Code, signalName(e.Signal), in.LogPath)
 	}
 }
 
-// running returns the current incarnation of node id, or nil.
-func (p *procs) running(id int64) *incarnation {
+// signalName is the name of the signal that ended a process ("killed"),
+// "" when none did.
+func signalName(sig syscall.Signal) string {
+	if sig == 0 {
+		return ""
+	}
+	return sig.String()
+}
+
+// exitLine describes an exit nobody caused, for the report.
+func (r *runner) exitLine(in *procutil.Proc) string {
+	e, _ := in.Exited()
+	return fmt.Sprintf("node %d run %d (pid %d) exited on its own at +%s: code %d %s; log %s",
+		in.ID, in.Run, in.Pid, r.since(e.At), e.Code, signalName(e.Signal), in.LogPath)
+}
+
+// running returns the live process of node id, or nil.
+func (p *procs) running(id int64) *procutil.Proc {
+	return p.sup.Live(id)
+}
+
+// expecting marks in's coming exit as caused by the harness (how: "kill",
+// "term").
+func (p *procs) expecting(in *procutil.Proc, how string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.cur[id]
+	p.expect[in] = how
+}
+
+// expected is how the harness ended in ("" if it did not).
+func (p *procs) expected(in *procutil.Proc) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.expect[in]
+}
+
+// last returns node id's last run, live or not (nil if never started).
+func (p *procs) last(id int64) *procutil.Proc {
+	return p.sup.Proc(id)
 }
 
 // kill sends SIGKILL to node id and waits for it to exit.
@@ -205,17 +188,9 @@ func (p *procs) kill(id int64) error {
 	if in == nil {
 		return fmt.Errorf("node %d is not running", id)
 	}
-	p.mu.Lock()
-	in.expect = "kill"
-	p.mu.Unlock()
-	_ = syscall.Kill(in.Pid, syscall.SIGKILL)
-	_ = syscall.Kill(in.Pid, syscall.SIGCONT)
-	select {
-	case <-in.done:
-		return nil
-	case <-time.After(30 * time.Second):
-		return fmt.Errorf("node %d (pid %d) did not die within 30s of SIGKILL", id, in.Pid)
-	}
+	p.expecting(in, "kill")
+	_, err := in.Kill(30 * time.Second)
+	return err
 }
 
 // term sends SIGTERM to node id and waits up to within for it to exit; it
@@ -225,18 +200,9 @@ func (p *procs) term(id int64, within time.Duration) (int, error) {
 	if in == nil {
 		return 0, fmt.Errorf("node %d is not running", id)
 	}
-	p.mu.Lock()
-	in.expect = "term"
-	p.mu.Unlock()
-	_ = syscall.Kill(in.Pid, syscall.SIGTERM)
-	select {
-	case <-in.done:
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return in.exitCode, nil
-	case <-time.After(within):
-		return 0, fmt.Errorf("node %d (pid %d) did not exit within %v of SIGTERM", id, in.Pid, within)
-	}
+	p.expecting(in, "term")
+	e, err := in.Term(within)
+	return e.Code, err
 }
 
 // stop sends SIGSTOP (stop true) or SIGCONT to node id.
@@ -249,17 +215,11 @@ func (p *procs) stop(id int64, stop bool) error {
 	if stop {
 		sig = syscall.SIGSTOP
 	}
-	if err := syscall.Kill(in.Pid, sig); err != nil {
-		return fmt.Errorf("%v to node %d: %w", sig, id, err)
-	}
-	p.mu.Lock()
-	in.stopped = stop
-	p.mu.Unlock()
-	return nil
+	return in.Signal(sig)
 }
 
 // takeUnexpected returns the exits nobody caused since the last call.
-func (p *procs) takeUnexpected() []*incarnation {
+func (p *procs) takeUnexpected() []*procutil.Proc {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := p.unexp
@@ -269,35 +229,18 @@ func (p *procs) takeUnexpected() []*incarnation {
 
 // killAll kills every running node (cleanup).
 func (p *procs) killAll() {
+	live := p.sup.LiveProcs()
 	p.mu.Lock()
-	var ins []*incarnation
-	for _, in := range p.cur {
-		if in.expect == "" {
-			in.expect = "kill"
+	for _, in := range live {
+		if p.expect[in] == "" {
+			p.expect[in] = "kill"
 		}
-		ins = append(ins, in)
 	}
 	p.mu.Unlock()
-	for _, in := range ins {
-		_ = syscall.Kill(in.Pid, syscall.SIGKILL)
-		_ = syscall.Kill(in.Pid, syscall.SIGCONT)
-	}
-	for _, in := range ins {
-		<-in.done
-	}
+	p.sup.StopAll(0)
 }
 
-// incarnations returns every incarnation started so far, in start order.
-func (p *procs) incarnations() []*incarnation {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return slices.Clone(p.all)
-}
-
-// snapshot returns a copy of in's mutable fields.
-func (p *procs) snapshot(in *incarnation) incarnation {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	c := *in
-	return c
+// incarnations returns every run of a node started so far, in start order.
+func (p *procs) incarnations() []*procutil.Proc {
+	return p.sup.Procs()
 }

@@ -511,12 +511,12 @@ func (r *runner) restore(ctx context.Context) {
 		switch {
 		case in == nil:
 			r.note("restore: start node %d", id)
-			if err := r.procs.start(id); err != nil {
+			if err := r.procs.restart(id); err != nil {
 				r.note("!!! %v", err)
 				continue
 			}
 			changed = true
-		case r.procs.snapshot(in).stopped:
+		case in.Stopped():
 			r.note("restore: SIGCONT node %d", id)
 			_ = r.procs.stop(id, false)
 			changed = true
@@ -594,10 +594,8 @@ func (r *runner) finalStop() {
 // reconcileExitsOnly records exits nobody caused without restarting.
 func (s *scheduler) reconcileExitsOnly() {
 	for _, in := range s.r.procs.takeUnexpected() {
-		snap := s.r.procs.snapshot(in)
 		s.mu.Lock()
-		s.unexp = append(s.unexp, fmt.Sprintf("node %d run %d (pid %d) exited on its own at +%s: code %d %s; log %s",
-			in.Node, in.N, in.Pid, s.r.since(snap.exited), snap.exitCode, snap.signal, in.LogPath))
+		s.unexp = append(s.unexp, s.r.exitLine(in))
 		s.mu.Unlock()
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ringchat/ringchat/internal/procutil"
 )
 
 // sample is one reading of a node process.
@@ -30,12 +32,12 @@ type sampler struct {
 	http  *http.Client
 
 	mu     sync.Mutex
-	series map[*incarnation][]sample
+	series map[*procutil.Proc][]sample
 }
 
 func newSampler(p *procs, every time.Duration) *sampler {
 	return &sampler{p: p, every: every, http: &http.Client{Timeout: 2 * time.Second},
-		series: map[*incarnation][]sample{}}
+		series: map[*procutil.Proc][]sample{}}
 }
 
 func (s *sampler) run(ctx context.Context) {
@@ -43,8 +45,7 @@ func (s *sampler) run(ctx context.Context) {
 	defer t.Stop()
 	for {
 		for _, in := range s.p.incarnations() {
-			snap := s.p.snapshot(in)
-			if !snap.exited.IsZero() || snap.stopped {
+			if _, exited := in.Exited(); exited || in.Stopped() {
 				continue
 			}
 			smp, ok := s.read(ctx, in)
@@ -65,7 +66,7 @@ func (s *sampler) run(ctx context.Context) {
 
 // read samples one process: VmRSS and Threads from /proc, goroutines from
 // the node's pprof when it serves one.
-func (s *sampler) read(ctx context.Context, in *incarnation) (sample, bool) {
+func (s *sampler) read(ctx context.Context, in *procutil.Proc) (sample, bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", in.Pid))
 	if err != nil {
 		return sample{}, false
@@ -93,7 +94,7 @@ func (s *sampler) read(ctx context.Context, in *incarnation) (sample, bool) {
 			}
 		}
 	}
-	if port := s.p.addrs[in.Node].Metrics; port != 0 {
+	if port := s.p.addrs[in.ID].Metrics; port != 0 {
 		if g, ok := s.goroutines(ctx, port); ok {
 			smp.Goroutines = g
 		}
@@ -222,7 +223,7 @@ func (s *sampler) verdicts(clients int) []stability {
 	defer s.mu.Unlock()
 	var out []stability
 	for in, ss := range s.series {
-		out = append(out, judge(in.Node, int64(in.N), ss, clients))
+		out = append(out, judge(in.ID, int64(in.Run), ss, clients))
 	}
 	slices.SortFunc(out, func(a, b stability) int {
 		if a.Node != b.Node {

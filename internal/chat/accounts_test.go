@@ -10,6 +10,7 @@ import (
 
 	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/store/storetest"
+	"github.com/ringchat/ringchat/internal/testutil"
 )
 
 // userExists reports whether the store has a user of this name.
@@ -107,18 +108,22 @@ func TestFailedLoginsThrottled(t *testing.T) {
 	c.expectError(CodeThrottled, "too many failed logins")
 	// The delay passes (1 s after the fourth failure); attempts meanwhile
 	// are refused and do not count.
-	deadline := time.Now().Add(waitLimit)
-	for i := 0; ; i++ {
-		id := fmt.Sprint("again", i)
-		c.send(login2("carol", "right", id))
-		m := c.obj()
+	var m map[string]any
+	i := 0
+	ok := testutil.WaitFor(waitLimit, 50*time.Millisecond, func() bool {
+		c.send(login2("carol", "right", fmt.Sprint("again", i)))
+		i++
+		m = c.obj()
 		if m["messageType"] == "LOGIN" {
-			break
+			return true
 		}
-		if m["code"] != string(CodeThrottled) && m["code"] != string(CodeUserOnline) || time.Now().After(deadline) {
+		if m["code"] != string(CodeThrottled) && m["code"] != string(CodeUserOnline) {
 			t.Fatalf("login after the delay: %v", m)
 		}
-		time.Sleep(50 * time.Millisecond) // polling a condition with a deadline
+		return false
+	})
+	if !ok {
+		t.Fatalf("login after the delay: %v", m)
 	}
 }
 
@@ -160,16 +165,22 @@ func TestHashSlotHonoursContext(t *testing.T) {
 	<-s.hashSem
 	held = false
 	// A slow machine may time the next one out too: it succeeds in the end.
-	deadline := time.Now().Add(waitLimit)
-	for i := 0; ; i++ {
+	var m map[string]any
+	i := 0
+	ok := testutil.WaitFor(waitLimit, 0 /* each try waits for its answer */, func() bool {
 		c.send(login2("erin", "pw", fmt.Sprint("e", i+2)))
-		m := c.obj()
+		i++
+		m = c.obj()
 		if m["messageType"] == "LOGIN" {
-			break
+			return true
 		}
-		if (m["code"] != string(CodeBusy) && m["code"] != string(CodeUnavailable)) || time.Now().After(deadline) {
+		if m["code"] != string(CodeBusy) && m["code"] != string(CodeUnavailable) {
 			t.Fatalf("login with a free slot: %v", m)
 		}
+		return false
+	})
+	if !ok {
+		t.Fatalf("login with a free slot: %v", m)
 	}
 }
 

@@ -20,11 +20,14 @@ import (
 	"github.com/ringchat/ringchat/internal/nodelist"
 	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/store/storetest"
+	"github.com/ringchat/ringchat/internal/testutil"
 	"github.com/ringchat/ringchat/internal/token"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// waitLimit is how long the chat tests wait: longer than
+// testutil.WaitLimit, for whole rings of servers on one store under -race.
 const waitLimit = 15 * time.Second
 
 // testConfig is a small-timeouts configuration for node id.
@@ -254,15 +257,10 @@ func (r *testRing) rotations(k int) {
 
 func (r *testRing) addr(id int64) string { return r.servers[id-1].Addr().String() }
 
+// eventually waits up to waitLimit for cond.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", waitLimit, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testutil.Eventually(t, waitLimit, what, cond)
 }
 
 // raw is a client that speaks lines, for exact protocol checks.

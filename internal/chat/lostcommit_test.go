@@ -8,6 +8,7 @@ import (
 	"github.com/ringchat/ringchat/internal/client"
 	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/store/storetest"
+	"github.com/ringchat/ringchat/internal/testutil"
 )
 
 // A visit whose commit reached the store but was reported failed (the
@@ -125,17 +126,14 @@ func TestSessionGoneBeforeVisitTx(t *testing.T) {
 	r.beforeNextTx(2, func() {
 		b.Close()
 		srv := r.servers[1]
-		for deadline := time.Now().Add(waitLimit); ; time.Sleep(2 * time.Millisecond) {
+		gone := testutil.WaitFor(waitLimit, 2*time.Millisecond, func() bool {
 			srv.mu.Lock()
-			gone := srv.sessions[bID] == nil
-			srv.mu.Unlock()
-			if gone {
-				break
-			}
-			if time.Now().After(deadline) {
-				again <- result{err: errors.New("b's session did not end")}
-				return
-			}
+			defer srv.mu.Unlock()
+			return srv.sessions[bID] == nil
+		})
+		if !gone {
+			again <- result{err: errors.New("b's session did not end")}
+			return
 		}
 		c, err := client.Dial(ctx, r.addr(2), opts)
 		if err == nil {

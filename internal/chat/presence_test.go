@@ -9,6 +9,7 @@ import (
 
 	"github.com/ringchat/ringchat/internal/client"
 	"github.com/ringchat/ringchat/internal/store"
+	"github.com/ringchat/ringchat/internal/testutil"
 )
 
 // downStore fails every unfenced transaction while down is set, as a
@@ -42,22 +43,22 @@ func TestPresenceClearedSoonAfterStoreReturns(t *testing.T) {
 		return len(s.sessions) == 0
 	})
 	st.down.Store(false)
-	deadline := time.Now().Add(waitLimit)
-	for {
-		c, err := client.Dial(ctx, r.addr(2), client.Options{Timeout: waitLimit})
-		if err != nil {
-			t.Fatal(err)
+	var err error
+	ok := testutil.WaitFor(waitLimit, 20*time.Millisecond, func() bool {
+		c, derr := client.Dial(ctx, r.addr(2), client.Options{Timeout: waitLimit})
+		if derr != nil {
+			t.Fatal(derr)
 		}
 		err = c.LoginV2(ctx, "u", "")
 		c.Close()
-		if err == nil {
-			return
-		}
 		var se *client.ServerError
-		if !errors.As(err, &se) || se.Code != string(CodeUserOnline) || time.Now().After(deadline) {
+		if err != nil && (!errors.As(err, &se) || se.Code != string(CodeUserOnline)) {
 			t.Fatalf("login at node 2: %v", err)
 		}
-		time.Sleep(20 * time.Millisecond)
+		return err == nil
+	})
+	if !ok {
+		t.Fatalf("login at node 2: %v", err)
 	}
 }
 

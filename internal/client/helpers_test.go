@@ -9,12 +9,11 @@ import (
 	"time"
 
 	"github.com/ringchat/ringchat/internal/client/clienttest"
+	"github.com/ringchat/ringchat/internal/testutil"
 )
 
-const waitLimit = 10 * time.Second
-
 func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitLimit)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -22,7 +21,7 @@ func testCtx(t *testing.T) context.Context {
 // dialFake dials the fake server; the Conn is closed when the test ends.
 func dialFake(t *testing.T, srv *clienttest.Server) *Conn {
 	t.Helper()
-	c, err := Dial(testCtx(t), srv.Addr, Options{Timeout: waitLimit})
+	c, err := Dial(testCtx(t), srv.Addr, Options{Timeout: testutil.WaitLimit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +48,7 @@ func nextEvent(t *testing.T, c *Conn) Event {
 			t.Fatal("events channel closed")
 		}
 		return ev
-	case <-time.After(waitLimit):
+	case <-time.After(testutil.WaitLimit):
 		t.Fatal("timed out waiting for an event")
 	}
 	return nil
@@ -59,7 +58,7 @@ func nextEvent(t *testing.T, c *Conn) Event {
 func waitEventsClosed(t *testing.T, c *Conn) []Event {
 	t.Helper()
 	var got []Event
-	timeout := time.After(waitLimit)
+	timeout := time.After(testutil.WaitLimit)
 	for {
 		select {
 		case ev, ok := <-c.Events():
@@ -82,7 +81,7 @@ type rawServer struct {
 // rawPair connects a Conn to a rawServer over loopback TCP.
 func rawPair(t *testing.T) (*Conn, *rawServer) {
 	t.Helper()
-	return rawPairWith(t, Options{Timeout: waitLimit})
+	return rawPairWith(t, Options{Timeout: testutil.WaitLimit})
 }
 
 // rawPairWith is rawPair with the Conn's options given.
@@ -108,7 +107,7 @@ func rawPairWith(t *testing.T, opts Options) (*Conn, *rawServer) {
 
 func (s *rawServer) readLine(t *testing.T) string {
 	t.Helper()
-	s.nc.SetReadDeadline(time.Now().Add(waitLimit))
+	s.nc.SetReadDeadline(time.Now().Add(testutil.WaitLimit))
 	line, err := s.br.ReadString('\n')
 	if err != nil {
 		t.Fatalf("raw server read: %v", err)
@@ -137,7 +136,7 @@ func result(t *testing.T, ch <-chan error) error {
 	select {
 	case err := <-ch:
 		return err
-	case <-time.After(waitLimit):
+	case <-time.After(testutil.WaitLimit):
 		t.Fatal("timed out waiting for a request to finish")
 	}
 	return nil

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/ringchat/ringchat/internal/testutil"
 )
 
 func TestErrorFailsOldestPending(t *testing.T) {
@@ -200,7 +202,7 @@ func TestCloseRacingDeliveryLeavesNoIDSeenButUndelivered(t *testing.T) {
 	const n = 2 * eventBuffer * 2
 	for round := range 10 {
 		seen := NewSeen(0)
-		c, srv := rawPairWith(t, Options{Timeout: waitLimit, Seen: seen, AutoAck: true})
+		c, srv := rawPairWith(t, Options{Timeout: testutil.WaitLimit, Seen: seen, AutoAck: true})
 		id := func(i int) string { return fmt.Sprintf("m-%d-%d", round, i) }
 		wrote := async(func() error {
 			for i := range n {

@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/ringchat/ringchat/internal/client/clienttest"
+	"github.com/ringchat/ringchat/internal/testutil"
 )
 
 func startSession(t *testing.T, user string, addrs ...string) *Session {
 	t.Helper()
 	s, err := StartSession(testCtx(t), SessionConfig{Addrs: addrs, User: user,
-		Options: Options{Timeout: waitLimit}, RetryMin: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond})
+		Options: Options{Timeout: testutil.WaitLimit}, RetryMin: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +25,7 @@ func startSession(t *testing.T, user string, addrs ...string) *Session {
 // nextOf waits for the next event of type E on s, skipping others.
 func nextOf[E Event](t *testing.T, s *Session) E {
 	t.Helper()
-	timeout := time.After(waitLimit)
+	timeout := time.After(testutil.WaitLimit)
 	for {
 		select {
 		case ev, ok := <-s.Events():
@@ -35,7 +36,7 @@ func nextOf[E Event](t *testing.T, s *Session) E {
 				return e
 			}
 		case <-timeout:
-			t.Fatalf("no %T within %v", *new(E), waitLimit)
+			t.Fatalf("no %T within %v", *new(E), testutil.WaitLimit)
 		}
 	}
 }
@@ -127,7 +128,7 @@ func TestSessionFailsOverAndResends(t *testing.T) {
 func TestSessionStalledNode(t *testing.T) {
 	srv := clienttest.NewServer(t)
 	s, err := StartSession(testCtx(t), SessionConfig{Addrs: []string{srv.Addr}, User: "alice",
-		Options: Options{Timeout: waitLimit}, RetryMin: 10 * time.Millisecond, StallTimeout: 100 * time.Millisecond})
+		Options: Options{Timeout: testutil.WaitLimit}, RetryMin: 10 * time.Millisecond, StallTimeout: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func TestSessionLoginRefused(t *testing.T) {
 	if !errors.As(err, &se) || se.Code != "BAD_PASSWORD" {
 		t.Fatalf("wrong password: %v", err)
 	}
-	if time.Since(start) > waitLimit/2 {
+	if time.Since(start) > testutil.WaitLimit/2 {
 		t.Errorf("a wrong password was retried")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)

@@ -1,5 +1,10 @@
-// Package procutil holds small helpers for programs that run ringnode
-// processes on this machine: the end-to-end tests and the benchmark.
+// Package procutil runs ringnode processes on this machine for the
+// programs that need a ring of them: `ringnode cluster`, the end-to-end
+// tests (internal/testutil), the chaos suite and the benchmark. Its
+// Supervisor starts node processes with their arguments, environment and
+// log capture, records when and why each exited, signals them (SIGTERM,
+// SIGKILL, SIGSTOP, SIGCONT), restarts them and stops them all; FreePort,
+// FreePorts and Buffer are what their node lists and logs need.
 package procutil
 
 import (

@@ -72,18 +72,32 @@ func MySQLDSN(t testing.TB) string {
 	return cfg.FormatDSN()
 }
 
+// WaitLimit is how long tests wait for a condition unless they need
+// longer.
+const WaitLimit = 10 * time.Second
+
+// WaitFor calls cond every interval until it returns true, and reports
+// whether it did before within passed. It fails no test itself: for a
+// caller with a failure message of its own (what it last saw), or off the
+// test's goroutine.
+func WaitFor(within, every time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(within)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(every)
+	}
+}
+
 // Eventually polls cond every few milliseconds until it returns true or the
 // deadline passes, then fails the test with msg.
 func Eventually(t testing.TB, within time.Duration, msg string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		if cond() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %v: %s", within, msg)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !WaitFor(within, 5*time.Millisecond, cond) {
+		t.Fatalf("condition not met within %v: %s", within, msg)
 	}
 }

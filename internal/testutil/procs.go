@@ -3,9 +3,10 @@ package testutil
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -25,34 +26,27 @@ func FreePort(t testing.TB) int {
 	return port
 }
 
-// Proc is a node process started by a Ring.
-type Proc struct {
-	ID   int64
-	cmd  *exec.Cmd
-	log  *procutil.Buffer
-	done chan struct{}
-	err  error
-}
-
 // Ring runs ringnode processes on 127.0.0.1 with their own node list.
 type Ring struct {
-	t      testing.TB
-	Bin    string
-	Dir    string
-	DSN    string
-	Nodes  string // node list path
-	Ports  map[int64][2]int
-	Extra  []string // extra flags for every node
-	mu     sync.Mutex
-	procs  map[int64]*Proc
-	allLog map[int64]*bytes.Buffer // logs of earlier incarnations
+	t     testing.TB
+	Bin   string
+	Dir   string
+	DSN   string
+	Nodes string // node list path
+	Ports map[int64][2]int
+	Extra []string // extra flags for every node
+	sup   procutil.Supervisor
+
+	mu      sync.Mutex
+	logs    map[int64][]*procutil.Buffer // every run's output, in start order
+	retired map[*procutil.Proc]bool      // runs waited for
 }
 
 // NewRing writes a node list of ids with free ports.
 func NewRing(t testing.TB, bin, dsn string, ids ...int64) *Ring {
 	t.Helper()
 	r := &Ring{t: t, Bin: bin, Dir: t.TempDir(), DSN: dsn, Ports: map[int64][2]int{},
-		procs: map[int64]*Proc{}, allLog: map[int64]*bytes.Buffer{}}
+		logs: map[int64][]*procutil.Buffer{}, retired: map[*procutil.Proc]bool{}}
 	var b bytes.Buffer
 	b.WriteString("id,host,coordination_port,client_port\n")
 	// Distinct: two searches can find the same free port.
@@ -79,38 +73,32 @@ func (r *Ring) Start(id int64, flags ...string) {
 	args := append([]string{"run", "--id", strconv.FormatInt(id, 10), "--db", r.DSN, "--nodes", r.Nodes,
 		"--log-format", "json", "--log-level", "info"}, r.Extra...)
 	args = append(args, flags...)
-	cmd := exec.Command(r.Bin, args...)
-	cmd.Dir = r.Dir
-	cmd.Env = append(os.Environ(), "RINGNODE_CLUSTER_KEY=0123456789abcdef0123456789abcdef-test-key")
 	buf := &procutil.Buffer{}
-	cmd.Stdout, cmd.Stderr = buf, buf
-	if err := cmd.Start(); err != nil {
-		r.t.Fatalf("start node %d: %v", id, err)
-	}
-	p := &Proc{ID: id, cmd: cmd, log: buf, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
 	r.mu.Lock()
-	r.procs[id] = p
+	r.logs[id] = append(r.logs[id], buf)
 	r.mu.Unlock()
+	_, err := r.sup.Start(id, procutil.Spec{Path: r.Bin, Args: args, Dir: r.Dir, Log: buf,
+		Env: append(os.Environ(), "RINGNODE_CLUSTER_KEY=0123456789abcdef0123456789abcdef-test-key")})
+	if err != nil {
+		r.t.Fatal(err)
+	}
 }
 
 // Signal sends sig to node id.
 func (r *Ring) Signal(id int64, sig syscall.Signal) {
 	r.t.Helper()
-	p := r.proc(id)
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		r.t.Fatalf("signal %v to node %d: %v", sig, id, err)
+	if err := r.proc(id).Signal(sig); err != nil {
+		r.t.Fatal(err)
 	}
 }
 
-func (r *Ring) proc(id int64) *Proc {
+// proc is node id's last run, which must not have been waited for.
+func (r *Ring) proc(id int64) *procutil.Proc {
+	r.t.Helper()
+	p := r.sup.Proc(id)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p := r.procs[id]
-	if p == nil {
+	if p == nil || r.retired[p] {
 		r.t.Fatalf("node %d is not running", id)
 	}
 	return p
@@ -120,19 +108,14 @@ func (r *Ring) proc(id int64) *Proc {
 func (r *Ring) Wait(id int64, within time.Duration) int {
 	r.t.Helper()
 	p := r.proc(id)
-	select {
-	case <-p.done:
-	case <-time.After(within):
-		r.t.Fatalf("node %d did not exit within %v", id, within)
+	e, err := p.Wait(within)
+	if err != nil {
+		r.t.Fatal(err)
 	}
-	r.retire(id)
-	if ee, ok := p.err.(*exec.ExitError); ok {
-		return ee.ExitCode()
-	}
-	if p.err != nil {
-		return -1
-	}
-	return 0
+	r.mu.Lock()
+	r.retired[p] = true
+	r.mu.Unlock()
+	return e.Code
 }
 
 // Kill sends SIGKILL to node id and waits for it.
@@ -144,50 +127,31 @@ func (r *Ring) Kill(id int64) {
 
 // Running reports the ids of processes started and not yet waited for.
 func (r *Ring) Running() []int64 {
+	var ids []int64
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var ids []int64
-	for id := range r.procs {
-		ids = append(ids, id)
+	for id := range r.logs {
+		if p := r.sup.Proc(id); p != nil && !r.retired[p] {
+			ids = append(ids, id)
+		}
 	}
 	return ids
 }
 
 // Exited reports whether node id has exited (without waiting).
 func (r *Ring) Exited(id int64) bool {
-	p := r.proc(id)
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
+	r.t.Helper()
+	_, done := r.proc(id).Exited()
+	return done
 }
 
-func (r *Ring) retire(id int64) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	p := r.procs[id]
-	if p == nil {
-		return
-	}
-	if r.allLog[id] == nil {
-		r.allLog[id] = &bytes.Buffer{}
-	}
-	r.allLog[id].Write(p.log.Bytes())
-	delete(r.procs, id)
-}
-
-// Log returns everything node id has logged, over all its incarnations.
+// Log returns everything node id has logged, over all its runs.
 func (r *Ring) Log(id int64) []byte {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var b bytes.Buffer
-	if old := r.allLog[id]; old != nil {
-		b.Write(old.Bytes())
-	}
-	if p := r.procs[id]; p != nil {
-		b.Write(p.log.Bytes())
+	for _, run := range r.logs[id] {
+		b.Write(run.Bytes())
 	}
 	return b.Bytes()
 }
@@ -195,20 +159,18 @@ func (r *Ring) Log(id int64) []byte {
 // KillAll kills every running node (test cleanup), printing their logs if
 // the test failed.
 func (r *Ring) KillAll() {
-	for _, id := range r.Running() {
-		p := r.proc(id)
-		_ = p.cmd.Process.Signal(syscall.SIGCONT)
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		r.retire(id)
+	r.sup.StopAll(0)
+	if !r.t.Failed() {
+		return
 	}
-	if r.t.Failed() {
-		for id, b := range r.allLog {
-			tail := b.Bytes()
-			if len(tail) > 6000 {
-				tail = tail[len(tail)-6000:]
-			}
-			r.t.Logf("--- node %d log (tail) ---\n%s", id, tail)
+	r.mu.Lock()
+	ids := slices.Sorted(maps.Keys(r.logs))
+	r.mu.Unlock()
+	for _, id := range ids {
+		tail := r.Log(id)
+		if len(tail) > 6000 {
+			tail = tail[len(tail)-6000:]
 		}
+		r.t.Logf("--- node %d log (tail) ---\n%s", id, tail)
 	}
 }

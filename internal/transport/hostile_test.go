@@ -4,6 +4,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/ringchat/ringchat/internal/testutil"
 )
 
 // TestNetMisdirectedDatagram: a datagram names its destination under the
@@ -90,11 +92,8 @@ func TestNetSilentConnectionsDoNotShutOutPredecessor(t *testing.T) {
 		silent = append(silent, s)
 	}
 	// All accepted: at most MaxHandshakesPerSource of them wait now.
-	deadline := time.Now().Add(waitTimeout)
 	want := uint64(2*c[1].cfg.MaxHandshakes - c[1].cfg.MaxHandshakesPerSource)
-	for c[1].Drops()[ReasonTooManyHellos] < want && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(waitTimeout, 5*time.Millisecond, func() bool { return c[1].Drops()[ReasonTooManyHellos] >= want })
 	if got := c[1].Drops()[ReasonTooManyHellos]; got != want {
 		t.Fatalf("%d silent connections closed, want %d", got, want)
 	}
