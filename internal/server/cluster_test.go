@@ -2,7 +2,11 @@ package server
 
 import (
 	"context"
+	"errors"
+	"net"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +21,7 @@ import (
 	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/testutil"
 	"github.com/ringchat/ringchat/internal/transport"
+	"github.com/ringchat/ringchat/internal/wire"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -281,5 +286,28 @@ func TestNodeNotInTable(t *testing.T) {
 		Node: node.DefaultConfig(9), Chat: ccfg, Log: zerolog.Nop()})
 	if err == nil || err.Error() != "server: node 9 is not in the node table" {
 		t.Errorf("New of node 9: %v", err)
+	}
+}
+
+// A client port in use fails New with an error (not a panic) and closes
+// the transport it was given.
+func TestClientPortInUse(t *testing.T) {
+	c := newCluster(t, 1)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	ncfg := node.DefaultConfig(2)
+	ccfg := chat.DefaultConfig(2)
+	ccfg.Addr = busy.Addr().String()
+	tr := c.net.Transport(2)
+	table := append(slices.Clone(c.table), store.NodeRow{Entry: nodelist.Entry{ID: 2, Host: "127.0.0.1", CoordPort: 1, ClientPort: 2}})
+	_, err = New(context.Background(), Config{Store: c.st, Table: table, Transport: tr, Node: ncfg, Chat: ccfg, Log: zerolog.Nop()})
+	if err == nil || !strings.Contains(err.Error(), "node 2:") {
+		t.Fatalf("New with its client port in use: %v", err)
+	}
+	if err := tr.Send(1, wire.Frame{}); !errors.Is(err, transport.ErrClosed) {
+		t.Errorf("send on the transport after New failed: %v, want it closed", err)
 	}
 }

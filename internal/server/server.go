@@ -70,9 +70,9 @@ type Server struct {
 // (and the metrics listener) too, so that a port in use fails here,
 // before the node joins the ring in Run. ctx bounds the listening; the
 // transport outlives it (a node still talks while it leaves the ring).
-func New(ctx context.Context, cfg Config) (s *Server, err error) {
+func New(ctx context.Context, cfg Config) (*Server, error) {
 	id := cfg.Node.Ring.ID
-	s = &Server{log: cfg.Log.With().Int64("node", id).Logger()}
+	s := &Server{log: cfg.Log.With().Int64("node", id).Logger()}
 	if !slices.ContainsFunc(cfg.Table, func(r store.NodeRow) bool { return r.ID == id }) {
 		if cfg.Transport != nil {
 			cfg.Transport.Close() // the server's to close, as Run would
@@ -80,31 +80,34 @@ func New(ctx context.Context, cfg Config) (s *Server, err error) {
 		return nil, fmt.Errorf("server: node %d is not in the node table", id)
 	}
 	addrs := node.NewAddresses(cfg.Table)
-	if s.tr, err = s.listen(ctx, cfg, addrs); err != nil {
+	tr, err := s.listen(ctx, cfg, addrs)
+	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			s.tr.Close()
-			if s.mln != nil {
-				s.mln.Close()
-			}
+	s.tr = tr
+	if err := s.build(ctx, cfg, addrs); err != nil {
+		s.tr.Close()
+		if s.mln != nil {
+			s.mln.Close()
 		}
-	}()
-	if err = s.assemble(cfg, addrs); err != nil {
-		return nil, err
-	}
-	if s.mx != nil {
-		if err = s.listenMetrics(cfg.MetricsAddr); err != nil {
-			return nil, fmt.Errorf("node %d: %w", id, err)
-		}
-	}
-	// The client port last, before the node joins: a port in use fails
-	// the start.
-	if err := s.chat.Listen(ctx); err != nil {
 		return nil, fmt.Errorf("node %d: %w", id, err)
 	}
 	return s, nil
+}
+
+// build assembles the server over its transport, then opens the metrics
+// listener and the client port last, before the node joins: a port in use
+// fails the start.
+func (s *Server) build(ctx context.Context, cfg Config, addrs *node.Addresses) error {
+	if err := s.assemble(cfg, addrs); err != nil {
+		return err
+	}
+	if s.mx != nil {
+		if err := s.listenMetrics(cfg.MetricsAddr); err != nil {
+			return err
+		}
+	}
+	return s.chat.Listen(ctx)
 }
 
 // listen returns cfg.Transport if set, and otherwise a TCP transport
