@@ -311,6 +311,9 @@ func chatReconnectRedelivery(t *testing.T, c *chatRing) {
 	if err := erin.Ack(cctx, first[0].ID); err != nil { // only the first
 		t.Fatal(err)
 	}
+	// An ACK has no answer: wait until the store has it, or the login
+	// below could make the first message pending again before it lands.
+	testutil.Eventually(t, within, "the first message acknowledged", func() bool { return storetest.PendingFor(t, c.st, "erin") == 3 })
 	erin.Close()
 	// A fresh client (no memory of ids) at another node gets the three
 	// unacknowledged messages again, in order.
