@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"sync"
@@ -17,10 +18,6 @@ import (
 
 	"github.com/ringchat/ringchat/migrations"
 )
-
-// migrateLockName is the MariaDB advisory lock held while migrating, so that
-// nodes starting at the same moment apply the schema once, one after another.
-const migrateLockName = "ringchat.migrate"
 
 // migrateLockTimeoutSec bounds how long a node waits for another node's
 // migration to finish before giving up.
@@ -89,7 +86,7 @@ func Migrate(ctx context.Context, st Store) ([]Migration, error) {
 	gd := goose.DialectSQLite3
 	var locker sessionLocker = &fileLocker{path: s.dsn.Path + ".migrate.lock"}
 	if s.d.name == "mysql" {
-		gd, locker = goose.DialectMySQL, mysqlLocker{}
+		gd, locker = goose.DialectMySQL, newMySQLLocker(s)
 	}
 	p, err := goose.NewProvider(gd, s.db, sub, goose.WithDisableGlobalRegistry(true))
 	if err != nil {
@@ -173,24 +170,115 @@ type sessionLocker interface {
 	SessionUnlock(ctx context.Context, conn *sql.Conn) error
 }
 
-// mysqlLocker serialises migrations with a MariaDB advisory lock held by the
-// migrating connection; it is released if that connection dies.
-type mysqlLocker struct{}
+// mysqlLocker serialises migrations with a lease row in a table of its
+// own, taken and renewed by compare-and-set on the server's clock. Not an
+// advisory lock (GET_LOCK): a Galera cluster does not replicate those, so
+// nodes starting together against different servers would both hold one.
+// A row written on two servers at once is certified once: the loser's
+// commit fails with a deadlock, and it tries again (inTx), reading the
+// winner's row. A migrating node that dies leaves the lease to expire.
+type mysqlLocker struct {
+	s      *sqlStore
+	holder string
+	stop   chan struct{}
+	done   chan struct{}
+}
 
-func (mysqlLocker) SessionLock(ctx context.Context, conn *sql.Conn) error {
-	var got sql.NullInt64
-	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, ?)", migrateLockName, migrateLockTimeoutSec).Scan(&got); err != nil {
+const (
+	// migrateLeaseTTL is how long a migration lease lasts unrenewed (a
+	// node that died migrating holds the others up this long).
+	migrateLeaseTTL = 30 * time.Second
+	// migrateLeaseRenew is how often the holder renews it.
+	migrateLeaseRenew = 5 * time.Second
+)
+
+func newMySQLLocker(s *sqlStore) *mysqlLocker {
+	return &mysqlLocker{s: s, holder: fmt.Sprintf("%s/%d/%d", hostname(), os.Getpid(), rand.Int64())}
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "?"
+	}
+	return h
+}
+
+// SessionLock takes the lease, waiting up to migrateLockTimeoutSec for a
+// holder to finish, and renews it until SessionUnlock.
+func (l *mysqlLocker) SessionLock(ctx context.Context, conn *sql.Conn) error {
+	if _, err := conn.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS ringchat_migrate_lock ("+
+		"id INT PRIMARY KEY, holder VARCHAR(128) NOT NULL, expires DATETIME(6) NOT NULL) ENGINE=InnoDB"); err != nil {
 		return fmt.Errorf("take migration lock: %w", err)
 	}
-	if got.Int64 != 1 {
-		return fmt.Errorf("take migration lock: another node held it for over %d s", migrateLockTimeoutSec)
+	deadline := time.Now().Add(migrateLockTimeoutSec * time.Second)
+	for {
+		got, err := l.try(ctx)
+		if err != nil {
+			return fmt.Errorf("take migration lock: %w", err)
+		}
+		if got {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("take migration lock: another node held it for over %d s", migrateLockTimeoutSec)
+		}
+		t := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("take migration lock: %w", ctx.Err())
+		case <-t.C:
+		}
 	}
+	l.stop, l.done = make(chan struct{}), make(chan struct{})
+	go l.renew()
 	return nil
 }
 
-func (mysqlLocker) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
-	var released sql.NullInt64
-	if err := conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK(?)", migrateLockName).Scan(&released); err != nil {
+// try takes or renews the lease if it is free, expired or ours, and
+// reports whether it is ours afterwards.
+func (l *mysqlLocker) try(ctx context.Context) (bool, error) {
+	var holder string
+	err := l.s.inTx(ctx, "migration lock", func(tx *sql.Tx) error {
+		ttl := migrateLeaseTTL.Microseconds()
+		_, err := tx.ExecContext(ctx, "INSERT INTO ringchat_migrate_lock (id, holder, expires)"+
+			" VALUES (1, ?, NOW(6) + INTERVAL ? MICROSECOND) ON DUPLICATE KEY UPDATE"+
+			" holder = IF(expires < NOW(6) OR holder = VALUES(holder), VALUES(holder), holder),"+
+			" expires = IF(holder = VALUES(holder), VALUES(expires), expires)", l.holder, ttl)
+		if err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, "SELECT holder FROM ringchat_migrate_lock WHERE id = 1").Scan(&holder)
+	})
+	return holder == l.holder, err
+}
+
+// renew keeps the lease while the migration runs.
+func (l *mysqlLocker) renew() {
+	defer close(l.done)
+	t := time.NewTicker(migrateLeaseRenew)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), migrateLeaseRenew)
+			_, _ = l.try(ctx) // a failed renewal leaves the lease to run out
+			cancel()
+		}
+	}
+}
+
+// SessionUnlock stops renewing and gives the lease up.
+func (l *mysqlLocker) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
+	if l.stop != nil {
+		close(l.stop)
+		<-l.done
+		l.stop = nil
+	}
+	if _, err := conn.ExecContext(ctx, "DELETE FROM ringchat_migrate_lock WHERE id = 1 AND holder = ?", l.holder); err != nil {
 		return fmt.Errorf("release migration lock: %w", err)
 	}
 	return nil
