@@ -579,11 +579,14 @@ func (n *Node) readFence(ctx context.Context) *token.Stamp {
 	return &token.Stamp{Gen: f.Generation, Seq: f.Seq}
 }
 
-// peerWorker re-reads the node table now and then.
+// peerWorker re-reads the node table now and then, and records the
+// database server the node uses when it changes.
 func (n *Node) peerWorker(ctx context.Context) {
 	t := time.NewTicker(n.cfg.PeerRefresh)
 	defer t.Stop()
+	recorded := ""
 	for {
+		recorded = n.recordDBServer(ctx, recorded)
 		select {
 		case <-ctx.Done():
 			return
@@ -601,6 +604,22 @@ func (n *Node) peerWorker(ctx context.Context) {
 		default: // the loop has not taken the previous list yet
 		}
 	}
+}
+
+// recordDBServer writes the database server in use to the node's row if
+// it is not the one recorded, and returns the one recorded now.
+func (n *Node) recordDBServer(ctx context.Context, recorded string) string {
+	server := n.st.Server()
+	if server == recorded { // the same, or none (SQLite)
+		return recorded
+	}
+	rctx, cancel := context.WithTimeout(ctx, n.cfg.StoreTimeout)
+	defer cancel()
+	if err := n.st.SetDBServer(rctx, n.cfg.Ring.ID, server); err != nil {
+		n.log.Warn().Err(err).Msg("could not record the database server in use")
+		return recorded
+	}
+	return server
 }
 
 // String describes the node for logs.

@@ -4,11 +4,13 @@
 package status
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +56,9 @@ type NodeReport struct {
 	// when not probed). The store's rows say what the ring was; this says
 	// which processes run.
 	Answers *bool `json:"answers"`
+	// DBServer is the database server the node recorded using (empty
+	// until it records one; an SQLite store has none).
+	DBServer string `json:"db_server"`
 }
 
 // Probe asks every node of the report whether it answers: a TCP
@@ -109,7 +114,7 @@ func Collect(ctx context.Context, st store.Store, storeName string) (Report, err
 	succ := store.Successors(nodes)
 	for _, n := range nodes {
 		rn := NodeReport{ID: n.ID, Host: n.Host, CoordinationPort: n.CoordPort, ClientPort: n.ClientPort,
-			InRing: n.InRing(), Coordinator: n.ID == coord.NodeID, Online: byNode[n.ID]}
+			InRing: n.InRing(), Coordinator: n.ID == coord.NodeID, Online: byNode[n.ID], DBServer: n.DBServer}
 		if rn.Online == nil {
 			rn.Online = []string{}
 		}
@@ -208,7 +213,13 @@ func (r Report) ringLine() string {
 // writeNodeTable writes the table of the nodes, one row each.
 func (r Report) writeNodeTable(b *strings.Builder) {
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tHOST\tCOORD\tCLIENT\tANSWERS\tIN RING\tSUCCESSOR\tROLE\tONLINE")
+	// The database server column only where nodes recorded one (MariaDB).
+	servers := slices.ContainsFunc(r.Nodes, func(n NodeReport) bool { return n.DBServer != "" })
+	dbHead := ""
+	if servers {
+		dbHead = "DB SERVER\t"
+	}
+	fmt.Fprintln(tw, "NODE\tHOST\tCOORD\tCLIENT\tANSWERS\tIN RING\tSUCCESSOR\tROLE\t"+dbHead+"ONLINE")
 	for _, n := range r.Nodes {
 		answers := "-"
 		if n.Answers != nil {
@@ -224,7 +235,11 @@ func (r Report) writeNodeTable(b *strings.Builder) {
 		if len(n.Online) > 0 {
 			online = strings.Join(n.Online, ", ")
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", n.ID, n.Host, n.CoordinationPort, n.ClientPort, answers, in, succ, role, online)
+		db := ""
+		if servers {
+			db = cmp.Or(n.DBServer, "-") + "\t"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s%s\n", n.ID, n.Host, n.CoordinationPort, n.ClientPort, answers, in, succ, role, db, online)
 	}
 	tw.Flush()
 }

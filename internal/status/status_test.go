@@ -60,6 +60,24 @@ online users: 0
 NODE  HOST  COORD  CLIENT  ANSWERS  IN RING  SUCCESSOR  ROLE         ONLINE
 1     h     1      2       -        yes      2          coordinator  -
 `},
+		{"on a Galera cluster, each node's database server", Report{
+			Store: "mysql://root@db1:3306,db2:3306/ringchat", SchemaVersion: 8, Coordinator: &Coordinator{Node: 1, Epoch: 2}, Epoch: 2,
+			Ring: []int64{1, 2},
+			Nodes: []NodeReport{
+				{ID: 1, Host: "h1", CoordinationPort: 1, ClientPort: 2, InRing: true, Successor: &two, Coordinator: true, DBServer: "db1:3306"},
+				{ID: 2, Host: "h2", CoordinationPort: 1, ClientPort: 2, InRing: true, Successor: &one, DBServer: "db2:3306"},
+				{ID: 3, Host: "h3", CoordinationPort: 1, ClientPort: 2},
+			},
+		}, `store:        mysql://root@db1:3306,db2:3306/ringchat (schema 8)
+coordinator:  node 1 (epoch 2)
+ring:         1 -> 2 -> 1 (2 of 3 nodes)
+online users: 0
+
+NODE  HOST  COORD  CLIENT  ANSWERS  IN RING  SUCCESSOR  ROLE         DB SERVER  ONLINE
+1     h1    1      2       -        yes      2          coordinator  db1:3306   -
+2     h2    1      2       -        yes      1          -            db2:3306   -
+3     h3    1      2       -        no       -          -            -          -
+`},
 	} {
 		var b strings.Builder
 		if err := c.r.WriteText(&b); err != nil {

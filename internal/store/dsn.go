@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,8 +47,13 @@ type DSN struct {
 	Dialect string
 	// Path is the SQLite file (sqlite only).
 	Path string
-	// MySQL is the driver configuration (mysql only).
+	// MySQL is the driver configuration (mysql only). Its Addr is the
+	// first of Hosts.
 	MySQL *mysql.Config
+	// Hosts are the database servers' addresses (host:port) in the order
+	// they are tried (mysql only): one server, or the servers of a Galera
+	// cluster.
+	Hosts []string
 }
 
 // String returns the DSN with any password masked, for logs and errors.
@@ -63,7 +69,11 @@ func (d DSN) String() string {
 		if user != "" {
 			user += "@"
 		}
-		s := "mysql://" + user + d.MySQL.Addr + "/" + d.MySQL.DBName
+		hosts := strings.Join(d.Hosts, ",")
+		if hosts == "" {
+			hosts = d.MySQL.Addr
+		}
+		s := "mysql://" + user + hosts + "/" + d.MySQL.DBName
 		if d.MySQL.TLSConfig != "" && d.MySQL.TLSConfig != "false" {
 			s += "?tls=" + d.MySQL.TLSConfig
 		}
@@ -78,7 +88,10 @@ func (d DSN) String() string {
 //	user:pass@tcp(host:port)/db[?param=value...]   (the driver's own form)
 //	sqlite:PATH  (also sqlite://PATH and sqlite3:PATH)
 //
-// An empty string means DefaultDSN.
+// A MariaDB DSN may name several servers (a Galera cluster), separated by
+// commas: mysql://user@h1:3306,h2:3306,h3:3306/db or
+// user@tcp(h1:3306,h2:3306)/db. They are tried in that order. An empty
+// string means DefaultDSN.
 func ParseDSN(s string) (DSN, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -95,11 +108,7 @@ func ParseDSN(s string) (DSN, error) {
 	case strings.HasPrefix(lower, "mysql://"), strings.HasPrefix(lower, "mariadb://"):
 		return parseMySQLURL(s)
 	case strings.Contains(s, "@tcp(") || strings.Contains(s, "@unix(") || strings.HasPrefix(s, "tcp(") || strings.HasPrefix(s, "unix("):
-		cfg, err := mysql.ParseDSN(s)
-		if err != nil {
-			return DSN{}, fmt.Errorf("%w: %v", ErrBadDSN, tlsHint(err))
-		}
-		return finishMySQL(cfg, s)
+		return parseDriverDSN(s)
 	}
 	return DSN{}, fmt.Errorf("%w: %q is not mysql://user:pass@host:port/db, user:pass@tcp(host:port)/db or sqlite:PATH", ErrBadDSN, redact(s))
 }
@@ -117,7 +126,81 @@ func parseSQLite(path string) (DSN, error) {
 	return DSN{Dialect: "sqlite", Path: filepath.Clean(path)}, nil
 }
 
+// parseDriverDSN parses the driver's form, with a list of servers in
+// tcp(...) if there are several.
+func parseDriverDSN(s string) (DSN, error) {
+	var hosts []string
+	if i := strings.Index(s, "tcp("); i >= 0 {
+		if j := strings.IndexByte(s[i:], ')'); j > 0 {
+			list := s[i+len("tcp(") : i+j]
+			if strings.Contains(list, ",") {
+				var err error
+				if hosts, err = splitHosts(list, s); err != nil {
+					return DSN{}, err
+				}
+				s = s[:i] + "tcp(" + hosts[0] + ")" + s[i+j+1:]
+			}
+		}
+	}
+	cfg, err := mysql.ParseDSN(s)
+	if err != nil {
+		return DSN{}, fmt.Errorf("%w: %v", ErrBadDSN, tlsHint(err))
+	}
+	return finishMySQL(cfg, s, hosts)
+}
+
+// splitHosts parses a comma-separated list of host[:port] (port 3306 if
+// none; IPv6 hosts in brackets), as host:port addresses, no two alike.
+func splitHosts(list, dsn string) ([]string, error) {
+	var out []string
+	for _, h := range strings.Split(list, ",") {
+		h = strings.TrimSpace(h)
+		if h == "" {
+			return nil, fmt.Errorf("%w: an empty server in the list %q of %s", ErrBadDSN, list, redact(dsn))
+		}
+		u, err := url.Parse("mysql://" + h)
+		if err != nil || u.Hostname() == "" || u.User != nil || u.Path != "" {
+			return nil, fmt.Errorf("%w: server %q in %s is not host:port", ErrBadDSN, h, redact(dsn))
+		}
+		port := u.Port()
+		if port == "" {
+			port = "3306"
+		}
+		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			return nil, fmt.Errorf("%w: port %q out of range 1-65535", ErrBadDSN, port)
+		}
+		addr := net.JoinHostPort(u.Hostname(), port)
+		if slices.Contains(out, addr) {
+			return nil, fmt.Errorf("%w: server %s named twice in %s", ErrBadDSN, addr, redact(dsn))
+		}
+		out = append(out, addr)
+	}
+	return out, nil
+}
+
 func parseMySQLURL(s string) (DSN, error) {
+	// Several servers: the URL is parsed with the first, the list apart
+	// (net/url takes one host).
+	var hosts []string
+	if start := strings.Index(s, "://") + 3; start >= 3 {
+		end := len(s)
+		if i := strings.IndexAny(s[start:], "/?"); i >= 0 {
+			end = start + i
+		}
+		auth := s[start:end]
+		at := strings.LastIndexByte(auth, '@')
+		if list := auth[at+1:]; strings.Contains(list, ",") {
+			var err error
+			if hosts, err = splitHosts(list, s); err != nil {
+				return DSN{}, err
+			}
+			s = s[:start+at+1] + hosts[0] + s[end:]
+		}
+	}
+	return parseMySQLURLOne(s, hosts)
+}
+
+func parseMySQLURLOne(s string, hosts []string) (DSN, error) {
 	u, err := url.Parse(s)
 	if err != nil {
 		return DSN{}, fmt.Errorf("%w: %v", ErrBadDSN, redactErr(err, s))
@@ -154,17 +237,26 @@ func parseMySQLURL(s string) (DSN, error) {
 		extra.User, extra.Passwd, extra.Net, extra.Addr, extra.DBName = cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName
 		cfg = extra
 	}
-	return finishMySQL(cfg, u.RawQuery)
+	return finishMySQL(cfg, u.RawQuery, hosts)
 }
 
 // finishMySQL completes a parsed MySQL DSN with the store's defaults; raw
-// is the text the parameters came from.
-func finishMySQL(cfg *mysql.Config, raw string) (DSN, error) {
+// is the text the parameters came from, hosts the servers if several.
+func finishMySQL(cfg *mysql.Config, raw string, hosts []string) (DSN, error) {
 	if cfg.DBName == "" {
 		return DSN{}, fmt.Errorf("%w: mysql DSN needs a database name, as in mysql://root@127.0.0.1:3306/ringchat", ErrBadDSN)
 	}
-	if cfg.Timeout == 0 {
+	switch {
+	case cfg.Timeout != 0:
+	case len(hosts) > 1:
+		// With another server to try, one that does not answer is
+		// passed by within a second.
+		cfg.Timeout = time.Second
+	default:
 		cfg.Timeout = 5 * time.Second // an unreachable server fails fast, not after the OS default
+	}
+	if hosts == nil {
+		hosts = []string{cfg.Addr}
 	}
 	if cfg.ReadTimeout == 0 {
 		cfg.ReadTimeout = 30 * time.Second // a hung server does not hang a node forever
@@ -190,7 +282,7 @@ func finishMySQL(cfg *mysql.Config, raw string) (DSN, error) {
 			cfg.Params[k] = v
 		}
 	}
-	return DSN{Dialect: "mysql", MySQL: cfg}, nil
+	return DSN{Dialect: "mysql", MySQL: cfg, Hosts: hosts}, nil
 }
 
 // TLSCustom is the name RegisterTLSCA registers by default (ringnode

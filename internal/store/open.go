@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/rs/zerolog"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -25,6 +27,9 @@ type Options struct {
 	Create bool
 	// Now is the clock used for timestamps; nil means time.Now.
 	Now func() time.Time
+	// Log receives the store's own events: connections moving from one
+	// database server to another (a DSN with several).
+	Log zerolog.Logger
 }
 
 // Open connects to the store named by dsn (see ParseDSN) and checks that it
@@ -95,7 +100,8 @@ func openSQLite(ctx context.Context, d DSN, opts Options, now func() time.Time) 
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, d.Path, err)
 	}
 	st := newSQLStore(db, d, sqliteDialect, now)
-	st.returning = true // SQLite 3.35 and later; the driver embeds a newer one
+	st.server = func() string { return "" } // one file, no server
+	st.returning = true                     // SQLite 3.35 and later; the driver embeds a newer one
 	return st, nil
 }
 
@@ -142,25 +148,35 @@ func privateFiles(path string) error {
 func openMySQL(ctx context.Context, d DSN, opts Options, now func() time.Time) (Store, error) {
 	cfg := d.MySQL.Clone()
 	cfg.ClientFoundRows = true // an UPDATE that matches but changes nothing still counts as done
-	db, err := openMySQLDB(ctx, cfg)
+	db, err := openMySQLDB(ctx, cfg, d.Hosts, opts.Log)
 	if err != nil && isMySQLErr(err, 1193) { // unknown system variable: not MariaDB
 		for k := range sessionGuards {
 			if cfg.Params[k] == sessionGuards[k] {
 				delete(cfg.Params, k)
 			}
 		}
-		db, err = openMySQLDB(ctx, cfg)
+		db, err = openMySQLDB(ctx, cfg, d.Hosts, opts.Log)
 	}
 	if err != nil && opts.Create && isMySQLErr(err, 1049) { // unknown database
-		if cerr := createMySQLDatabase(ctx, cfg); cerr != nil {
+		if cerr := createMySQLDatabase(ctx, cfg, d.Hosts, opts.Log); cerr != nil {
 			return nil, classifyMySQL(cerr, d)
 		}
-		db, err = openMySQLDB(ctx, cfg)
+		db, err = openMySQLDB(ctx, cfg, d.Hosts, opts.Log)
+	}
+	if err == nil && cfg.Params["wsrep_sync_wait"] == "" && galera(ctx, db) {
+		// A Galera member applies the others' commits a little after they
+		// return: a transaction waits until it has every commit made
+		// before it began (the token's next holder sees the last one's
+		// section; a login sees the logout it follows).
+		db.Close()
+		cfg.Params["wsrep_sync_wait"] = "1"
+		db, err = openMySQLDB(ctx, cfg, d.Hosts, opts.Log)
 	}
 	if err != nil {
 		return nil, classifyMySQL(err, d)
 	}
-	st := newSQLStore(db, d, mysqlDialect, now)
+	st := newSQLStore(db.db, d, mysqlDialect, now)
+	st.server = db.server
 	// The session guards are MariaDB's: where they were accepted, so is
 	// max_statement_time.
 	st.statementTime = cfg.Params["idle_write_transaction_timeout"] != ""
@@ -168,12 +184,19 @@ func openMySQL(ctx context.Context, d DSN, opts Options, now func() time.Time) (
 		st.d.txOptions = nil // the session's level already
 	}
 	var version string
-	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
-		db.Close()
+	if err := db.db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		db.db.Close()
 		return nil, classifyMySQL(err, d)
 	}
 	st.returning = mariaDBAtLeast(version, 10, 5)
 	return st, nil
+}
+
+// galera reports whether the server is a Galera cluster member.
+func galera(ctx context.Context, db mysqlDB) bool {
+	var on sql.NullInt64
+	err := db.db.QueryRowContext(ctx, "SELECT @@global.wsrep_on").Scan(&on)
+	return err == nil && on.Int64 == 1
 }
 
 // mariaDBAtLeast reports whether a server's VERSION() is MariaDB's, at
@@ -189,10 +212,33 @@ func mariaDBAtLeast(version string, major, minor int) bool {
 	return ma > major || (ma == major && mi >= minor)
 }
 
-func openMySQLDB(ctx context.Context, cfg *mysql.Config) (*sql.DB, error) {
-	connector, err := mysql.NewConnector(cfg)
-	if err != nil {
-		return nil, err
+// mysqlDB is an open pool with the address of the server it uses.
+type mysqlDB struct {
+	db     *sql.DB
+	server func() string
+}
+
+// Close closes the pool.
+func (m mysqlDB) Close() error { return m.db.Close() }
+
+func openMySQLDB(ctx context.Context, cfg *mysql.Config, hosts []string, log zerolog.Logger) (mysqlDB, error) {
+	var connector driver.Connector
+	server := func() string { return cfg.Addr }
+	if len(hosts) > 1 {
+		f, err := newFailover(cfg, hosts, func(from, to string, cause error) {
+			log.Warn().Str("from", from).Str("to", to).AnErr("cause", cause).
+				Msg("database server changed: connections go to the next server of the DSN")
+		})
+		if err != nil {
+			return mysqlDB{}, err
+		}
+		connector, server = f, f.Server
+	} else {
+		c, err := mysql.NewConnector(cfg)
+		if err != nil {
+			return mysqlDB{}, err
+		}
+		connector = c
 	}
 	db := sql.OpenDB(connector)
 	db.SetMaxOpenConns(16)
@@ -200,20 +246,20 @@ func openMySQLDB(ctx context.Context, cfg *mysql.Config) (*sql.DB, error) {
 	db.SetConnMaxLifetime(5 * time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, err
+		return mysqlDB{}, err
 	}
-	return db, nil
+	return mysqlDB{db: db, server: server}, nil
 }
 
-func createMySQLDatabase(ctx context.Context, cfg *mysql.Config) error {
+func createMySQLDatabase(ctx context.Context, cfg *mysql.Config, hosts []string, log zerolog.Logger) error {
 	server := cfg.Clone()
 	server.DBName = ""
-	db, err := openMySQLDB(ctx, server)
+	db, err := openMySQLDB(ctx, server, hosts, log)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	_, err = db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+quoteIdent(cfg.DBName)+
+	_, err = db.db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+quoteIdent(cfg.DBName)+
 		" CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
 	return err
 }

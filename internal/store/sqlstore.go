@@ -90,6 +90,9 @@ type sqlStore struct {
 	// returning: the server returns an insert's generated keys
 	// (INSERT ... RETURNING: MariaDB 10.5 and later, SQLite).
 	returning bool
+	// server is the address of the database server in use (empty for an
+	// SQLite store).
+	server func() string
 	// inspect, when set (tests), sees every statement of a transaction
 	// before it runs, with the transaction: plan checks.
 	inspect func(t *sqlTx, q string, args []any)
@@ -129,6 +132,8 @@ func newSQLStore(db *sql.DB, dsn DSN, d dialect, now func() time.Time) *sqlStore
 }
 
 func (s *sqlStore) Dialect() string { return s.d.name }
+
+func (s *sqlStore) Server() string { return s.server() }
 
 // isDuplicate reports a unique key's violation, which ends the statement
 // and not the transaction.
@@ -240,7 +245,7 @@ func validPort(p int) bool { return p >= 1 && p <= 65535 }
 
 func (s *sqlStore) Nodes(ctx context.Context) ([]NodeRow, error) {
 	rows, err := s.db.QueryContext(ctx,
-		"SELECT node_id, host, coord_port, client_port, successor_id FROM nodes ORDER BY node_id")
+		"SELECT node_id, host, coord_port, client_port, successor_id, db_server FROM nodes ORDER BY node_id")
 	if err != nil {
 		return nil, wrapOp("list nodes", err)
 	}
@@ -249,16 +254,27 @@ func (s *sqlStore) Nodes(ctx context.Context) ([]NodeRow, error) {
 	for rows.Next() {
 		var n NodeRow
 		var succ sql.NullInt64
-		if err := rows.Scan(&n.ID, &n.Host, &n.CoordPort, &n.ClientPort, &succ); err != nil {
+		var server sql.NullString
+		if err := rows.Scan(&n.ID, &n.Host, &n.CoordPort, &n.ClientPort, &succ, &server); err != nil {
 			return nil, wrapOp("list nodes", err)
 		}
-		n.Successor = succ.Int64
+		n.Successor, n.DBServer = succ.Int64, server.String
 		out = append(out, n)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, wrapOp("list nodes", err)
 	}
 	return out, nil
+}
+
+func (s *sqlStore) SetDBServer(ctx context.Context, nodeID int64, server string) error {
+	if len(server) > 255 {
+		return wrapOp("record database server", fmt.Errorf("%w: server name of %d bytes", ErrInvalid, len(server)))
+	}
+	if _, err := s.db.ExecContext(ctx, "UPDATE nodes SET db_server = ? WHERE node_id = ?", server, nodeID); err != nil {
+		return wrapOp("record database server", err)
+	}
+	return nil
 }
 
 // checkNodeExists fails with ErrInvalid unless nodeID is in the node table.

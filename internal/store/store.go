@@ -52,6 +52,9 @@ var (
 type NodeRow struct {
 	nodelist.Entry
 	Successor int64
+	// DBServer is the database server the node last recorded using
+	// (SetDBServer; empty until it does).
+	DBServer string
 }
 
 // InRing reports whether the node has a successor pointer.
@@ -245,6 +248,9 @@ type Conversation struct {
 type Store interface {
 	// Dialect is "mysql" or "sqlite".
 	Dialect() string
+	// Server is the database server in use, host:port (empty for an
+	// SQLite store): with several in the DSN, the one connections go to.
+	Server() string
 	// Close releases the connection pool.
 	Close() error
 	Control
@@ -263,6 +269,9 @@ type Control interface {
 	AddNodes(ctx context.Context, nodes []nodelist.Entry) (int, error)
 	// Nodes lists every known node ordered by id.
 	Nodes(ctx context.Context) ([]NodeRow, error)
+	// SetDBServer records the database server a node uses (shown by
+	// status); an unknown node id changes nothing.
+	SetDBServer(ctx context.Context, nodeID int64, server string) error
 	// SetSuccessors applies topology changes in one transaction, only if
 	// coord still holds the coordinator role at coord.Epoch
 	// (ErrNotCoordinator otherwise). Unknown node ids give ErrInvalid and

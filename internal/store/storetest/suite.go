@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -96,6 +97,7 @@ var schemaTests = []conformanceTest{
 // controlTests check store.Control.
 var controlTests = []conformanceTest{
 	{"AddNodes", testAddNodes},
+	{"DBServer", testDBServer},
 	{"ClaimCoordinator", testClaimCoordinator},
 	{"ClaimCoordinatorRace", testClaimCoordinatorRace},
 	{"Lease", testLease},
@@ -1746,5 +1748,38 @@ func testHistorySinceJoin(t *testing.T, newDSN NewDSN) {
 	})
 	if got := contents(store.Conversation{GroupID: g.ID, Member: d.ID}); len(got) != 0 {
 		t.Errorf("history after rejoining = %v", got)
+	}
+}
+
+func testDBServer(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	mustNodes(t, st)
+	if st.Server() == "" && st.Dialect() == "mysql" {
+		t.Error("Server() is empty")
+	}
+	if err := st.SetDBServer(ctx, 2, "db-2:3306"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetDBServer(ctx, 99, "nowhere:1"); err != nil {
+		t.Errorf("unknown node: %v, want nothing changed and no error", err)
+	}
+	if err := st.SetDBServer(ctx, 3, strings.Repeat("x", 256)); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("256-byte server name: %v, want ErrInvalid", err)
+	}
+	nodes, err := st.Nodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		want := ""
+		if n.ID == 2 {
+			want = "db-2:3306"
+		}
+		if n.DBServer != want {
+			t.Errorf("node %d db server %q, want %q", n.ID, n.DBServer, want)
+		}
+	}
+	if len(nodes) != 5 {
+		t.Errorf("%d nodes, want 5", len(nodes))
 	}
 }

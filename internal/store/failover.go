@@ -1,0 +1,227 @@
+package store
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// failover is the connector of a DSN with several servers (a Galera
+// cluster): new connections go to the server in use, and when it cannot
+// be reached or is not part of the cluster's primary component, to the
+// next in the DSN's order, round to the first again. Connections to a
+// server that dies fail and leave the pool (the driver marks them bad), and
+// a connection whose server answers that it left the cluster (1047, 1180)
+// is dropped at once: the next transaction connects elsewhere.
+type failover struct {
+	hosts []string
+	conns []driver.Connector
+	// switched is called (outside the lock) when connections move from one
+	// server to another: the store's one log line.
+	switched func(from, to string, cause error)
+
+	mu  sync.Mutex
+	cur int // index of the server in use
+}
+
+func newFailover(cfg *mysql.Config, hosts []string, switched func(from, to string, cause error)) (*failover, error) {
+	f := &failover{hosts: hosts, switched: switched}
+	for _, h := range hosts {
+		c := cfg.Clone()
+		c.Addr = h
+		conn, err := mysql.NewConnector(c)
+		if err != nil {
+			return nil, err
+		}
+		f.conns = append(f.conns, conn)
+	}
+	return f, nil
+}
+
+// Server returns the address of the server in use.
+func (f *failover) Server() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.hosts[f.cur]
+}
+
+// Connect tries the server in use, then the others in order, each once.
+func (f *failover) Connect(ctx context.Context) (driver.Conn, error) {
+	f.mu.Lock()
+	start := f.cur
+	f.mu.Unlock()
+	var errs []error
+	for i := range f.hosts {
+		k := (start + i) % len(f.hosts)
+		c, err := f.conns[k].Connect(ctx)
+		if err == nil {
+			err = clusterReady(ctx, c)
+			if err != nil {
+				c.Close()
+			}
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f.hosts[k], err))
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		if k != start {
+			f.moved(start, k, errors.Join(errs...))
+		}
+		return &clusterConn{Conn: c}, nil
+	}
+	return nil, errors.Join(errs...)
+}
+
+// moved records that connections now go to server k.
+func (f *failover) moved(from, k int, cause error) {
+	f.mu.Lock()
+	changed := f.cur == from
+	if changed {
+		f.cur = k
+	}
+	f.mu.Unlock()
+	if changed && f.switched != nil {
+		f.switched(f.hosts[from], f.hosts[k], cause)
+	}
+}
+
+func (f *failover) Driver() driver.Driver { return mysql.MySQLDriver{} }
+
+// clusterReady fails unless the server takes queries: a Galera member that
+// is in the primary component and synced (wsrep_ready), or a server that
+// is no cluster member at all.
+func clusterReady(ctx context.Context, c driver.Conn) error {
+	q, ok := c.(driver.QueryerContext)
+	if !ok {
+		return nil
+	}
+	rows, err := q.QueryContext(ctx, "SHOW STATUS LIKE 'wsrep_ready'", nil)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	vals := make([]driver.Value, len(rows.Columns()))
+	if err := rows.Next(vals); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil // no Galera here
+		}
+		return err
+	}
+	if len(vals) == 2 && !strings.EqualFold(asString(vals[1]), "ON") {
+		return fmt.Errorf("%w: the server is not ready (wsrep_ready %s): not in the cluster's primary component", ErrUnavailable, asString(vals[1]))
+	}
+	return nil
+}
+
+func asString(v driver.Value) string {
+	switch v := v.(type) {
+	case []byte:
+		return string(v)
+	case string:
+		return v
+	}
+	return fmt.Sprint(v)
+}
+
+// clusterConn is a connection to a cluster member: an answer that the
+// member left the cluster's primary component makes it bad, so the pool
+// drops it instead of handing it out again.
+type clusterConn struct {
+	driver.Conn
+	mu  sync.Mutex
+	bad bool
+}
+
+// notInCluster reports the errors of a Galera member that lost the
+// primary component: it takes no queries until it rejoins.
+func notInCluster(err error) bool {
+	return isMySQLErr(err, 1047) || isMySQLErr(err, 1180)
+}
+
+func (c *clusterConn) check(err error) error {
+	if err != nil && notInCluster(err) {
+		c.mu.Lock()
+		c.bad = true
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// IsValid implements driver.Validator.
+func (c *clusterConn) IsValid() bool {
+	c.mu.Lock()
+	bad := c.bad
+	c.mu.Unlock()
+	if v, ok := c.Conn.(driver.Validator); ok && !v.IsValid() {
+		return false
+	}
+	return !bad
+}
+
+// ResetSession implements driver.SessionResetter.
+func (c *clusterConn) ResetSession(ctx context.Context) error {
+	if !c.IsValid() {
+		return driver.ErrBadConn
+	}
+	if r, ok := c.Conn.(driver.SessionResetter); ok {
+		return r.ResetSession(ctx)
+	}
+	return nil
+}
+
+// BeginTx implements driver.ConnBeginTx.
+func (c *clusterConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	tx, err := c.Conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
+	if err != nil {
+		return nil, c.check(err)
+	}
+	return clusterTx{tx: tx, c: c}, nil
+}
+
+// ExecContext implements driver.ExecerContext.
+func (c *clusterConn) ExecContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
+	r, err := c.Conn.(driver.ExecerContext).ExecContext(ctx, q, args)
+	return r, c.check(err)
+}
+
+// QueryContext implements driver.QueryerContext.
+func (c *clusterConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
+	r, err := c.Conn.(driver.QueryerContext).QueryContext(ctx, q, args)
+	return r, c.check(err)
+}
+
+// PrepareContext implements driver.ConnPrepareContext.
+func (c *clusterConn) PrepareContext(ctx context.Context, q string) (driver.Stmt, error) {
+	s, err := c.Conn.(driver.ConnPrepareContext).PrepareContext(ctx, q)
+	return s, c.check(err)
+}
+
+// Ping implements driver.Pinger.
+func (c *clusterConn) Ping(ctx context.Context) error {
+	return c.check(c.Conn.(driver.Pinger).Ping(ctx))
+}
+
+// CheckNamedValue implements driver.NamedValueChecker (the driver's own
+// conversions).
+func (c *clusterConn) CheckNamedValue(nv *driver.NamedValue) error {
+	return c.Conn.(driver.NamedValueChecker).CheckNamedValue(nv)
+}
+
+// clusterTx sees the commit's answer: a member that left the cluster
+// fails it.
+type clusterTx struct {
+	tx driver.Tx
+	c  *clusterConn
+}
+
+func (t clusterTx) Commit() error   { return t.c.check(t.tx.Commit()) }
+func (t clusterTx) Rollback() error { return t.c.check(t.tx.Rollback()) }
