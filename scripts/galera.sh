@@ -86,7 +86,7 @@ wsrep_sst_receive_address=127.0.0.1:$(sst "$i")
 wsrep_slave_threads=2
 # A server that dies is dropped from the cluster within about a second, so
 # the others commit again (defaults wait 5-15 s: made for wide networks).
-wsrep_provider_options="gmcast.listen_addr=tcp://127.0.0.1:$(gport "$i");ist.recv_addr=127.0.0.1:$(ist "$i");evs.keepalive_period=PT0.25S;evs.inactive_check_period=PT0.25S;evs.suspect_timeout=PT0.8S;evs.inactive_timeout=PT2S;evs.install_timeout=PT2S;gcache.size=128M;pc.recovery=FALSE"
+wsrep_provider_options="gmcast.listen_addr=tcp://127.0.0.1:$(gport "$i");ist.recv_addr=127.0.0.1:$(ist "$i");evs.keepalive_period=PT0.2S;evs.inactive_check_period=PT0.2S;evs.suspect_timeout=PT0.7S;evs.join_retrans_period=PT0.1S;evs.inactive_timeout=PT15S;evs.install_timeout=PT7.5S;gcache.size=128M;pc.recovery=FALSE"
 EOF
 	chown -R mysql:mysql "$d" 2>/dev/null || true
 }
@@ -108,6 +108,19 @@ wait_synced() { # wait_synced N SECONDS PID
 	die "server $i is not synced after $2 s (log: $DIR/n$i/error.log)"
 }
 
+# recovered_position prints where a server that stopped (or was killed)
+# left off, read from its InnoDB logs as galera_recovery does: with it, a
+# rejoining server takes the writes it missed from another's cache (IST),
+# which does not stop the donor, instead of a full copy (SST by rsync
+# locks the donor's tables while it runs).
+recovered_position() {
+	local i=$1 d="$DIR/n$1"
+	[ -f "$d/data/grastate.dat" ] || return 0
+	/usr/sbin/mariadbd --defaults-file="$d/my.cnf" --user=mysql --wsrep-recover --disable-log-error \
+		>"$d/recover.log" 2>&1 </dev/null || return 0
+	sed -n 's/.*WSREP: Recovered position: *\([^ ]*\).*/\1/p' "$d/recover.log" | tail -n 1
+}
+
 start_server() { # start_server N [--wsrep-new-cluster]
 	local i=$1 d="$DIR/n$1"
 	shift
@@ -115,7 +128,10 @@ start_server() { # start_server N [--wsrep-new-cluster]
 		return 0
 	fi
 	write_config "$i"
-	setsid /usr/sbin/mariadbd --defaults-file="$d/my.cnf" --user=mysql "$@" >>"$d/stdout.log" 2>&1 </dev/null &
+	local pos
+	pos=$(recovered_position "$i")
+	setsid /usr/sbin/mariadbd --defaults-file="$d/my.cnf" --user=mysql ${pos:+--wsrep-start-position="$pos"} "$@" \
+		>>"$d/stdout.log" 2>&1 </dev/null &
 	wait_synced "$i" 120 $!
 }
 

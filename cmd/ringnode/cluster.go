@@ -109,7 +109,7 @@ func runCluster(cmd *cobra.Command, g *globals, o *runOpts, count int) error {
 // count nodes (0: all).
 func clusterTable(cmd *cobra.Command, g *globals, drop bool, count int) ([]store.NodeRow, error) {
 	ctx := cmd.Context()
-	p, err := g.prepareStore(cmd)
+	p, err := g.prepareStore(cmd, g.log)
 	if err != nil {
 		return nil, err
 	}

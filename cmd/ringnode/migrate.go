@@ -18,7 +18,7 @@ the node list whose ids the store does not know yet. Nodes already in the store 
 left as they are: the store is the truth once a node is in it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := g.prepareStore(cmd)
+			p, err := g.prepareStore(cmd, g.log)
 			if err != nil {
 				return err
 			}

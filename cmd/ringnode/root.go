@@ -198,8 +198,9 @@ type prepared struct {
 }
 
 // prepareStore parses --db, reads the node list and prepares the store:
-// what migrate, run and cluster all start with. The caller closes p.st.
-func (g *globals) prepareStore(cmd *cobra.Command) (prepared, error) {
+// what migrate, run and cluster all start with. The store logs to log
+// (a change of database server). The caller closes p.st.
+func (g *globals) prepareStore(cmd *cobra.Command, log zerolog.Logger) (prepared, error) {
 	var p prepared
 	var err error
 	if p.dsn, err = g.parseDSN(cmd); err != nil {
@@ -208,6 +209,6 @@ func (g *globals) prepareStore(cmd *cobra.Command) (prepared, error) {
 	if p.nodes, err = g.loadNodes(cmd); err != nil {
 		return p, err
 	}
-	p.st, p.res, err = store.Prepare(cmd.Context(), p.dsn, p.nodes, store.Options{})
+	p.st, p.res, err = store.Prepare(cmd.Context(), p.dsn, p.nodes, store.Options{Log: log})
 	return p, err
 }

@@ -84,7 +84,7 @@ func runNode(cmd *cobra.Command, g *globals, o *runOpts) error {
 	}
 	log := g.log.With().Int64("node", o.id).Logger()
 	ctx := cmd.Context()
-	p, err := g.prepareStore(cmd)
+	p, err := g.prepareStore(cmd, log)
 	if err != nil {
 		return err
 	}

@@ -51,7 +51,7 @@ owner cannot send SET_PASSWORD, and how accounts are made for --auth password.`,
 			if err != nil {
 				return usageError{err}
 			}
-			p, err := g.prepareStore(cmd)
+			p, err := g.prepareStore(cmd, g.log)
 			if err != nil {
 				return err
 			}
