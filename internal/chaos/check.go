@@ -265,7 +265,7 @@ func (r *runner) gather() evidence {
 // repairPhases are the phases whose repair times the report gives, in its
 // order.
 func repairPhases() []string {
-	return append(slicesOf(RingKinds), PhaseSigcont, PhaseRestart, string(ClientMove), "restore")
+	return append(slicesOf(RingKinds), PhaseSigcont, PhaseRestart, PhaseGaleraRejoin, string(ClientMove), "restore")
 }
 
 // repairTimes are the repair times of the faults repaired, sorted, by
@@ -666,7 +666,7 @@ func (r *runner) checkProbe(ctx context.Context, logs allLogs) Check {
 		}
 	}
 	r.fmu.Lock()
-	kills += r.injected[DBRestart]
+	kills += r.injected[DBRestart] + r.injected[GaleraKill]
 	r.fmu.Unlock()
 	ok := dups == 0 && over == 0 && missing >= 0 && missing <= int64(kills) && counter > 0
 	detail := []string{fmt.Sprintf("counter %d, %d logged increments (%d distinct), %d written twice, %d beyond the counter, %d without a log line (allowed: %d, one per kill -9)",

@@ -36,12 +36,13 @@ const (
 	StopCont        Kind = "sigstop"           // SIGSTOP of a random node, SIGCONT later
 	TermRestart     Kind = "sigterm"           // SIGTERM (clean leave, exit 0), restart later
 	DBRestart       Kind = "mariadb-restart"   // kill -9 of the private mariadbd, restarted
+	GaleraKill      Kind = "galera-kill"       // kill -9 of one Galera server, restarted (it rejoins by state transfer)
 	NetDelay        Kind = "net-delay"         // tc netem delay on lo, if usable
 	ClientMove      Kind = "client-reconnect"  // a client drops its connection, logs in at another node
 )
 
 // RingKinds are the ring faults, in the order of the report.
-var RingKinds = []Kind{KillNode, KillCoordinator, KillHolder, StopCont, TermRestart, DBRestart, NetDelay}
+var RingKinds = []Kind{KillNode, KillCoordinator, KillHolder, StopCont, TermRestart, DBRestart, GaleraKill, NetDelay}
 
 // AllKinds is every fault kind.
 var AllKinds = append(slices.Clone(RingKinds), ClientMove)
@@ -51,6 +52,8 @@ var AllKinds = append(slices.Clone(RingKinds), ClientMove)
 const (
 	PhaseSigcont = "sigcont-rejoin"
 	PhaseRestart = "restart-rejoin"
+	// PhaseGaleraRejoin is a killed Galera server's return to the cluster.
+	PhaseGaleraRejoin = "galera-rejoin"
 )
 
 // Config configures a run. DefaultConfig gives the `make chaos` defaults.
@@ -74,7 +77,9 @@ type Config struct {
 	// DB is "private" (a mariadbd of our own, on its own port and data
 	// directory: the only way a MariaDB restart can be injected without
 	// disturbing anyone else) or the DSN of a MariaDB server, on which a
-	// fresh database is created and dropped (no MariaDB restarts then).
+	// fresh database is created and dropped (no MariaDB restarts then),
+	// or "galera": a 3-server Galera cluster of our own (scripts/galera.sh),
+	// the nodes spread over its servers, one of which galera-kill kills.
 	DB string
 	// Ringnode is the ringnode binary.
 	Ringnode string
@@ -82,6 +87,9 @@ type Config struct {
 	// temporary one, removed after a passing run unless Keep.
 	WorkDir string
 	Keep    bool
+	// GaleraScript is scripts/galera.sh, which runs the cluster of DB
+	// "galera".
+	GaleraScript string
 	// Rate is the messages a second each client sends (one in flight at a
 	// time: the next waits for the previous one's STORED receipt).
 	Rate float64
@@ -123,6 +131,7 @@ func DefaultConfig() Config {
 		Clients:       20,
 		BigGroup:      2000, // a group's work in a visit must be bounded whatever its size
 		DB:            "private",
+		GaleraScript:  "scripts/galera.sh",
 		Rate:          2, // 40 messages a second from 20 clients: a busy ring, far from its limit
 		Election:      string(election.Default),
 		Faults:        slices.Clone(AllKinds),
@@ -164,7 +173,7 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("no ringnode binary"))
 	}
 	if c.DB == "" {
-		errs = append(errs, errors.New(`db: want "private" or a MariaDB DSN`))
+		errs = append(errs, errors.New(`db: want "private", "galera" or a MariaDB DSN`))
 	}
 	if c.Election != "mixed" {
 		if _, err := election.ParseMethod(c.Election); err != nil {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ringchat/ringchat/internal/procutil"
 )
 
 // faultRecord is one measured repair.
@@ -247,6 +249,8 @@ func (s *scheduler) episode(ctx context.Context, k Kind) error {
 		}
 		r.note("    mariadbd back after %s", ms(time.Since(at)))
 		return s.settle(ctx, k, string(k), 0, at, fmt.Sprintf("database down %s", ms(down)))
+	case GaleraKill:
+		return s.galeraKill(ctx, k, hold)
 	case NetDelay:
 		d := 20 * time.Millisecond
 		r.note("fault %s: netem delay %s±%s on lo for %s", k, d, d/2, ms(hold))
@@ -262,6 +266,29 @@ func (s *scheduler) episode(ctx context.Context, k Kind) error {
 		return s.settle(ctx, k, string(k), 0, at, fmt.Sprintf("delay %s for %s", d, ms(hold)))
 	}
 	return fmt.Errorf("unknown fault kind %q", k)
+}
+
+// galeraKill kills one Galera server with -9, waits for the ring to move
+// again on the others, holds, and starts the server again: it rejoins
+// the cluster by state transfer while the ring runs.
+func (s *scheduler) galeraKill(ctx context.Context, k Kind, hold time.Duration) error {
+	r := s.r
+	victim := 1 + s.rng.IntN(procutil.GaleraServers)
+	r.note("fault %s: kill -9 Galera server %d (%s), down for at least %s", k, victim, r.galera.Host(victim), ms(hold))
+	at := time.Now()
+	if err := r.galera.Kill(ctx, victim); err != nil {
+		return err
+	}
+	if err := s.settle(ctx, k, string(k), 0, at, fmt.Sprintf("server %d killed", victim)); err != nil {
+		return err
+	}
+	wait(ctx, hold)
+	at = time.Now()
+	if err := r.galera.Start(ctx, victim); err != nil {
+		return fmt.Errorf("restart Galera server %d: %w", victim, err)
+	}
+	r.note("    Galera server %d synced again after %s", victim, ms(time.Since(at)))
+	return s.settle(ctx, k, PhaseGaleraRejoin, 0, at, fmt.Sprintf("server %d rejoined", victim))
 }
 
 // moves makes clients drop their connection and log in at another node at

@@ -51,9 +51,9 @@ type nodeAddr struct {
 type procs struct {
 	bin   string
 	dir   string
-	dsn   string
-	nodes string // node list path
-	key   string // cluster key text
+	dsnOf func(id int64) string // the node's --db
+	nodes string                // node list path
+	key   string                // cluster key text
 	flags map[int64][]string
 	addrs map[int64]nodeAddr
 	note  func(format string, args ...any)
@@ -64,7 +64,7 @@ type procs struct {
 	unexp  []*procutil.Proc          // exits nobody caused, not yet handled
 }
 
-func newProcs(bin, dir, dsn, key string, n int, metrics bool, flags map[int64][]string,
+func newProcs(bin, dir string, dsnOf func(int64) string, key string, n int, metrics bool, flags map[int64][]string,
 	note func(string, ...any)) (*procs, error) {
 	var b strings.Builder
 	b.WriteString("id,host,coordination_port,client_port\n")
@@ -90,7 +90,7 @@ func newProcs(bin, dir, dsn, key string, n int, metrics bool, flags map[int64][]
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		return nil, err
 	}
-	p := &procs{bin: bin, dir: dir, dsn: dsn, nodes: path, key: key, flags: flags, addrs: addrs, note: note,
+	p := &procs{bin: bin, dir: dir, dsnOf: dsnOf, nodes: path, key: key, flags: flags, addrs: addrs, note: note,
 		expect: map[*procutil.Proc]string{}}
 	p.sup.OnExit = p.exited
 	return p, nil
@@ -109,7 +109,7 @@ func (p *procs) ids() []int64 {
 // start starts node id, which must not be running; each run logs to
 // node-ID.RUN.log in the run's directory.
 func (p *procs) start(id int64) error {
-	args := []string{"run", "--id", strconv.FormatInt(id, 10), "--db", p.dsn, "--nodes", p.nodes,
+	args := []string{"run", "--id", strconv.FormatInt(id, 10), "--db", p.dsnOf(id), "--nodes", p.nodes,
 		"--log-format", "json", "--log-level", "info", "--mutex-probe", "--stats-interval", "10s"}
 	if a := p.addrs[id]; a.Metrics != 0 {
 		args = append(args, "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", a.Metrics))

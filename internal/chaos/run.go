@@ -24,6 +24,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/ringchat/ringchat/internal/election"
+	"github.com/ringchat/ringchat/internal/procutil"
 	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/wire"
 )
@@ -34,9 +35,13 @@ type runner struct {
 	start time.Time
 	out   sync.Mutex
 
-	dir     string
-	db      *PrivateDB // nil with an external server
-	dsn     string
+	dir    string
+	db     *PrivateDB // nil with an external server
+	dsn    string
+	galera *procutil.Galera // DB "galera"
+	// nodeDSN is a node's --db: with Galera, its servers in an order
+	// that starts at a server of its own.
+	nodeDSN func(id int64) string
 	sqlDB   *sql.DB
 	st      store.Store
 	obs     *observer
@@ -241,7 +246,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 			flags[id] = append(flags[id], "--max-clients-per-ip", "1000")
 		}
 	}
-	r.procs, err = newProcs(cfg.Ringnode, r.dir, r.dsn, key, cfg.Nodes, r.metrics, flags, r.note)
+	r.procs, err = newProcs(cfg.Ringnode, r.dir, r.nodeDSN, key, cfg.Nodes, r.metrics, flags, r.note)
 	if err != nil {
 		return nil, err
 	}
@@ -389,6 +394,13 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 func (r *runner) setupDB(ctx context.Context, kinds *[]Kind) error {
 	name := fmt.Sprintf("ringchaos_%d_%d", r.cfg.Seed%1_000_000, time.Now().Unix()%1_000_000)
 	server := r.cfg.DB
+	r.nodeDSN = func(int64) string { return r.dsn }
+	if server != "galera" {
+		dropKind(r, kinds, GaleraKill, "galera-kill: skipped: DB=galera runs a Galera cluster whose servers it kills")
+	}
+	if server == "galera" {
+		return r.setupGalera(ctx, kinds, name)
+	}
 	if server == "private" {
 		db, err := StartPrivateDB(ctx, filepath.Join(r.dir, "mariadb"))
 		switch {
@@ -416,10 +428,7 @@ func (r *runner) setupDB(ctx context.Context, kinds *[]Kind) error {
 			return fmt.Errorf("db: %s is not MariaDB", d)
 		}
 		r.dbNote = "external server " + redact(server) + " (shared: never restarted)"
-		if slices.Contains(*kinds, DBRestart) {
-			r.note("mariadb-restart: skipped: the database is an external server, which is not ours to restart (DB=private runs one that is)")
-			*kinds = slices.DeleteFunc(*kinds, func(k Kind) bool { return k == DBRestart })
-		}
+		dropKind(r, kinds, DBRestart, "mariadb-restart: skipped: the database is an external server, which is not ours to restart (DB=private runs one that is)")
 	}
 	dsn, err := CreateDatabase(ctx, server, name)
 	if err != nil {
@@ -436,6 +445,57 @@ func (r *runner) setupDB(ctx context.Context, kinds *[]Kind) error {
 	cfg, _ := mysql.ParseDSN(dsn)
 	cfg.Timeout = 3 * time.Second
 	if r.sqlDB, err = sql.Open("mysql", cfg.FormatDSN()); err != nil {
+		return err
+	}
+	r.addCleanup(func() { r.sqlDB.Close() })
+	r.note("database: %s, %s", r.dbNote, name)
+	return nil
+}
+
+// dropKind removes fault kind k from kinds, saying why, if it is there.
+func dropKind(r *runner, kinds *[]Kind, k Kind, why string) {
+	if slices.Contains(*kinds, k) {
+		r.note("%s", why)
+		*kinds = slices.DeleteFunc(*kinds, func(x Kind) bool { return x == k })
+	}
+}
+
+// setupGalera starts a 3-server Galera cluster of the run's own and
+// creates the database on it; the nodes are spread over the servers.
+func (r *runner) setupGalera(ctx context.Context, kinds *[]Kind, name string) error {
+	dropKind(r, kinds, DBRestart, "mariadb-restart: skipped: DB=galera kills one server of the cluster instead (galera-kill)")
+	if missing := procutil.GaleraMissing(); missing != "" {
+		return fmt.Errorf("db galera: %s", missing)
+	}
+	g, err := procutil.NewGalera(r.cfg.GaleraScript)
+	if err != nil {
+		return err
+	}
+	r.galera = g
+	r.addCleanup(func() {
+		if r.cfg.Keep {
+			r.note("galera cluster kept running in %s (GALERA_DIR=%s GALERA_PORT=%d GALERA_GCOMM_PORT=%d %s down)",
+				g.Dir, g.Dir, g.Port, g.GComm, g.Script)
+			return
+		}
+		dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := g.Down(dctx); err != nil {
+			r.note("!!! galera down: %v", err)
+		}
+	})
+	r.note("starting a 3-server Galera cluster on 127.0.0.1:%d-%d", g.Port, g.Port+procutil.GaleraServers-1)
+	if err := g.Up(ctx); err != nil {
+		return err
+	}
+	if _, err := CreateDatabase(ctx, "root@tcp("+g.Host(1)+")/", name); err != nil {
+		return err
+	}
+	r.dsn = g.DSN(name, 1)
+	r.nodeDSN = func(id int64) string { return g.DSN(name, int(id-1)%procutil.GaleraServers+1) }
+	r.dbNote = fmt.Sprintf("Galera cluster of %d servers on 127.0.0.1:%d-%d, data in %s", procutil.GaleraServers,
+		g.Port, g.Port+procutil.GaleraServers-1, g.Dir)
+	if r.sqlDB, err = store.OpenPool(ctx, r.dsn); err != nil {
 		return err
 	}
 	r.addCleanup(func() { r.sqlDB.Close() })

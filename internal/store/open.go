@@ -192,6 +192,24 @@ func openMySQL(ctx context.Context, d DSN, opts Options, now func() time.Time) (
 	return st, nil
 }
 
+// OpenPool opens a connection pool on a MariaDB DSN (see ParseDSN), with
+// the store's failover between several servers, for tools that query the
+// store's tables themselves (the chaos suite's checks).
+func OpenPool(ctx context.Context, dsn string) (*sql.DB, error) {
+	d, err := ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if d.Dialect != "mysql" {
+		return nil, fmt.Errorf("%w: %s is not MariaDB", ErrBadDSN, d)
+	}
+	db, err := openMySQLDB(ctx, d.MySQL.Clone(), d.Hosts, zerolog.Nop())
+	if err != nil {
+		return nil, classifyMySQL(err, d)
+	}
+	return db.db, nil
+}
+
 // galera reports whether the server is a Galera cluster member.
 func galera(ctx context.Context, db mysqlDB) bool {
 	var on sql.NullInt64
