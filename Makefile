@@ -20,6 +20,12 @@ build:
 run: build
 	$(BIN)/ringnode cluster --drop --nodes nodes.csv
 
+## galera: a local 3-server MariaDB Galera cluster (scripts/galera.sh up) and a 5-node ring on it, the nodes spread over the servers; Ctrl-C stops the ring, scripts/galera.sh down the cluster
+.PHONY: galera
+galera: build
+	bash scripts/galera.sh up
+	RINGCHAT_DB="$$(bash scripts/galera.sh dsn)" $(BIN)/ringnode cluster --drop --nodes nodes.csv
+
 ## status: the local ring as the store records it
 status: build
 	$(BIN)/ringnode status

@@ -97,7 +97,7 @@ func runCluster(cmd *cobra.Command, g *globals, o *runOpts, count int) error {
 		if err != nil {
 			return usageError{err}
 		}
-		specs[i] = procutil.Spec{Path: self, Args: append(slices.Clone(args), nargs...), Env: env,
+		specs[i] = procutil.Spec{Path: self, Args: append(slices.Clone(args), nargs...), Env: nodeEnv(env, g, i),
 			Log: out, Prefix: fmt.Sprintf("[node %d] ", n.ID)}
 	}
 	c := &cluster{out: out,
@@ -261,6 +261,21 @@ func restartCommand(self string, g *globals, o *runOpts, id int64) string {
 	default:
 		return c + " (with RINGCHAT_DB set to the cluster's store, or --db-file)"
 	}
+}
+
+// nodeEnv is the i-th node's environment: with several database servers
+// in RINGCHAT_DB (a Galera cluster), the i-th node starts on the i-th
+// server, the others after it in order, so the ring's nodes spread over
+// the cluster.
+func nodeEnv(env []string, g *globals, i int) []string {
+	if g.usedDBFile {
+		return env
+	}
+	rotated := store.RotateHosts(g.db, i)
+	if rotated == g.db {
+		return env
+	}
+	return append(withoutEnv(env, "RINGCHAT_DB"), "RINGCHAT_DB="+rotated)
 }
 
 // withoutEnv is env without the variables named.

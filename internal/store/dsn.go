@@ -178,6 +178,31 @@ func splitHosts(list, dsn string) ([]string, error) {
 	return out, nil
 }
 
+// RotateHosts returns dsn with its list of servers rotated to start at the
+// k-th (mod their number), the rest in order after it: nodes of one ring
+// given different k spread over a cluster's servers. A DSN naming one
+// server (or not MariaDB) comes back as it is.
+func RotateHosts(dsn string, k int) string {
+	d, err := ParseDSN(dsn)
+	if err != nil || len(d.Hosts) < 2 {
+		return dsn
+	}
+	n := len(d.Hosts)
+	rot := append(slices.Clone(d.Hosts[k%n:]), d.Hosts[:k%n]...)
+	list := strings.Join(rot, ",")
+	if i := strings.Index(dsn, "tcp("); i >= 0 && strings.Contains(dsn[:i+1], "@") || strings.HasPrefix(dsn, "tcp(") {
+		j := strings.IndexByte(dsn[i:], ')')
+		return dsn[:i] + "tcp(" + list + ")" + dsn[i+j+1:]
+	}
+	start := strings.Index(dsn, "://") + 3
+	end := len(dsn)
+	if i := strings.IndexAny(dsn[start:], "/?"); i >= 0 {
+		end = start + i
+	}
+	at := strings.LastIndexByte(dsn[start:end], '@')
+	return dsn[:start+at+1] + list + dsn[end:]
+}
+
 func parseMySQLURL(s string) (DSN, error) {
 	// Several servers: the URL is parsed with the first, the list apart
 	// (net/url takes one host).

@@ -60,3 +60,21 @@ func TestDSNWithSeveralServers(t *testing.T) {
 		}
 	}
 }
+
+func TestRotateHosts(t *testing.T) {
+	for _, c := range []struct {
+		dsn  string
+		k    int
+		want string
+	}{
+		{"mysql://u:pw@a:1,b:2,c:3/db?tls=false", 1, "mysql://u:pw@b:2,c:3,a:1/db?tls=false"},
+		{"mysql://u:pw@a:1,b:2,c:3/db", 5, "mysql://u:pw@c:3,a:1,b:2/db"},
+		{"u:pw@tcp(a:1,b:2)/db?timeout=2s", 1, "u:pw@tcp(b:2,a:1)/db?timeout=2s"},
+		{"mysql://u@a:1/db", 1, "mysql://u@a:1/db"},
+		{"sqlite:x.db", 1, "sqlite:x.db"},
+	} {
+		if got := RotateHosts(c.dsn, c.k); got != c.want {
+			t.Errorf("RotateHosts(%q, %d) = %q, want %q", c.dsn, c.k, got, c.want)
+		}
+	}
+}
