@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/spf13/cobra"
 
 	"github.com/ringchat/ringchat/internal/store"
@@ -123,6 +121,26 @@ func storeKind(db string) string {
 	return "MariaDB"
 }
 
+// databaseDSN checks --db, a MariaDB server in the driver's form without a
+// database (one server, or several: tcp(h1:3311,h2:3312)), and returns
+// the DSN of a database on it.
+func databaseDSN(db string) (func(name string) string, error) {
+	rparen := strings.LastIndexByte(db, ')')
+	slash := strings.IndexByte(db[rparen+1:], '/')
+	if !strings.Contains(db, "tcp(") || rparen < 0 || slash < 0 {
+		return nil, fmt.Errorf("--db %q: want a server in the driver's form, as root@tcp(127.0.0.1:3306)/", db)
+	}
+	head, tail := db[:rparen+1+slash+1], db[rparen+1+slash+1:]
+	if tail != "" && !strings.HasPrefix(tail, "?") {
+		return nil, errors.New("--db names a server, not a database: a database per phase is created")
+	}
+	withDB := func(name string) string { return head + name + tail }
+	if _, err := store.ParseDSN(withDB("ringbench")); err != nil {
+		return nil, fmt.Errorf("--db: %w", err)
+	}
+	return withDB, nil
+}
+
 // storeMaker returns a function making a fresh migrated store per phase.
 func storeMaker(db, dir string) (func(ctx context.Context, phase string) (store.Store, string, func(), error), error) {
 	if db == "sqlite" {
@@ -136,18 +154,13 @@ func storeMaker(db, dir string) (func(ctx context.Context, phase string) (store.
 			return st, dsn, func() { st.Close() }, nil
 		}, nil
 	}
-	cfg, err := mysql.ParseDSN(db)
+	withDB, err := databaseDSN(db)
 	if err != nil {
-		return nil, fmt.Errorf("--db: %w", err)
-	}
-	if cfg.DBName != "" {
-		return nil, errors.New("--db names a server, not a database: a database per phase is created")
+		return nil, err
 	}
 	return func(ctx context.Context, phase string) (store.Store, string, func(), error) {
 		name := fmt.Sprintf("ringbench_%d_%s", os.Getpid(), strings.ReplaceAll(phase, "-", "_"))
-		c := cfg.Clone()
-		c.DBName = name
-		dsn := c.FormatDSN()
+		dsn := withDB(name)
 		d, err := store.ParseDSN(dsn)
 		if err != nil {
 			return nil, "", nil, err
@@ -158,7 +171,7 @@ func storeMaker(db, dir string) (func(ctx context.Context, phase string) (store.
 		}
 		cleanup := func() {
 			st.Close()
-			if server, err := sql.Open("mysql", cfg.FormatDSN()); err == nil {
+			if server, err := store.OpenPool(context.Background(), dsn); err == nil {
 				_, _ = server.Exec("DROP DATABASE IF EXISTS `" + name + "`")
 				server.Close()
 			}

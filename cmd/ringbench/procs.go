@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ringchat/ringchat/internal/procutil"
+	"github.com/ringchat/ringchat/internal/store"
 )
 
 // procRing runs ringnode processes on 127.0.0.1 with their own node list.
@@ -65,7 +66,7 @@ func (r *procRing) startAll() error {
 
 // start starts node id, which must not be running.
 func (r *procRing) start(id int64) error {
-	args := append([]string{"run", "--id", strconv.FormatInt(id, 10), "--db", r.dsn, "--nodes", r.nodes,
+	args := append([]string{"run", "--id", strconv.FormatInt(id, 10), "--db", store.RotateHosts(r.dsn, int(id-1)), "--nodes", r.nodes,
 		"--log-format", "json", "--log-level", "info"}, r.flags...)
 	if r.nodeFlags != nil {
 		args = append(args, r.nodeFlags(id)...)
