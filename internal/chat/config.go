@@ -60,7 +60,8 @@ type Config struct {
 	LoginTimeout time.Duration
 	// RateLimit and RateBurst bound the lines per second of one connection
 	// (a token bucket); 0 disables the limit. Lines over the limit are
-	// dropped with RATE_LIMITED; FloodLimit such lines in a row close the
+	// dropped with RATE_LIMITED (the first of a run, and every protocol-2
+	// request by its id); FloodLimit such lines in a row close the
 	// connection (FLOOD).
 	RateLimit  float64
 	RateBurst  int

@@ -3,6 +3,7 @@ package chat
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"net"
 	"os"
@@ -250,19 +251,49 @@ func (c *conn) readLoop() {
 			continue
 		}
 		if !c.limiter.allow(time.Now()) {
-			c.refused++
-			switch {
-			case c.refused >= c.s.cfg.FloodLimit:
-				c.s.log.Info().Str("remote", c.remote).Int("refused", c.refused).Msg("chat: closing a flooding client")
-				c.closeWith(errorf(CodeFlood, "too many messages: over %v lines a second, %d refused in a row", c.s.cfg.RateLimit, c.refused))
-			case c.refused == 1:
-				c.reply(errorf(CodeRateLimited, "too many messages: over %v lines a second; lines are dropped until you slow down", c.s.cfg.RateLimit))
-			}
+			c.overRate(line)
 			continue
 		}
 		c.refused = 0
 		c.handleLine(line)
 	}
+}
+
+// overRate drops a line the rate limit refused. The first of a run is
+// answered with RATE_LIMITED, and so is every protocol-2 request with an
+// id, by its id: a client waiting for that request's answer (a message's
+// STORED) learns at once that it was dropped and may send it again, instead
+// of waiting for an answer that never comes. FloodLimit refused lines in a
+// row close the connection.
+func (c *conn) overRate(line []byte) {
+	c.refused++
+	if c.refused >= c.s.cfg.FloodLimit {
+		c.s.log.Info().Str("remote", c.remote).Int("refused", c.refused).Msg("chat: closing a flooding client")
+		c.closeWith(errorf(CodeFlood, "too many messages: over %v lines a second, %d refused in a row", c.s.cfg.RateLimit, c.refused))
+		return
+	}
+	id := c.requestID(line)
+	if c.refused > 1 && id == "" {
+		return
+	}
+	e := errorf(CodeRateLimited, "too many messages: over %v lines a second; lines are dropped until you slow down", c.s.cfg.RateLimit)
+	e.ID = id
+	c.reply(e)
+}
+
+// requestID is the id of a protocol-2 request line, or "" if the
+// connection speaks protocol 1 or the line names no valid id.
+func (c *conn) requestID(line []byte) string {
+	if c.version < V2 {
+		return ""
+	}
+	var in struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(line, &in) != nil || len(in.ID) > MaxRequestID || !printable(in.ID) {
+		return ""
+	}
+	return in.ID
 }
 
 // readDeadline is when the next read gives up: the fixed login deadline

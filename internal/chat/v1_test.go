@@ -371,6 +371,61 @@ func TestFlood(t *testing.T) {
 	}
 }
 
+// TestRateLimitedRequestsAreAnswered: a protocol-2 request the rate limit
+// drops is answered by its id (RATE_LIMITED), every one of them, not only
+// the first of the run: a client waiting for a message's STORED must learn
+// that it was dropped, or it waits for an answer that never comes (seen as
+// a sender whose every few hundredth message hung until its timeout).
+func TestRateLimitedRequestsAreAnswered(t *testing.T) {
+	// 5 lines a second: the burst is gone long before one more line is
+	// allowed; polls that resend every 5 ms stay far from a flood.
+	r := newRing(t, 1, func(c *Config) { c.RateLimit, c.RateBurst, c.FloodLimit = 5, 5, 1000 })
+	bob := dialRaw(t, r.addr(1))
+	bob.loginV2("bob", "")
+	alice := dialRaw(t, r.addr(1))
+	alice.loginV2("alice", "") // one line of the burst of 5
+	const n = 12
+	var lines []string
+	for i := range n {
+		lines = append(lines, fmt.Sprintf(`{"messageType":"CHAT_MESSAGE","toUsername":"bob","messageContent":"m%d","id":"00000000-0000-7000-8000-%012d"}`, i, i))
+	}
+	alice.send(lines...)
+	answered := map[string]string{} // id: STORED or the error's code
+	limited := 0
+	for len(answered) < n {
+		m := alice.obj()
+		id, _ := m["id"].(string)
+		switch {
+		case m["messageType"] == "STORED":
+			answered[id] = "STORED"
+		case m["messageType"] == "ERROR" && m["code"] == string(CodeRateLimited) && id != "":
+			if limited == 0 && !strings.Contains(m["errorMessage"].(string), "lines are dropped") {
+				t.Errorf("first refusal: %v", m)
+			}
+			answered[id] = string(CodeRateLimited)
+			limited++
+		default:
+			t.Fatalf("unexpected %v (answered so far: %v)", m, answered)
+		}
+	}
+	if limited == 0 || limited == n {
+		t.Fatalf("want some messages stored and the rest refused, got %v", answered)
+	}
+	// The refused ones were dropped, not queued: sent again once the limit
+	// allows, the same id is taken.
+	id := ""
+	for k, v := range answered {
+		if v == string(CodeRateLimited) {
+			id = k
+		}
+	}
+	eventually(t, "a refused message sent again is stored", func() bool {
+		alice.send(fmt.Sprintf(`{"messageType":"CHAT_MESSAGE","toUsername":"bob","messageContent":"again","id":%q}`, id))
+		m := alice.obj()
+		return m["messageType"] == "STORED" && m["id"] == id
+	})
+}
+
 // TestIdleTimeout: a connection that sends nothing is closed with a reason;
 // ALIVE keeps it open.
 func TestIdleTimeout(t *testing.T) {

@@ -24,6 +24,9 @@ const (
 	CodeBusy        = "BUSY"
 	CodeUnavailable = "UNAVAILABLE"
 	CodeNotInvited  = "NOT_INVITED"
+	// CodeRateLimited: the node dropped the request, as this connection
+	// sent lines faster than the node's limit; nothing of it was kept.
+	CodeRateLimited = "RATE_LIMITED"
 	// CodeServerFull and CodeTooManyConns: the node refused the connection
 	// (too many clients, or too many from this address) and closed it.
 	CodeServerFull   = "SERVER_FULL"
@@ -311,22 +314,53 @@ func (c *Conn) post(ctx context.Context, o Outgoing) error {
 }
 
 // SendWait sends a chat message (protocol 2) and waits for its STORED
-// receipt; a refusal is a *ServerError.
+// receipt; a refusal is a *ServerError. A message the node dropped because
+// this connection sent lines too fast (RATE_LIMITED) is sent again with its
+// id after a pause (rateLimitPause, doubling while it is dropped), until it
+// is stored or ctx ends (then the refusal is returned).
 func (c *Conn) SendWait(ctx context.Context, to Recipient, text string) (Stored, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
 		return Stored{}, err
 	}
 	o := Outgoing{ID: id.String(), To: to, Text: text}
-	c.mu.Lock()
-	c.unstored = append(c.unstored, o)
-	c.mu.Unlock()
-	ev, err := c.call(ctx, newChatV2(o))
-	if err != nil {
-		return Stored{}, fmt.Errorf("send to %s: %w", to, err)
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	for pause := rateLimitPause; ; pause = min(2*pause, rateLimitPauseMax) {
+		c.mu.Lock()
+		c.unstored = append(c.unstored, o)
+		c.mu.Unlock()
+		ev, err := c.call(ctx, newChatV2(o))
+		if err == nil {
+			st, _ := ev.(Stored)
+			return st, nil
+		}
+		var se *ServerError
+		if !errors.As(err, &se) || se.Code != CodeRateLimited || !sleepCtx(ctx, pause) {
+			return Stored{}, fmt.Errorf("send to %s: %w", to, err)
+		}
 	}
-	st, _ := ev.(Stored)
-	return st, nil
+}
+
+// rateLimitPause is SendWait's first pause before it sends again a message
+// the node dropped for its rate limit: a line's worth at the default limit
+// of 50 lines a second. It doubles while the node drops the message, up to
+// rateLimitPauseMax.
+const (
+	rateLimitPause    = 20 * time.Millisecond
+	rateLimitPauseMax = time.Second
+)
+
+// sleepCtx waits d, or until ctx ends; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // Unstored lists, in sending order, the messages sent on this connection

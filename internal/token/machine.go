@@ -137,6 +137,12 @@ func (m *Machine) drop() {
 // before anything else. A token not newer than the newest seen is a
 // duplicate (acknowledged, ignored) or stale (acknowledged as stale, so its
 // sender drops it).
+//
+// A newer token replaces a held one. If the held one was passed on and
+// waits for its ack, and the newer one is of its generation, the token has
+// come round before that ack: the hop was taken, and nothing is dropped (a
+// token hurrying round an idle ring laps faster than an ack crosses a busy
+// machine). Otherwise a held token is superseded, and dropped.
 func (m *Machine) Receive(t Token) {
 	if t.Gen < m.minGen || !t.Newer(m.last) {
 		m.emit(Action{Kind: SendAck, Stamp: t.Stamp, Stale: t.Stamp != m.last})
@@ -144,7 +150,11 @@ func (m *Machine) Receive(t Token) {
 	}
 	m.emit(Action{Kind: SendAck, Stamp: t.Stamp})
 	m.last = t.Stamp
-	if m.held != nil && m.held.Stamp != t.Stamp { // equal: our own token came round a one-node ring
+	switch {
+	case m.held == nil || m.held.Stamp == t.Stamp: // equal: our own token came round a one-node ring
+	case t.Gen == m.held.Gen && (m.phase == phaseSending || m.phase == phaseBlocked):
+		m.held = nil // came round before its ack
+	default:
 		m.drop() // an older token of ours was superseded
 	}
 	m.take(t)

@@ -71,6 +71,37 @@ func TestForwardKeepsTokenUntilAcked(t *testing.T) {
 	}
 }
 
+// TestTokenBackBeforeItsAck: a token hurrying round an idle ring can come
+// back before the ack of the hop that sent it on (the ack waits for a busy
+// machine's scheduler): that hop was taken, and the held copy is released
+// as acknowledged, not dropped. A held token a newer one supersedes while
+// it is being visited, or one of a newer generation, is dropped.
+func TestTokenBackBeforeItsAck(t *testing.T) {
+	m := NewMachine(cfg())
+	m.LinkUp()
+	m.Receive(Token{Stamp: Stamp{Gen: 1, Seq: 1}})
+	m.VisitDone(Token{Stamp: Stamp{Gen: 1, Seq: 1}}, false)
+	m.Drain()                                      // sent on as 1/2, waiting for its ack
+	m.Receive(Token{Stamp: Stamp{Gen: 1, Seq: 6}}) // round a ring of 5 before the ack of 1/2
+	m.Ack(Stamp{Gen: 1, Seq: 2}, false)            // the ack, late: changes nothing
+	if diff := cmp.Diff([]ActionKind{SendAck, Visit}, kinds(m.Drain())); diff != "" {
+		t.Errorf("token back before its ack (-want +got):\n%s", diff)
+	}
+	if h, ok := m.Held(); !ok || h.Stamp != (Stamp{Gen: 1, Seq: 6}) || !m.Visiting() {
+		t.Fatalf("held %+v %v, want 1/6 visiting", h, ok)
+	}
+	m.Receive(Token{Stamp: Stamp{Gen: 1, Seq: 11}}) // a second token while visiting
+	if diff := cmp.Diff([]ActionKind{SendAck, Dropped, Visit}, kinds(m.Drain())); diff != "" {
+		t.Errorf("superseded while visiting (-want +got):\n%s", diff)
+	}
+	m.VisitDone(Token{Stamp: Stamp{Gen: 1, Seq: 11}}, false)
+	m.Drain()                                      // sent on as 1/12
+	m.Receive(Token{Stamp: Stamp{Gen: 2, Seq: 1}}) // a new generation before the ack
+	if diff := cmp.Diff([]ActionKind{SendAck, Dropped, Visit}, kinds(m.Drain())); diff != "" {
+		t.Errorf("a new generation while waiting for an ack (-want +got):\n%s", diff)
+	}
+}
+
 func TestAckTimeoutAndResendOnNewLink(t *testing.T) {
 	m := NewMachine(cfg())
 	m.LinkUp()
