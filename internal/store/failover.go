@@ -12,8 +12,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 )
 
-// failover is the connector of a DSN with several servers (a Galera
-// cluster): new connections go to the server in use, and when it cannot
+// failover is the connector of every MariaDB DSN, of one server or several
+// (a Galera cluster): new connections go to the server in use, and when it cannot
 // be reached or is not part of the cluster's primary component, to the
 // next in the DSN's order, round to the first again. Connections to a
 // server that dies fail and leave the pool (the driver marks them bad), and
@@ -98,28 +98,47 @@ func (f *failover) Driver() driver.Driver { return mysql.MySQLDriver{} }
 
 // clusterReady fails unless the server takes queries: a Galera member that
 // is in the primary component and synced (wsrep_ready), or a server that
-// is no cluster member at all.
+// is no cluster member at all (wsrep off, or no such variable).
 func clusterReady(ctx context.Context, c driver.Conn) error {
 	q, ok := c.(driver.QueryerContext)
 	if !ok {
 		return nil
 	}
-	rows, err := q.QueryContext(ctx, "SHOW STATUS LIKE 'wsrep_ready'", nil)
+	on, err := firstValue(ctx, q, "SELECT @@global.wsrep_on", 0)
+	if isMySQLErr(err, 1193) || (err == nil && on != "1") {
+		return nil // not a cluster member
+	}
 	if err != nil {
 		return err
+	}
+	ready, err := firstValue(ctx, q, "SHOW STATUS LIKE 'wsrep_ready'", 1)
+	if err != nil {
+		return err
+	}
+	if !strings.EqualFold(ready, "ON") {
+		return fmt.Errorf("%w: the server is not ready (wsrep_ready %s): not in the cluster's primary component", ErrUnavailable, ready)
+	}
+	return nil
+}
+
+// firstValue runs q and returns column col of its first row ("" if none).
+func firstValue(ctx context.Context, q driver.QueryerContext, query string, col int) (string, error) {
+	rows, err := q.QueryContext(ctx, query, nil)
+	if err != nil {
+		return "", err
 	}
 	defer rows.Close()
 	vals := make([]driver.Value, len(rows.Columns()))
 	if err := rows.Next(vals); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil // no Galera here
+			return "", nil
 		}
-		return err
+		return "", err
 	}
-	if len(vals) == 2 && !strings.EqualFold(asString(vals[1]), "ON") {
-		return fmt.Errorf("%w: the server is not ready (wsrep_ready %s): not in the cluster's primary component", ErrUnavailable, asString(vals[1]))
+	if col >= len(vals) {
+		return "", nil
 	}
-	return nil
+	return asString(vals[col]), nil
 }
 
 func asString(v driver.Value) string {
@@ -132,13 +151,19 @@ func asString(v driver.Value) string {
 	return fmt.Sprint(v)
 }
 
-// clusterConn is a connection to a cluster member: an answer that the
-// member left the cluster's primary component makes it bad, so the pool
-// drops it instead of handing it out again.
+// clusterConn is a connection to a MariaDB server (a cluster member or
+// not). An answer that the member left the cluster's primary component
+// makes it bad, so the pool drops it instead of handing it out again. A
+// deadlock error inside a transaction (on Galera also a transaction that
+// another server's commit aborted) means the server rolled the whole
+// transaction back: its commit then fails with that error, whatever the
+// code in between did with it, instead of committing nothing and
+// reporting success.
 type clusterConn struct {
 	driver.Conn
-	mu  sync.Mutex
-	bad bool
+	mu      sync.Mutex
+	bad     bool
+	aborted error // a deadlock seen since the transaction began
 }
 
 // notInCluster reports the errors of a Galera member that lost the
@@ -148,11 +173,26 @@ func notInCluster(err error) bool {
 }
 
 func (c *clusterConn) check(err error) error {
-	if err != nil && notInCluster(err) {
-		c.mu.Lock()
-		c.bad = true
-		c.mu.Unlock()
+	if err == nil {
+		return nil
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if notInCluster(err) {
+		c.bad = true
+	}
+	if isMySQLErr(err, 1213) && c.aborted == nil {
+		c.aborted = err
+	}
+	return err
+}
+
+// takeAborted returns (and forgets) the deadlock seen in the transaction.
+func (c *clusterConn) takeAborted() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	err := c.aborted
+	c.aborted = nil
 	return err
 }
 
@@ -180,6 +220,7 @@ func (c *clusterConn) ResetSession(ctx context.Context) error {
 
 // BeginTx implements driver.ConnBeginTx.
 func (c *clusterConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	c.takeAborted()
 	tx, err := c.Conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
 	if err != nil {
 		return nil, c.check(err)
@@ -217,11 +258,23 @@ func (c *clusterConn) CheckNamedValue(nv *driver.NamedValue) error {
 }
 
 // clusterTx sees the commit's answer: a member that left the cluster
-// fails it.
+// fails it, and so does a deadlock any statement of the transaction met.
 type clusterTx struct {
 	tx driver.Tx
 	c  *clusterConn
 }
 
-func (t clusterTx) Commit() error   { return t.c.check(t.tx.Commit()) }
-func (t clusterTx) Rollback() error { return t.c.check(t.tx.Rollback()) }
+// Commit implements driver.Tx.
+func (t clusterTx) Commit() error {
+	if err := t.c.takeAborted(); err != nil {
+		_ = t.tx.Rollback()
+		return err
+	}
+	return t.c.check(t.tx.Commit())
+}
+
+// Rollback implements driver.Tx.
+func (t clusterTx) Rollback() error {
+	t.c.takeAborted()
+	return t.c.check(t.tx.Rollback())
+}

@@ -240,24 +240,14 @@ type mysqlDB struct {
 func (m mysqlDB) Close() error { return m.db.Close() }
 
 func openMySQLDB(ctx context.Context, cfg *mysql.Config, hosts []string, log zerolog.Logger) (mysqlDB, error) {
-	var connector driver.Connector
-	server := func() string { return cfg.Addr }
-	if len(hosts) > 1 {
-		f, err := newFailover(cfg, hosts, func(from, to string, cause error) {
-			log.Warn().Str("from", from).Str("to", to).AnErr("cause", cause).
-				Msg("database server changed: connections go to the next server of the DSN")
-		})
-		if err != nil {
-			return mysqlDB{}, err
-		}
-		connector, server = f, f.Server
-	} else {
-		c, err := mysql.NewConnector(cfg)
-		if err != nil {
-			return mysqlDB{}, err
-		}
-		connector = c
+	f, err := newFailover(cfg, hosts, func(from, to string, cause error) {
+		log.Warn().Str("from", from).Str("to", to).AnErr("cause", cause).
+			Msg("database server changed: connections go to the next server of the DSN")
+	})
+	if err != nil {
+		return mysqlDB{}, err
 	}
+	connector, server := driver.Connector(f), f.Server
 	db := sql.OpenDB(connector)
 	db.SetMaxOpenConns(16)
 	db.SetMaxIdleConns(8)

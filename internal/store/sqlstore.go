@@ -157,8 +157,11 @@ func (s *sqlStore) Close() error { return s.db.Close() }
 
 func (s *sqlStore) nowUS() int64 { return s.now().UnixMicro() }
 
-// maxTxAttempts bounds retries of a transaction after a deadlock.
-const maxTxAttempts = 5
+// maxTxAttempts bounds retries of a transaction after a deadlock. On a
+// Galera cluster a deadlock is also how a commit that lost a race with
+// another server's is refused (certification): under contention between
+// servers a transaction can lose a few in a row.
+const maxTxAttempts = 8
 
 // inTx runs fn in a transaction, retrying it after transient conflicts.
 func (s *sqlStore) inTx(ctx context.Context, op string, fn func(*sql.Tx) error) error {
@@ -169,8 +172,9 @@ func (s *sqlStore) inTx(ctx context.Context, op string, fn func(*sql.Tx) error) 
 			break
 		}
 		// Two transactions that deadlocked would meet again at once: the
-		// retries spread out, a little more each time.
-		t := time.NewTimer(time.Duration(rand.Int64N(int64(attempt) * int64(2*time.Millisecond))))
+		// retries spread out, more each time (at most 64 ms, 140 ms in
+		// all; a visit's deadline ends them sooner).
+		t := time.NewTimer(time.Duration(rand.Int64N(int64(attempt*attempt) * int64(time.Millisecond))))
 		select {
 		case <-ctx.Done():
 			t.Stop()

@@ -174,3 +174,28 @@ func TestMariaDBLogoutWaitsForVisitMarks(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestGaleraConformance runs the conformance tests on a 3-server Galera
+// cluster, each handle of a test on another server: a compare-and-set or a fence that two servers' commits
+// race for is won once (the loser's certification failure is a lost race,
+// never a success), and migrations from several servers at once apply once.
+func TestGaleraConformance(t *testing.T) {
+	g := testutil.Galera(t, "../../scripts/galera.sh")
+	server, err := sql.Open("mysql", "root@tcp("+g.Host(1)+")/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	n := 0
+	newDSN := func(t *testing.T) string {
+		n++
+		name := fmt.Sprintf("galera_%d", n)
+		if _, err := server.Exec("CREATE DATABASE " + name); err != nil {
+			t.Fatal(err)
+		}
+		return g.DSN(name, 1)
+	}
+	t.Run("Schema", func(t *testing.T) { storetest.RunSchema(t, newDSN) })
+	t.Run("Control", func(t *testing.T) { storetest.RunControl(t, newDSN) })
+	t.Run("Queue", func(t *testing.T) { storetest.RunQueue(t, newDSN) })
+}
