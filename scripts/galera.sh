@@ -42,9 +42,19 @@ sql() { # sql N STATEMENT: run on server N as root over TCP
 	mariadb --protocol=tcp -h 127.0.0.1 -P "$(port "$1")" -uroot --connect-timeout=2 -N -B -e "$2"
 }
 
+# alive: the process runs (a killed one can stay a zombie for a second
+# or so until init reaps it: that is not running).
+alive() {
+	local st
+	st=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
+	[ -n "$st" ] && [ "${st#Z}" = "$st" ]
+}
+
 pidof_server() {
-	local f="$DIR/n$1/mysqld.pid"
-	[ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && cat "$f"
+	local f="$DIR/n$1/mysqld.pid" pid
+	[ -f "$f" ] || return 1
+	pid=$(cat "$f")
+	alive "$pid" && echo "$pid"
 }
 
 cluster_addr() {
@@ -98,7 +108,7 @@ wait_synced() { # wait_synced N SECONDS PID
 		if [ "$s" = "Synced" ]; then
 			return 0
 		fi
-		if ! kill -0 "$pid" 2>/dev/null; then
+		if ! alive "$pid"; then
 			tail -n 20 "$DIR/n$i/error.log" >&2 || true
 			die "server $i exited while starting (log: $DIR/n$i/error.log)"
 		fi
@@ -218,6 +228,10 @@ kill)
 	server_arg "${2:-}"
 	pid=$(pidof_server "$2") || die "server $2 is not running"
 	kill -9 "$pid"
+	for _ in $(seq 1 100); do
+		alive "$pid" || break
+		sleep 0.1
+	done
 	echo "galera.sh: killed server $2 (pid $pid)"
 	;;
 start)
