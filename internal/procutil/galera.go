@@ -55,26 +55,30 @@ func NewGalera(script string) (*Galera, error) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return nil, err
 	}
-	for range 50 {
+	var last error
+	for range 200 {
 		port, gcomm := 20000+rand.IntN(20000), 40000+rand.IntN(20000)
-		if portsFree(port, GaleraServers) && portsFree(gcomm, 23) {
+		if last = portsFree(port, GaleraServers); last != nil {
+			continue
+		}
+		if last = portsFree(gcomm, 23); last == nil {
 			return &Galera{Script: script, Dir: dir, Port: port, GComm: gcomm}, nil
 		}
 	}
 	os.RemoveAll(dir)
-	return nil, fmt.Errorf("procutil: no free ports for a Galera cluster")
+	return nil, fmt.Errorf("procutil: no free ports for a Galera cluster: %w", last)
 }
 
-// portsFree reports whether TCP ports from..from+n-1 are free on 127.0.0.1.
-func portsFree(from, n int) bool {
+// portsFree fails unless TCP ports from..from+n-1 are free on 127.0.0.1.
+func portsFree(from, n int) error {
 	for p := from; p < from+n; p++ {
 		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
 		if err != nil {
-			return false
+			return err
 		}
 		l.Close()
 	}
-	return true
+	return nil
 }
 
 // run runs the script with args and returns its output.
