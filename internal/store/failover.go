@@ -22,6 +22,10 @@ import (
 type failover struct {
 	hosts []string
 	conns []driver.Connector
+	// syncWait: on a Galera member, each connection's transactions wait
+	// for the cluster's earlier commits (wsrep_sync_wait=1), unless the
+	// DSN set the variable itself.
+	syncWait bool
 	// switched is called (outside the lock) when connections move from one
 	// server to another: the store's one log line.
 	switched func(from, to string, cause error)
@@ -31,7 +35,7 @@ type failover struct {
 }
 
 func newFailover(cfg *mysql.Config, hosts []string, switched func(from, to string, cause error)) (*failover, error) {
-	f := &failover{hosts: hosts, switched: switched}
+	f := &failover{hosts: hosts, switched: switched, syncWait: cfg.Params["wsrep_sync_wait"] == ""}
 	for _, h := range hosts {
 		c := cfg.Clone()
 		c.Addr = h
@@ -61,8 +65,7 @@ func (f *failover) Connect(ctx context.Context) (driver.Conn, error) {
 		k := (start + i) % len(f.hosts)
 		c, err := f.conns[k].Connect(ctx)
 		if err == nil {
-			err = clusterReady(ctx, c)
-			if err != nil {
+			if err = f.prepare(ctx, c); err != nil {
 				c.Close()
 			}
 		}
@@ -96,29 +99,48 @@ func (f *failover) moved(from, k int, cause error) {
 
 func (f *failover) Driver() driver.Driver { return mysql.MySQLDriver{} }
 
-// clusterReady fails unless the server takes queries: a Galera member that
-// is in the primary component and synced (wsrep_ready), or a server that
-// is no cluster member at all (wsrep off, or no such variable).
-func clusterReady(ctx context.Context, c driver.Conn) error {
-	q, ok := c.(driver.QueryerContext)
+// prepare checks that a new connection's server takes queries and, on a
+// Galera member, makes its transactions wait for the cluster's earlier
+// commits: a member applies the others' commits a little after they
+// return, and the token's next holder must see the last one's section (a
+// login, the logout it follows).
+func (f *failover) prepare(ctx context.Context, c driver.Conn) error {
+	member, err := clusterReady(ctx, c)
+	if err != nil || !member || !f.syncWait {
+		return err
+	}
+	e, ok := c.(driver.ExecerContext)
 	if !ok {
 		return nil
 	}
+	_, err = e.ExecContext(ctx, "SET SESSION wsrep_sync_wait = 1", nil)
+	return err
+}
+
+// clusterReady fails unless the server takes queries: a Galera member that
+// is in the primary component and synced (wsrep_ready), or a server that
+// is no cluster member at all (wsrep off, or no such variable). It
+// reports whether the server is a member.
+func clusterReady(ctx context.Context, c driver.Conn) (member bool, err error) {
+	q, ok := c.(driver.QueryerContext)
+	if !ok {
+		return false, nil
+	}
 	on, err := firstValue(ctx, q, "SELECT @@global.wsrep_on", 0)
 	if isMySQLErr(err, 1193) || (err == nil && on != "1") {
-		return nil // not a cluster member
+		return false, nil // not a cluster member
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	ready, err := firstValue(ctx, q, "SHOW STATUS LIKE 'wsrep_ready'", 1)
 	if err != nil {
-		return err
+		return true, err
 	}
 	if !strings.EqualFold(ready, "ON") {
-		return fmt.Errorf("%w: the server is not ready (wsrep_ready %s): not in the cluster's primary component", ErrUnavailable, ready)
+		return true, fmt.Errorf("%w: the server is not ready (wsrep_ready %s): not in the cluster's primary component", ErrUnavailable, ready)
 	}
-	return nil
+	return true, nil
 }
 
 // firstValue runs q and returns column col of its first row ("" if none).

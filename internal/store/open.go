@@ -163,15 +163,6 @@ func openMySQL(ctx context.Context, d DSN, opts Options, now func() time.Time) (
 		}
 		db, err = openMySQLDB(ctx, cfg, d.Hosts, opts.Log)
 	}
-	if err == nil && cfg.Params["wsrep_sync_wait"] == "" && galera(ctx, db) {
-		// A Galera member applies the others' commits a little after they
-		// return: a transaction waits until it has every commit made
-		// before it began (the token's next holder sees the last one's
-		// section; a login sees the logout it follows).
-		db.Close()
-		cfg.Params["wsrep_sync_wait"] = "1"
-		db, err = openMySQLDB(ctx, cfg, d.Hosts, opts.Log)
-	}
 	if err != nil {
 		return nil, classifyMySQL(err, d)
 	}
@@ -208,13 +199,6 @@ func OpenPool(ctx context.Context, dsn string) (*sql.DB, error) {
 		return nil, classifyMySQL(err, d)
 	}
 	return db.db, nil
-}
-
-// galera reports whether the server is a Galera cluster member.
-func galera(ctx context.Context, db mysqlDB) bool {
-	var on sql.NullInt64
-	err := db.db.QueryRowContext(ctx, "SELECT @@global.wsrep_on").Scan(&on)
-	return err == nil && on.Int64 == 1
 }
 
 // mariaDBAtLeast reports whether a server's VERSION() is MariaDB's, at

@@ -195,6 +195,19 @@ func TestGaleraConformance(t *testing.T) {
 		}
 		return g.DSN(name, 1)
 	}
+	t.Run("SyncWait", func(t *testing.T) {
+		// Every connection of a pool on a member waits for the cluster's
+		// earlier commits.
+		pool, err := store.OpenPool(context.Background(), newDSN(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		var wait int
+		if err := pool.QueryRow("SELECT @@session.wsrep_sync_wait").Scan(&wait); err != nil || wait != 1 {
+			t.Errorf("wsrep_sync_wait = %d (%v), want 1", wait, err)
+		}
+	})
 	t.Run("Schema", func(t *testing.T) { storetest.RunSchema(t, newDSN) })
 	t.Run("Control", func(t *testing.T) { storetest.RunControl(t, newDSN) })
 	t.Run("Queue", func(t *testing.T) { storetest.RunQueue(t, newDSN) })
