@@ -129,24 +129,53 @@ func parseSQLite(path string) (DSN, error) {
 // parseDriverDSN parses the driver's form, with a list of servers in
 // tcp(...) if there are several.
 func parseDriverDSN(s string) (DSN, error) {
-	var hosts []string
-	if i := strings.Index(s, "tcp("); i >= 0 {
-		if j := strings.IndexByte(s[i:], ')'); j > 0 {
-			list := s[i+len("tcp(") : i+j]
-			if strings.Contains(list, ",") {
-				var err error
-				if hosts, err = splitHosts(list, s); err != nil {
-					return DSN{}, err
-				}
-				s = s[:i] + "tcp(" + hosts[0] + ")" + s[i+j+1:]
-			}
-		}
+	s, hosts, err := firstHost(s)
+	if err != nil {
+		return DSN{}, err
 	}
 	cfg, err := mysql.ParseDSN(s)
 	if err != nil {
 		return DSN{}, fmt.Errorf("%w: %v", ErrBadDSN, tlsHint(err))
 	}
 	return finishMySQL(cfg, s, hosts)
+}
+
+// hostSpan returns where a MariaDB DSN's server list lies in its text:
+// inside tcp(...) in the driver's form, between the user and the path in
+// the URL form; ok is false if it names none.
+func hostSpan(s string) (start, end int, ok bool) {
+	if lower := strings.ToLower(s); strings.HasPrefix(lower, "mysql://") || strings.HasPrefix(lower, "mariadb://") {
+		start, end = strings.Index(s, "://")+3, len(s)
+		if i := strings.IndexAny(s[start:], "/?"); i >= 0 {
+			end = start + i
+		}
+		start += strings.LastIndexByte(s[start:end], '@') + 1
+		return start, end, true
+	}
+	i := strings.Index(s, "tcp(")
+	if i < 0 {
+		return 0, 0, false
+	}
+	j := strings.IndexByte(s[i:], ')')
+	if j < 0 {
+		return 0, 0, false
+	}
+	return i + len("tcp("), i + j, true
+}
+
+// firstHost returns a DSN naming several servers with only the first in
+// its text (the driver and net/url take one), and the list; a DSN naming
+// one comes back as it is, with no list.
+func firstHost(s string) (string, []string, error) {
+	start, end, ok := hostSpan(s)
+	if !ok || !strings.Contains(s[start:end], ",") {
+		return s, nil, nil
+	}
+	hosts, err := splitHosts(s[start:end], s)
+	if err != nil {
+		return "", nil, err
+	}
+	return s[:start] + hosts[0] + s[end:], hosts, nil
 }
 
 // splitHosts parses a comma-separated list of host[:port] (port 3306 if
@@ -184,43 +213,19 @@ func splitHosts(list, dsn string) ([]string, error) {
 // server (or not MariaDB) comes back as it is.
 func RotateHosts(dsn string, k int) string {
 	d, err := ParseDSN(dsn)
-	if err != nil || len(d.Hosts) < 2 {
+	start, end, ok := hostSpan(dsn)
+	if err != nil || len(d.Hosts) < 2 || !ok {
 		return dsn
 	}
 	n := len(d.Hosts)
 	rot := append(slices.Clone(d.Hosts[k%n:]), d.Hosts[:k%n]...)
-	list := strings.Join(rot, ",")
-	if i := strings.Index(dsn, "tcp("); i >= 0 && strings.Contains(dsn[:i+1], "@") || strings.HasPrefix(dsn, "tcp(") {
-		j := strings.IndexByte(dsn[i:], ')')
-		return dsn[:i] + "tcp(" + list + ")" + dsn[i+j+1:]
-	}
-	start := strings.Index(dsn, "://") + 3
-	end := len(dsn)
-	if i := strings.IndexAny(dsn[start:], "/?"); i >= 0 {
-		end = start + i
-	}
-	at := strings.LastIndexByte(dsn[start:end], '@')
-	return dsn[:start+at+1] + list + dsn[end:]
+	return dsn[:start] + strings.Join(rot, ",") + dsn[end:]
 }
 
 func parseMySQLURL(s string) (DSN, error) {
-	// Several servers: the URL is parsed with the first, the list apart
-	// (net/url takes one host).
-	var hosts []string
-	if start := strings.Index(s, "://") + 3; start >= 3 {
-		end := len(s)
-		if i := strings.IndexAny(s[start:], "/?"); i >= 0 {
-			end = start + i
-		}
-		auth := s[start:end]
-		at := strings.LastIndexByte(auth, '@')
-		if list := auth[at+1:]; strings.Contains(list, ",") {
-			var err error
-			if hosts, err = splitHosts(list, s); err != nil {
-				return DSN{}, err
-			}
-			s = s[:start+at+1] + hosts[0] + s[end:]
-		}
+	s, hosts, err := firstHost(s)
+	if err != nil {
+		return DSN{}, err
 	}
 	return parseMySQLURLOne(s, hosts)
 }
