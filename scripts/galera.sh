@@ -57,13 +57,17 @@ pidof_server() {
 	alive "$pid" && echo "$pid"
 }
 
-cluster_addr() {
+# addrs FUNC: the servers' 127.0.0.1:PORT, PORT by FUNC (port or gport),
+# separated by commas.
+addrs() {
 	local a="" i
 	for i in $(seq 1 $N); do
-		a="$a${a:+,}127.0.0.1:$(gport "$i")"
+		a="$a${a:+,}127.0.0.1:$("$1" "$i")"
 	done
-	echo "gcomm://$a"
+	echo "$a"
 }
+
+cluster_addr() { echo "gcomm://$(addrs gport)"; }
 
 write_config() {
 	local i=$1 d="$DIR/n$1"
@@ -208,13 +212,7 @@ do_status() {
 	done
 }
 
-dsn() {
-	local a="" i
-	for i in $(seq 1 $N); do
-		a="$a${a:+,}127.0.0.1:$(port "$i")"
-	done
-	echo "mysql://root@$a/ringchat"
-}
+dsn() { echo "mysql://root@$(addrs port)/ringchat"; }
 
 server_arg() {
 	[[ "${1:-}" =~ ^[1-3]$ ]] || die "name a server: 1, 2 or 3"

@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -36,7 +37,7 @@ func Galera(t testing.TB, script string) *procutil.Galera {
 			status, _ := g.Status(ctx)
 			t.Logf("galera status:\n%s", status)
 			for i := 1; i <= procutil.GaleraServers; i++ {
-				b, _ := os.ReadFile(filepath.Join(g.Dir, "n"+string(rune('0'+i)), "error.log"))
+				b, _ := os.ReadFile(filepath.Join(g.Dir, fmt.Sprintf("n%d", i), "error.log"))
 				t.Logf("server %d log tail:\n%s", i, tail(b, 3000))
 			}
 		}
