@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -46,8 +47,9 @@ type dialect struct {
 	straightJoin string
 	txOptions    *sql.TxOptions
 	// retryable reports transient errors after which a transaction is
-	// retried from the start.
-	retryable func(error) bool
+	// retried from the start; connLost, a connection that broke (retried
+	// unless it broke during the COMMIT).
+	retryable, connLost func(error) bool
 }
 
 var mysqlDialect = dialect{
@@ -63,7 +65,13 @@ var mysqlDialect = dialect{
 	// what the previous holder committed.
 	txOptions: &sql.TxOptions{Isolation: sql.LevelReadCommitted},
 	retryable: func(err error) bool {
-		return isMySQLErr(err, 1213) || isMySQLErr(err, 1205) // deadlock, lock wait timeout
+		// Deadlock, lock wait timeout, and a Galera member that is not
+		// in the primary component (it runs nothing: the connection is
+		// dropped, and the next attempt goes to another server).
+		return isMySQLErr(err, 1213) || isMySQLErr(err, 1205) || isMySQLErr(err, 1047)
+	},
+	connLost: func(err error) bool {
+		return errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn)
 	},
 }
 
@@ -76,6 +84,7 @@ var sqliteDialect = dialect{
 	greatest:         "MAX",
 	straightJoin:     "CROSS JOIN",
 	retryable:        func(error) bool { return false },
+	connLost:         func(error) bool { return false },
 }
 
 // sqlStore implements Store for both dialects.
@@ -157,18 +166,24 @@ func (s *sqlStore) Close() error { return s.db.Close() }
 
 func (s *sqlStore) nowUS() int64 { return s.now().UnixMicro() }
 
-// maxTxAttempts bounds retries of a transaction after a deadlock. On a
-// Galera cluster a deadlock is also how a commit that lost a race with
-// another server's is refused (certification): under contention between
-// servers a transaction can lose a few in a row.
+// maxTxAttempts bounds retries of a transaction after a deadlock or a
+// lost connection. On a Galera cluster a deadlock is also how a commit
+// that lost a race with another server's is refused (certification):
+// under contention between servers a transaction can lose a few in a row.
 const maxTxAttempts = 8
 
-// inTx runs fn in a transaction, retrying it after transient conflicts.
+// inTx runs fn in a transaction, retrying it after transient conflicts,
+// and after a connection lost before its COMMIT was sent (the server it
+// ran on died or left its cluster: nothing was committed, and the next
+// attempt connects to the next server). A connection lost during the
+// COMMIT is not retried: the commit may have reached the store.
 func (s *sqlStore) inTx(ctx context.Context, op string, fn func(*sql.Tx) error) error {
 	var err error
 	for attempt := 1; attempt <= maxTxAttempts; attempt++ {
-		err = s.tryTx(ctx, fn)
-		if err == nil || !s.d.retryable(err) || ctx.Err() != nil || attempt == maxTxAttempts {
+		var committing bool
+		committing, err = s.tryTx(ctx, fn)
+		again := s.d.retryable(err) || (!committing && s.d.connLost(err))
+		if err == nil || !again || ctx.Err() != nil || attempt == maxTxAttempts {
 			break
 		}
 		// Two transactions that deadlocked would meet again at once: the
@@ -187,14 +202,16 @@ func (s *sqlStore) inTx(ctx context.Context, op string, fn func(*sql.Tx) error) 
 	return nil
 }
 
-func (s *sqlStore) tryTx(ctx context.Context, fn func(*sql.Tx) error) error {
+func (s *sqlStore) tryTx(ctx context.Context, fn func(*sql.Tx) error) (committing bool, err error) {
 	return s.tryTxOpts(ctx, s.d.txOptions, fn)
 }
 
-func (s *sqlStore) tryTxOpts(ctx context.Context, opts *sql.TxOptions, fn func(*sql.Tx) error) (err error) {
+// tryTxOpts runs fn in one transaction and commits it. committing: the
+// error (if any) came from the COMMIT.
+func (s *sqlStore) tryTxOpts(ctx context.Context, opts *sql.TxOptions, fn func(*sql.Tx) error) (committing bool, err error) {
 	tx, err := s.db.BeginTx(ctx, opts)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer func() {
 		if err != nil {
@@ -202,9 +219,9 @@ func (s *sqlStore) tryTxOpts(ctx context.Context, opts *sql.TxOptions, fn func(*
 		}
 	}()
 	if err = fn(tx); err != nil {
-		return err
+		return false, err
 	}
-	return tx.Commit()
+	return true, tx.Commit()
 }
 
 // wrapOp prefixes an error with the operation, keeping our sentinels
@@ -598,7 +615,7 @@ func (s *sqlStore) View(ctx context.Context, fn func(Tx) error) error {
 	if s.d.txOptions != nil {
 		opts.Isolation = s.d.txOptions.Isolation
 	}
-	if err := s.tryTxOpts(ctx, &opts, func(tx *sql.Tx) error {
+	if _, err := s.tryTxOpts(ctx, &opts, func(tx *sql.Tx) error {
 		return fn(&sqlTx{ctx: ctx, tx: tx, s: s})
 	}); err != nil {
 		return wrapOp("read", err)
