@@ -579,47 +579,71 @@ func (n *Node) readFence(ctx context.Context) *token.Stamp {
 	return &token.Stamp{Gen: f.Generation, Seq: f.Seq}
 }
 
-// peerWorker re-reads the node table now and then, and records the
+// dbServerCheck is how often the node looks whether the database server
+// it uses changed (the store knows it in memory): a failover shows in
+// `ringnode status` within a second, not at the next PeerRefresh.
+const dbServerCheck = time.Second
+
+// peerWorker re-reads the node table every PeerRefresh, and records the
 // database server the node uses when it changes.
 func (n *Node) peerWorker(ctx context.Context) {
-	t := time.NewTicker(n.cfg.PeerRefresh)
-	defer t.Stop()
-	recorded := ""
+	refresh := time.NewTicker(n.cfg.PeerRefresh)
+	defer refresh.Stop()
+	check := time.NewTicker(min(dbServerCheck, n.cfg.PeerRefresh))
+	defer check.Stop()
+	var db dbServerRecord
+	n.recordDBServer(ctx, &db)
 	for {
-		recorded = n.recordDBServer(ctx, recorded)
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-		}
-		rctx, cancel := context.WithTimeout(ctx, n.cfg.StoreTimeout)
-		nodes, err := n.st.Nodes(rctx)
-		cancel()
-		if err != nil {
-			n.log.Warn().Err(err).Msg("could not refresh the node table")
-			continue
-		}
-		select {
-		case n.peers <- nodes:
-		default: // the loop has not taken the previous list yet
+		case <-check.C:
+			n.recordDBServer(ctx, &db)
+		case <-refresh.C:
+			n.refreshPeers(ctx)
 		}
 	}
 }
 
+// refreshPeers reads the node table and hands it to the run loop.
+func (n *Node) refreshPeers(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(ctx, n.cfg.StoreTimeout)
+	nodes, err := n.st.Nodes(rctx)
+	cancel()
+	if err != nil {
+		n.log.Warn().Err(err).Msg("could not refresh the node table")
+		return
+	}
+	select {
+	case n.peers <- nodes:
+	default: // the loop has not taken the previous list yet
+	}
+}
+
+// dbServerRecord is what peerWorker knows of the node's row: the
+// database server recorded there, and the one it last failed to record
+// (warned once, tried again every check).
+type dbServerRecord struct {
+	recorded, failed string
+}
+
 // recordDBServer writes the database server in use to the node's row if
-// it is not the one recorded, and returns the one recorded now.
-func (n *Node) recordDBServer(ctx context.Context, recorded string) string {
+// it is not the one recorded.
+func (n *Node) recordDBServer(ctx context.Context, db *dbServerRecord) {
 	server := n.st.Server()
-	if server == recorded { // the same, or none (SQLite)
-		return recorded
+	if server == db.recorded { // the same, or none (SQLite)
+		return
 	}
 	rctx, cancel := context.WithTimeout(ctx, n.cfg.StoreTimeout)
 	defer cancel()
 	if err := n.st.SetDBServer(rctx, n.cfg.Ring.ID, server); err != nil {
-		n.log.Warn().Err(err).Msg("could not record the database server in use")
-		return recorded
+		if db.failed != server {
+			n.log.Warn().Err(err).Str("server", server).Msg("could not record the database server in use; trying again every second")
+		}
+		db.failed = server
+		return
 	}
-	return server
+	db.recorded, db.failed = server, ""
 }
 
 // String describes the node for logs.

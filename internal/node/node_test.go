@@ -315,3 +315,33 @@ func TestSectionFailuresLoggedOncePerSecond(t *testing.T) {
 		t.Fatalf("SectionFailures = %d", n.stats.SectionFailures)
 	}
 }
+
+// movingServer is a store whose database server changes when the test
+// says (as the failover connector's does when a server dies).
+type movingServer struct {
+	store.Store
+	server atomic.Value
+}
+
+func (m *movingServer) Server() string { return m.server.Load().(string) }
+
+// A node records the database server it uses at start and again within
+// about a second of a change, whatever its PeerRefresh.
+func TestRecordsDatabaseServerChange(t *testing.T) {
+	c := newCluster(t, 1)
+	st := &movingServer{Store: c.st}
+	st.server.Store("db-1:3306")
+	c.startWith(1, func(cfg *Config) {
+		cfg.Store = st
+		cfg.PeerRefresh = time.Hour
+	})
+	recorded := func(want string) func() bool {
+		return func() bool {
+			nodes, err := c.st.Nodes(context.Background())
+			return err == nil && len(nodes) == 1 && nodes[0].DBServer == want
+		}
+	}
+	testutil.Eventually(t, testutil.WaitLimit, "db-1 recorded at start", recorded("db-1:3306"))
+	st.server.Store("db-2:3306")
+	testutil.Eventually(t, testutil.WaitLimit, "db-2 recorded after the change", recorded("db-2:3306"))
+}
