@@ -943,6 +943,26 @@ func (s *Server) restore(w *visitWork) {
 	// The batch was never removed from the outbox.
 }
 
+// askForWaiting has the next fetch read what a visit without a fetch
+// made wait for users here (stored, or made pending again): the users the
+// hint names, asked as if by themselves (read once their queues take
+// more), or every user here if it could not name them. Caller holds s.mu.
+func (s *Server) askForWaiting(waiting []store.Waiting) {
+	for _, wt := range waiting {
+		switch {
+		case wt.Node != s.cfg.NodeID:
+		case wt.All:
+			s.more = true
+		default:
+			for _, id := range wt.Users {
+				if s.sessions[id] != nil {
+					s.fetchFor[id] = true
+				}
+			}
+		}
+	}
+}
+
 // committed updates the server's state after the visit's commit.
 func (s *Server) committed(now time.Time, w *visitWork) {
 	s.mu.Lock()
@@ -973,8 +993,8 @@ func (s *Server) committed(now time.Time, w *visitWork) {
 		for _, id := range w.moreFor {
 			s.fetchFor[id] = true
 		}
-	case slices.ContainsFunc(w.waiting, func(wt store.Waiting) bool { return wt.Node == s.cfg.NodeID }):
-		s.more = true // deliveries made pending again for users here
+	default:
+		s.askForWaiting(w.waiting)
 	}
 	if w.prune {
 		s.v.pruneNext = w.pruned.Next
