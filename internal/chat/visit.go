@@ -322,11 +322,7 @@ func (s *Server) adaptFetch(w *visitWork, elapsed, budget time.Duration) {
 func (s *Server) collect(now time.Time, tok token.Token, hinted bool, named []int64) *visitWork {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, id := range named {
-		if s.sessions[id] != nil {
-			s.fetchFor[id] = true // asked, as if by the user: served with the others who asked
-		}
-	}
+	s.askLocked(named)
 	w := &visitWork{fetchRq: s.fetchReq, ready: map[int64]*session{}, unmark: s.v.unmark}
 	s.v.unmark = nil
 	s.collectReady(now, w)
@@ -954,11 +950,18 @@ func (s *Server) askForWaiting(waiting []store.Waiting) {
 		case wt.All:
 			s.more = true
 		default:
-			for _, id := range wt.Users {
-				if s.sessions[id] != nil {
-					s.fetchFor[id] = true
-				}
-			}
+			s.askLocked(wt.Users)
+		}
+	}
+}
+
+// askLocked asks the next fetch for those of users logged in here, as if
+// they had asked themselves: they are served with the others who asked.
+// Caller holds s.mu.
+func (s *Server) askLocked(users []int64) {
+	for _, id := range users {
+		if s.sessions[id] != nil {
+			s.fetchFor[id] = true
 		}
 	}
 }
