@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-
-	"github.com/ringchat/ringchat/internal/testutil"
 )
 
 // lineID is the id of a protocol-2 line the raw server read.
@@ -40,15 +38,8 @@ func rawPairV2(t *testing.T, user string) (*Conn, *rawServer) {
 // SendWait at once.
 func TestSendWaitResendsRateLimited(t *testing.T) {
 	c, srv := rawPairV2(t, "alice")
-	type sent struct {
-		st  Stored
-		err error
-	}
-	done := make(chan sent, 1)
-	go func() {
-		st, err := c.SendWait(testCtx(t), ToUser("bob"), "hi")
-		done <- sent{st, err}
-	}()
+	var st Stored
+	done := async(func() (err error) { st, err = c.SendWait(testCtx(t), ToUser("bob"), "hi"); return err })
 	id := lineID(t, srv.readLine(t))
 	for range 2 {
 		srv.write(t, fmt.Sprintf(`{"messageType":"ERROR","code":"RATE_LIMITED","errorMessage":"slow down","id":%q}`, id))
@@ -57,38 +48,18 @@ func TestSendWaitResendsRateLimited(t *testing.T) {
 		}
 	}
 	srv.write(t, fmt.Sprintf(`{"messageType":"STORED","id":%q,"seq":7,"time":"2026-01-02T03:04:05.000Z"}`, id))
-	var got sent
-	testutil.Eventually(t, testutil.WaitLimit, "SendWait returns", func() bool {
-		select {
-		case got = <-done:
-			return true
-		default:
-			return false
-		}
-	})
-	if got.err != nil || got.st.ID != id || got.st.Seq != 7 {
-		t.Fatalf("SendWait = %+v, %v", got.st, got.err)
+	if err := result(t, done); err != nil || st.ID != id || st.Seq != 7 {
+		t.Fatalf("SendWait = %+v, %v", st, err)
 	}
 	if u := c.Unstored(); len(u) != 0 {
 		t.Errorf("Unstored after STORED: %v", u)
 	}
 
-	go func() {
-		st, err := c.SendWait(testCtx(t), ToUser("bob"), "again")
-		done <- sent{st, err}
-	}()
+	done = async(func() (err error) { _, err = c.SendWait(testCtx(t), ToUser("bob"), "again"); return err })
 	id = lineID(t, srv.readLine(t))
 	srv.write(t, fmt.Sprintf(`{"messageType":"ERROR","code":"BUSY","errorMessage":"busy","id":%q}`, id))
-	testutil.Eventually(t, testutil.WaitLimit, "SendWait returns", func() bool {
-		select {
-		case got = <-done:
-			return true
-		default:
-			return false
-		}
-	})
 	var se *ServerError
-	if !errors.As(got.err, &se) || se.Code != CodeBusy {
-		t.Fatalf("SendWait after BUSY = %v", got.err)
+	if err := result(t, done); !errors.As(err, &se) || se.Code != CodeBusy {
+		t.Fatalf("SendWait after BUSY = %v", err)
 	}
 }
