@@ -92,21 +92,26 @@ func TestUsedNameCannotBeClaimed(t *testing.T) {
 	bob.expect(`{"messageType":"ERROR","errorMessage":"unknown messageType \"SET_PASSWORD\""}`)
 }
 
-// TestFailedLoginsThrottled: after a few wrong passwords even the right
-// one is refused for a while, without being checked; then it works.
+// TestFailedLoginsThrottled: after 3 wrong passwords (docs/PROTOCOL.md,
+// "Accounts") the next attempt, even with the right password, is refused
+// without being checked, with the time to wait; then it works.
 func TestFailedLoginsThrottled(t *testing.T) {
 	r := newRing(t, 1, nil)
 	owner := dialRaw(t, r.addr(1))
 	owner.loginV2("carol", "right")
 	owner.nc.Close()
 	c := dialRaw(t, r.addr(1))
-	for i := range 4 {
+	for i := range 3 {
 		c.send(login2("carol", "wrong", fmt.Sprint("w", i)))
 		c.expectError(CodeBadPassword, "wrong password")
 	}
+	// The 4th wrong password is not checked: a check would say "wrong
+	// password".
+	c.send(login2("carol", "wrong", "w3"))
+	c.expect(`{"messageType":"ERROR","code":"LOGIN_THROTTLED","errorMessage":"too many failed logins for \"carol\" or from your address: try again in 1s","id":"w3"}`)
 	c.send(login2("carol", "right", "r1"))
 	c.expectError(CodeThrottled, "too many failed logins")
-	// The delay passes (1 s after the fourth failure); attempts meanwhile
+	// The delay passes (1 s after the third failure); attempts meanwhile
 	// are refused and do not count.
 	var m map[string]any
 	i := 0
@@ -134,12 +139,10 @@ func TestAddressThrottled(t *testing.T) {
 	c := dialRaw(t, r.addr(1))
 	c.send(`{"messageType":"REGISTER","username":"dave","password":"pw","id":"r"}`)
 	c.expect(`{"messageType":"REGISTER","username":"dave","id":"r"}`)
-	// REGISTER counts as one attempt of the address; two are free, the third
-	// makes the next wait.
-	for i := range 2 {
-		c.send(login2(fmt.Sprint("nobody", i), "guess", "g"))
-		c.expectError(CodeNoAccount, "REGISTER")
-	}
+	// REGISTER counts as one attempt of the address; after two the next
+	// waits.
+	c.send(login2("nobody", "guess", "g"))
+	c.expectError(CodeNoAccount, "REGISTER")
 	c.send(login2("dave", "pw", "d"))
 	c.expect(`{"messageType":"ERROR","code":"LOGIN_THROTTLED","errorMessage":"too many failed logins for \"dave\" or from your address: try again in 1s","id":"d"}`)
 }

@@ -134,12 +134,15 @@ func ParseAuthMode(s string) (AuthMode, error) {
 	return "", fmt.Errorf("chat: unknown auth mode %q (open or password)", s)
 }
 
-// ThrottleConfig bounds password guessing. After Free failed logins for
-// one account (AddressFree from one address) every further attempt waits
-// Base, then twice as long after each failure, up to Max; a success resets
-// the account's count, and a key with no failure for Forget is dropped.
-// At most MaxKeys accounts and addresses are tracked (the oldest is
-// dropped first), so memory stays bounded whatever an attacker sends.
+// ThrottleConfig bounds password guessing. After Free wrong passwords for
+// one account (AddressFree failed attempts from one address, a REGISTER
+// counting as one) the next attempt waits Base, then twice as long after
+// each further failure, up to Max; a success resets the account's count,
+// and a key with no failure for Forget starts afresh. The account's count
+// is kept in the store, so every node together checks at most Free
+// passwords before the waits begin; the address's is this node's own, in
+// memory, for at most MaxKeys addresses (the oldest is dropped first), so
+// memory stays bounded whatever an attacker sends.
 type ThrottleConfig struct {
 	Free, AddressFree int
 	Base, Max, Forget time.Duration
@@ -264,8 +267,16 @@ func (c Config) validateWorkers() error {
 
 // validate reports a throttle that cannot run.
 func (t ThrottleConfig) validate() error {
-	if t.Free < 0 || t.AddressFree < 0 || t.Base <= 0 || t.Max < t.Base || t.Forget <= 0 || t.MaxKeys < 1 {
-		return errors.New("chat: Throttle needs Free and AddressFree >= 0, 0 < Base <= Max, a positive Forget and MaxKeys")
+	if t.Free < 1 || t.AddressFree < 1 || t.Base <= 0 || t.Max < t.Base || t.Forget <= 0 || t.MaxKeys < 1 {
+		return errors.New("chat: Throttle needs Free and AddressFree >= 1, 0 < Base <= Max, a positive Forget and MaxKeys")
 	}
 	return nil
 }
+
+// policy is the throttle's schedule for a key with free failures.
+func (t ThrottleConfig) policy(free int) store.LoginThrottle {
+	return store.LoginThrottle{Free: free, Base: t.Base, Max: t.Max, Forget: t.Forget}
+}
+
+// account is the store's wrong-password throttle per account.
+func (t ThrottleConfig) account() store.LoginThrottle { return t.policy(t.Free) }

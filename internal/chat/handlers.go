@@ -189,11 +189,12 @@ func (s *Server) unavailableErr(what string, err error) *Error {
 // refused (the name was used before: only a session of that name or the
 // operator may set its password). AuthPassword requires protocol 2 and the
 // password of an existing account. A refused login writes nothing to the
-// store; failures count towards the throttle of the name and the address.
+// store but the account's count of attempts (checkAccount); failures
+// count towards the throttle of the account and of the address.
 func (s *Server) authenticate(ctx context.Context, remote string, req Request) (store.User, *Error) {
 	name := req.Username
-	ukey, akey := accountKey(name), addressKey(remote)
-	if d := s.guard.wait(time.Now(), ukey, akey); d > 0 {
+	akey := addressKey(remote)
+	if d := s.guard.wait(time.Now(), akey); d > 0 {
 		return store.User{}, throttled(name, d)
 	}
 	withPassword := req.Version >= V2 && req.Password != ""
@@ -224,16 +225,13 @@ func (s *Server) authenticate(ctx context.Context, remote string, req Request) (
 		if !withPassword {
 			return u, errorf(CodePasswordNeeded, "user %s is protected by a password: log in with protocol version 2 and the password", quote(u.Name))
 		}
-		if e := s.verify(ctx, u.PasswordHash, req.Password); e != nil {
+		if e := s.checkAccount(ctx, u, req.Password); e != nil {
 			if e.Code == CodeBadPassword {
-				now := time.Now()
-				s.guard.fail(now, ukey, s.cfg.Throttle.Free)
-				s.guard.fail(now, akey, s.cfg.Throttle.AddressFree)
+				s.guard.fail(time.Now(), akey, s.cfg.Throttle.AddressFree)
 				s.log.Info().Str("user", name).Str("remote", remote).Msg("chat: wrong password")
 			}
 			return u, e
 		}
-		s.guard.reset(ukey)
 		return u, nil
 	case s.cfg.Auth == AuthPassword:
 		return u, errorf(CodePasswordNotSet, "user %s has no password yet: ask the operator to set one (ringnode user passwd)", quote(u.Name))
@@ -357,7 +355,6 @@ func (c *conn) setPassword(req Request) {
 		c.unavailable(req.ID, err)
 		return
 	}
-	s.guard.reset(accountKey(c.sess.name))
 	s.log.Info().Str("user", c.sess.name).Msg("chat: password set by the user")
 	c.sendLine(encode(accountV2{TypeSetPassword, c.sess.name, req.ID}))
 }

@@ -46,6 +46,14 @@ func testConfig(t *testing.T, id int64, st store.Store) Config {
 func newStore(t *testing.T, n int) store.Store {
 	t.Helper()
 	st := storetest.Open(t, "sqlite:"+filepath.Join(t.TempDir(), "chat.db"))
+	seedRing(t, st, n)
+	return st
+}
+
+// seedRing fills a fresh store's node table with nodes 1..n, all in one
+// ring, node 1 the coordinator.
+func seedRing(t *testing.T, st store.Store, n int) {
+	t.Helper()
 	ctx := context.Background()
 	var nodes []nodelist.Entry
 	for i := 1; i <= n; i++ {
@@ -65,7 +73,6 @@ func newStore(t *testing.T, n int) store.Store {
 	if err := st.SetSuccessors(ctx, store.Coordinator{NodeID: 1, Epoch: epoch}, changes); err != nil {
 		t.Fatal(err)
 	}
-	return st
 }
 
 // testRing runs chat servers over one store and passes a token among

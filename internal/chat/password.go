@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/argon2"
+
+	"github.com/ringchat/ringchat/internal/store"
 )
 
 // Password hashes are argon2id in the PHC string format:
@@ -96,19 +98,38 @@ func (s *Server) hash(ctx context.Context, password string) (string, *Error) {
 	return h, nil
 }
 
-// verify checks password against hash in a slot, as hash does.
-func (s *Server) verify(ctx context.Context, hash, password string) *Error {
+// checkAccount checks the password of u, an account with a password, in
+// a hashing slot, under the store's wrong-password throttle: the attempt
+// is counted in the store before the check (every node's attempts
+// together get at most Throttle.Free checks before the waits begin) and
+// the count cleared by the right password. A throttled attempt is
+// refused without being checked.
+func (s *Server) checkAccount(ctx context.Context, u store.User, password string) *Error {
 	if e := s.hashSlot(ctx); e != nil {
 		return e
 	}
-	ok, err := checkPassword(hash, password)
-	<-s.hashSem
+	release := sync.OnceFunc(func() { <-s.hashSem })
+	defer release()
+	wait, err := s.st.ClaimLoginAttempt(ctx, u.ID, s.cfg.Throttle.account())
+	switch {
+	case err != nil:
+		return s.unavailableErr("counting a login attempt", err)
+	case wait > 0:
+		return throttled(u.Name, wait)
+	}
+	ok, err := checkPassword(u.PasswordHash, password)
+	release()
 	switch {
 	case err != nil:
 		s.log.Error().Err(err).Msg("chat: a stored password hash is unreadable")
 		return errorf(CodeUnavailable, "the stored password cannot be checked")
 	case !ok:
 		return errorf(CodeBadPassword, "wrong password")
+	}
+	if err := s.st.ClearLoginFailures(ctx, u.ID); err != nil {
+		// The password is right: the login goes on; the count stays
+		// until the next right password.
+		s.log.Warn().Err(err).Str("user", u.Name).Msg("chat: could not clear the failed logins")
 	}
 	return nil
 }
@@ -122,8 +143,10 @@ func (s *Server) hashSlot(ctx context.Context) *Error {
 	}
 }
 
-// throttle counts failed logins per key (an account or an address) and
-// says how long the next attempt must wait. Safe for concurrent use.
+// throttle counts failed logins per key (an address: this node's own
+// count; wrong passwords per account are counted in the store, for every
+// node at once) and says how long the next attempt must wait. Safe for
+// concurrent use.
 type throttle struct {
 	cfg  ThrottleConfig
 	mu   sync.Mutex
@@ -140,10 +163,8 @@ func newThrottle(cfg ThrottleConfig) *throttle {
 	return &throttle{cfg: cfg, keys: map[string]*strikes{}}
 }
 
-// accountKey and addressKey name the throttle's keys. An address is its
-// host part: a client's port changes with every connection.
-func accountKey(name string) string { return "u\x00" + name }
-
+// addressKey names an address's key: its host part (a client's port
+// changes with every connection).
 func addressKey(remote string) string {
 	if host, _, err := net.SplitHostPort(remote); err == nil {
 		return "a\x00" + host
@@ -164,8 +185,8 @@ func (t *throttle) wait(now time.Time, keys ...string) time.Duration {
 	return d
 }
 
-// fail records a failed attempt: the key's next attempt waits Base after
-// free failures, doubling with each further one up to Max.
+// fail records a failed attempt: once the key has free failures its next
+// attempt waits Base, twice as long after each further one, up to Max.
 func (t *throttle) fail(now time.Time, key string, free int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -182,20 +203,9 @@ func (t *throttle) fail(now time.Time, key string, free int) {
 	}
 	st.fails++
 	st.last = now
-	if over := st.fails - free; over > 0 {
-		d := t.cfg.Base
-		for i := 1; i < over && d < t.cfg.Max; i++ {
-			d *= 2
-		}
-		st.until = now.Add(min(d, t.cfg.Max))
+	if d := t.cfg.policy(free).Delay(st.fails); d > 0 {
+		st.until = now.Add(d)
 	}
-}
-
-// reset forgets a key's failures (a successful login).
-func (t *throttle) reset(key string) {
-	t.mu.Lock()
-	delete(t.keys, key)
-	t.mu.Unlock()
 }
 
 // evictLocked makes room for one key: every forgotten key goes, and if

@@ -24,7 +24,7 @@ type Server struct {
 	log     zerolog.Logger
 	st      store.Queue
 	hashSem chan struct{}
-	guard   *throttle // failed logins per account and address
+	guard   *throttle // failed attempts per address (per account: in the store)
 	names   nameCache
 	opens   groupSet  // ids of groups known to be open (not invite-only)
 	aways   awayCache // users' away status, for senders of direct messages

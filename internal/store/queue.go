@@ -1235,6 +1235,9 @@ func (t *sqlTx) SetPassword(userID int64, hash string) error {
 	if n == 0 {
 		return fmt.Errorf("%w: user %d", ErrNotFound, userID)
 	}
+	if _, err := t.exec("DELETE FROM login_failures WHERE user_id = ?", userID); err != nil {
+		return fmt.Errorf("store: set password: forget failed logins: %w", err)
+	}
 	return nil
 }
 

@@ -340,6 +340,19 @@ type Queue interface {
 	// Online lists every logged-in user and their node, ordered by node then
 	// user name.
 	Online(ctx context.Context) ([]Presence, error)
+
+	// ClaimLoginAttempt asks, on the store's clock, whether a password of
+	// userID may be checked now under the throttle p. If earlier failures
+	// make attempts wait, it returns how long (> 0) and counts nothing.
+	// Otherwise it returns 0 having counted this attempt as a failure
+	// ahead of the check, so that the attempts of every node together,
+	// however many run at once, never exceed p; a right password then
+	// clears the count (ClearLoginFailures). An unknown user is
+	// ErrNotFound, a throttle that cannot run ErrInvalid: nothing changes.
+	ClaimLoginAttempt(ctx context.Context, userID int64, p LoginThrottle) (time.Duration, error)
+	// ClearLoginFailures forgets the user's failed logins (a right
+	// password). A user without any is left alone.
+	ClearLoginFailures(ctx context.Context, userID int64) error
 }
 
 // Tx is the message-queue view inside a transaction.
@@ -491,7 +504,7 @@ type Tx interface {
 	// for a name in use it returns the existing user and changes nothing.
 	CreateUser(name, hash string) (u User, created bool, err error)
 	// SetPassword sets or replaces the user's password hash (ErrNotFound
-	// for an unknown user).
+	// for an unknown user) and forgets the user's failed logins.
 	SetPassword(userID int64, hash string) error
 	// CreateGroup returns the group with this name, creating it if needed
 	// as invite-only or open, created by creatorID; an existing group is

@@ -86,7 +86,10 @@ func RunControl(t *testing.T, newDSN NewDSN) { run(t, newDSN, controlTests) }
 
 // RunQueue runs the conformance tests of store.Queue and its Tx: users,
 // groups, presence and the message queue.
-func RunQueue(t *testing.T, newDSN NewDSN) { run(t, newDSN, queueTests) }
+func RunQueue(t *testing.T, newDSN NewDSN) {
+	run(t, newDSN, queueTests)
+	run(t, newDSN, loginTests)
+}
 
 type conformanceTest struct {
 	name string
