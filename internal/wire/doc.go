@@ -14,6 +14,7 @@
 //
 //	t    frame type: 1 to 32 printable ASCII characters, no spaces
 //	src  sender node id, >= 1
+//	dst  optional: the node a datagram is meant for, >= 0 (absent: 0)
 //	ep   sender's coordinator epoch, >= 0
 //	ts   sender's wall clock, Unix milliseconds, >= 0
 //	n    random 64-bit nonce, exactly 16 lowercase hex digits
