@@ -78,6 +78,12 @@ chaos:
 	$(BIN)/ringchaos --ringnode $(BIN)/ringnode --duration $(DURATION) --nodes $(NODES) --clients $(CLIENTS) \
 		--seed $(SEED) --db '$(DB)' $(ARGS)
 
+## adversary: the simulation's adversary (a key holder forging any frame) on many more schedules than make test (ADVERSARY_CHECKS=100000: about 4 minutes here)
+ADVERSARY_CHECKS ?= 100000
+.PHONY: adversary
+adversary:
+	RINGSIM_ADVERSARY_CHECKS=$(ADVERSARY_CHECKS) $(GO) test -count=1 -timeout 6h -run 'TestAdversary' -v ./internal/ring/ringsim
+
 ## lint: gofmt check, go vet and staticcheck (pinned, run with go run)
 lint:
 	@out="$$(gofmt -l .)"; \

@@ -7,10 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -154,6 +157,52 @@ func (h *hostileRing) udp(to int64, f wire.Frame) {
 	if _, err := c.Write(b); err != nil {
 		h.t.Fatal(err)
 	}
+}
+
+// dialAs opens a link to node to in the name of node as (a valid HELLO:
+// the attacker holds the cluster key).
+func (h *hostileRing) dialAs(to, as int64) net.Conn {
+	h.t.Helper()
+	conn, err := net.Dial("tcp", h.coordPort(to))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	hello, _ := json.Marshal(map[string]int64{"to": to})
+	h.write(conn, wire.Frame{Type: "HELLO", Src: as, Payload: hello})
+	return conn
+}
+
+// write sends f on conn as one line.
+func (h *hostileRing) write(conn net.Conn, f wire.Frame) {
+	h.t.Helper()
+	b, err := h.codec.Encode(f)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if _, err := conn.Write(append(b, '\n')); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// rejected is node id's ringchat_frames_rejected_total for reason (0 if it
+// cannot be read).
+func (h *hostileRing) rejected(id int64, reason string) float64 {
+	resp, err := http.Get("http://" + h.metrics[id] + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0
+	}
+	re := regexp.MustCompile(`(?m)^ringchat_frames_rejected_total\{node="\d+",reason="` + regexp.QuoteMeta(reason) + `"\} (\S+)$`)
+	m := re.FindSubmatch(b)
+	if m == nil {
+		return 0
+	}
+	f, _ := strconv.ParseFloat(string(m[1]), 64)
+	return f
 }
 
 // state reads the store's coordinator, ring order and fence.
@@ -358,6 +407,75 @@ func TestHostilePeer(t *testing.T) {
 			if _, err := conn.Write(l); err != nil {
 				t.Fatal(err)
 			}
+		}
+		h.recovered(at, coord, true, live...)
+	})
+
+	// Break 1 of issue 27: a TOKEN at the largest generation to a node of a
+	// quiet ring (nobody sends, so no node's critical section touches the
+	// store). Before, the node recorded 2^63-1 as the newest stamp seen,
+	// passed the forged token on, and every node it reached refused the
+	// real token from then on: nothing was delivered until every node
+	// restarted. Now the node asks the store about the generation and
+	// discards the token, counted as forged_token.
+	t.Run("TokenAtMaxGenerationToAQuietRing", func(t *testing.T) {
+		h.t = t
+		coord, order, _ := h.state()
+		victim := others(order, coord.NodeID)[0]
+		pred := predOf(order, victim)
+		before := h.rejected(victim, "forged_token")
+		conn := h.dialAs(victim, pred)
+		defer conn.Close()
+		at := time.Now()
+		h.write(conn, wire.Frame{Type: "TOKEN", Src: pred, Epoch: coord.Epoch,
+			Payload: []byte(fmt.Sprintf(`{"token":{"gen":%d,"seq":0}}`, int64(math.MaxInt64)))})
+		if !testutil.WaitFor(recoverWithin, 10*time.Millisecond, func() bool { return h.rejected(victim, "forged_token") > before }) {
+			t.Logf("node %d log:\n%s", victim, tail(h.r.Log(victim), 40))
+			t.Fatal("the victim never counted the forged token")
+		}
+		h.recovered(at, coord, true, live...)
+	})
+
+	// Break 2 of issue 27: a TOKEN on a link opened in the name of a node
+	// that is not the victim's predecessor. Before, whoever last sent a
+	// valid HELLO became the predecessor and its token was taken; now the
+	// node asks the store, writes UNLINK and closes the link.
+	t.Run("TokenFromANodeThatIsNotThePredecessor", func(t *testing.T) {
+		h.t = t
+		coord, order, f := h.state()
+		victim := others(order, coord.NodeID)[0]
+		pred := predOf(order, victim)
+		var stranger int64
+		for _, id := range order {
+			if id != victim && id != pred {
+				stranger = id
+				break
+			}
+		}
+		conn := h.dialAs(victim, stranger)
+		defer conn.Close()
+		at := time.Now()
+		h.write(conn, wire.Frame{Type: "TOKEN", Src: stranger, Epoch: coord.Epoch,
+			Payload: []byte(fmt.Sprintf(`{"token":{"gen":%d,"seq":%d}}`, f.Generation, f.Seq+1000))})
+		// What comes back on the link: UNLINK, never a TOKEN_ACK (the
+		// node refused the link, counted as not_predecessor, or the real
+		// predecessor dialled in again first and replaced it).
+		_ = conn.SetReadDeadline(time.Now().Add(recoverWithin))
+		lr := wire.NewLineReader(conn, 1<<20)
+		var got []string
+		for {
+			line, err := lr.Next()
+			if err != nil {
+				break
+			}
+			fr, _, err := h.codec.Decode(line)
+			if err != nil {
+				t.Fatalf("a line from node %d that does not decode: %v", victim, err)
+			}
+			got = append(got, fr.Type)
+		}
+		if !slices.Equal(got, []string{"UNLINK"}) {
+			t.Fatalf("node %d answered a token from node %d, not its predecessor, with %v; want UNLINK and the link closed", victim, stranger, got)
 		}
 		h.recovered(at, coord, true, live...)
 	})

@@ -166,6 +166,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			c.emit(ch, "ringchat_critical_sections_failed_total", float64(s.SectionFailures))
 			c.emit(ch, "ringchat_successor_failures_total", float64(s.SuccessorFails))
 			c.emit(ch, "ringchat_frames_rejected_total", float64(s.FramesBad), "unusable")
+			c.emit(ch, "ringchat_frames_rejected_total", float64(s.TokensForged), "forged_token")
+			c.emit(ch, "ringchat_frames_rejected_total", float64(s.NotPredecessor), "not_predecessor")
+			c.emit(ch, "ringchat_frames_rejected_total", float64(s.OffLink), "off_link")
 			e := st.Elections
 			c.emit(ch, "ringchat_elections_started_total", float64(e.Started))
 			c.emit(ch, "ringchat_elections_won_total", float64(e.Won))

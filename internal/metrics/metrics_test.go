@@ -34,7 +34,8 @@ func getHost(t *testing.T, h http.Handler, host, path string) (int, string) {
 func TestMetricsAndHealth(t *testing.T) {
 	m := New(3)
 	st := node.Status{ID: 3, Phase: ring.PhaseInRing, Coordinator: 5, Epoch: 7,
-		Stats:     node.Stats{TokenVisits: 42, TokensSent: 41, Regenerations: 2, TokensStale: 1, FramesBad: 4},
+		Stats: node.Stats{TokenVisits: 42, TokensSent: 41, Regenerations: 2, TokensStale: 1, FramesBad: 4,
+			TokensForged: 5, NotPredecessor: 3, OffLink: 8},
 		Elections: election.Counters{Started: 1, Won: 1, Sent: map[election.Method]uint64{election.Bully: 9}}}
 	m.SetSources(Sources{
 		Node:  func(context.Context) (node.Status, bool) { return st, true },
@@ -57,6 +58,9 @@ func TestMetricsAndHealth(t *testing.T) {
 		`ringchat_frames_rejected_total{node="3",reason="bad-mac"} 6`,
 		`ringchat_frames_rejected_total{node="3",reason="replay"} 2`,
 		`ringchat_frames_rejected_total{node="3",reason="unusable"} 4`,
+		`ringchat_frames_rejected_total{node="3",reason="forged_token"} 5`,
+		`ringchat_frames_rejected_total{node="3",reason="not_predecessor"} 3`,
+		`ringchat_frames_rejected_total{node="3",reason="off_link"} 8`,
 		`ringchat_election_messages_sent_total{method="bully",node="3"} 9`,
 		`ringchat_elections_won_total{node="3"} 1`,
 		`ringchat_clients_connected{node="3"} 12`,

@@ -41,7 +41,13 @@ func execOpErr(ctx context.Context, st store.Store, id int64, op ring.Op) (ring.
 		if err != nil {
 			return res, err
 		}
-		res.Members = ring.Topology(store.Successors(nodes)).Members()
+		topo := ring.Topology(store.Successors(nodes))
+		res.Members, res.Pred = topo.Members(), topo.Predecessor(id)
+		f, err := st.Fence(ctx)
+		if err != nil {
+			return res, err
+		}
+		res.Gen, res.Secret = f.Generation, f.Secret
 		c, err := st.Coordinator(ctx)
 		res.Coord, res.Epoch = c.NodeID, c.Epoch
 		return res, err
@@ -54,11 +60,15 @@ func execOpErr(ctx context.Context, st store.Store, id int64, op ring.Op) (ring.
 		if err != nil {
 			return res, err
 		}
-		res.Coord, res.Epoch, res.Gen = id, epoch, f.Generation
+		res.Coord, res.Epoch, res.Gen, res.Secret = id, epoch, f.Generation, f.Secret
 		return res, nil
+	case ring.OpReadFence:
+		f, err := st.Fence(ctx)
+		res.Gen, res.Secret = f.Generation, f.Secret
+		return res, err
 	case ring.OpRegenerate:
 		f, err := st.NewGeneration(ctx, coord)
-		res.Stamp = token.Stamp{Gen: f.Generation, Seq: f.Seq}
+		res.Stamp, res.Secret = token.Stamp{Gen: f.Generation, Seq: f.Seq}, f.Secret
 		return res, err
 	case ring.OpJoin, ring.OpRepair, ring.OpLeave, ring.OpSync:
 		return execTopology(ctx, st, coord, op)
@@ -94,7 +104,7 @@ func execTopology(ctx context.Context, st store.Store, coord store.Coordinator, 
 		res.Changes = ring.PlanRemove(topo, op.Node)
 	case ring.OpSync:
 		res.Changes = ring.PlanSync(topo)
-		res.Members = topo.Members()
+		res.Members, res.Pred = topo.Members(), topo.Predecessor(coord.NodeID)
 		return res, nil
 	}
 	var writes []store.SuccessorChange
@@ -109,7 +119,7 @@ func execTopology(ctx context.Context, st store.Store, coord store.Coordinator, 
 		}
 	}
 	after := topo.Apply(res.Changes)
-	res.Members = after.Members()
+	res.Members, res.Pred = after.Members(), after.Predecessor(coord.NodeID)
 	for _, c := range res.Changes {
 		if c.Succ != 0 {
 			continue
@@ -152,7 +162,7 @@ func execLease(ctx context.Context, st store.Store, id int64, op ring.Op) (ring.
 		if err != nil {
 			return res, err
 		}
-		res.Gen = f.Generation
+		res.Gen, res.Secret = f.Generation, f.Secret
 	}
 	return res, nil
 }

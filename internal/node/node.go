@@ -39,8 +39,11 @@ type Node struct {
 
 	stats Stats
 
-	framesIn  map[ring.MsgType]uint64
-	framesOut map[ring.MsgType]uint64
+	framesIn map[ring.MsgType]uint64
+	// hostileLogged: when a refused frame of each kind was last logged at
+	// warn (a peer forging frames gets one line a second, and counters).
+	hostileLogged map[ring.Event]time.Time
+	framesOut     map[ring.MsgType]uint64
 
 	// token hop timing (owned by the run loop)
 	sentAt    time.Time
@@ -78,7 +81,15 @@ type Stats struct {
 	// unavailable, a section's error); fenced ones are TokensFenced.
 	SectionFailures uint64
 	FramesBad       uint64 // frames that parsed and authenticated but made no sense
-	SuccessorFails  uint64
+	// Frames the ring protocol refused, by reason: a token of a generation
+	// the store never issued or with a proof that does not hold
+	// (TokensForged), a token on the link of a node the store's ring does
+	// not name as predecessor (NotPredecessor), a frame on a path its type
+	// never takes or a datagram in this node's own name (OffLink).
+	TokensForged   uint64
+	NotPredecessor uint64
+	OffLink        uint64
+	SuccessorFails uint64
 }
 
 // Status is a snapshot of a node.
@@ -386,6 +397,9 @@ func (n *Node) flush() {
 	if r.DropPred {
 		n.tr.DropPredecessor()
 	}
+	if r.RefusePred {
+		n.tr.RefusePredecessor()
+	}
 	for _, m := range r.Msgs {
 		n.send(m)
 	}
@@ -448,8 +462,15 @@ func (n *Node) logNote(note ring.Note) {
 			Dur("duration_ms", time.Duration(r.Ticks)*n.cfg.Ring.Tick).Int64("epoch", note.Epoch).Msg("election finished")
 		return
 	}
-	if note.Event == ring.EventTokenDropped {
+	switch note.Event {
+	case ring.EventTokenDropped:
 		n.stats.TokensDropped++
+	case ring.EventTokenForged:
+		n.stats.TokensForged++
+	case ring.EventNotPredecessor:
+		n.stats.NotPredecessor++
+	case ring.EventOffLink:
+		n.stats.OffLink++
 	}
 	ev := n.log.Debug()
 	switch note.Event {
@@ -458,6 +479,14 @@ func (n *Node) logNote(note ring.Note) {
 		ring.EventCoordinatorOrphaned, ring.EventTokenRegenerated, ring.EventLeaveDeadline, ring.EventLeaveUnanswered,
 		ring.EventElectionWon, ring.EventLeaseLost:
 		ev = n.log.Info()
+	case ring.EventTokenForged, ring.EventNotPredecessor:
+		if now := time.Now(); now.Sub(n.hostileLogged[note.Event]) >= time.Second {
+			if n.hostileLogged == nil {
+				n.hostileLogged = map[ring.Event]time.Time{}
+			}
+			n.hostileLogged[note.Event] = now
+			ev = n.log.Warn()
+		}
 	case ring.EventSuccessorFailed, ring.EventPredecessorSilent, ring.EventTokenFenced, ring.EventSuccessorWatchdog:
 		if note.Event == ring.EventSuccessorFailed {
 			n.stats.SuccessorFails++

@@ -114,7 +114,7 @@ func (n *Machine) becomeLeaseHolder(epoch int64) {
 	if n.isCoord {
 		n.stepDown()
 	}
-	n.tok.SetMinGen(n.leaseGen)
+	n.tok.Confirm(n.leaseGen, n.leaseSecret)
 	n.drainToken()
 	n.becomeCoordinator(epoch, n.leaseGen == 0)
 }
@@ -127,7 +127,7 @@ func (n *Machine) leaseDone(r Result) {
 		lr.RemainingTicks = int(r.LeaseRemaining / tick)
 	}
 	if r.LeaseOK && r.Op.Lease.Kind == election.LeaseAcquire {
-		n.leaseGen = r.Gen
+		n.leaseGen, n.leaseSecret = r.Gen, r.Secret
 	}
 	if r.Outcome != Failed && !r.LeaseOK && r.Coord != 0 {
 		n.adoptStore(r.Coord, r.Epoch)

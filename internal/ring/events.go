@@ -34,6 +34,9 @@ const (
 	EventSuccessorFailed         Event = "successor-failed"         // the successor stopped answering
 	EventSuccessorWatchdog       Event = "successor-watchdog"       // the successor link stayed down too long: linked again
 	EventTokenDropped            Event = "token-dropped"            // a held token was discarded (superseded, stale, reset)
+	EventTokenForged             Event = "token-forged"             // a token of a generation the store never issued was discarded
+	EventTokenUnchecked          Event = "token-unchecked"          // the store could not confirm a token's generation: passed on without a visit
+	EventNotPredecessor          Event = "not-predecessor"          // a token came on the link of a node the store's ring does not name as predecessor: refused (UNLINK)
 	EventTokenFenced             Event = "token-fenced"             // the store refused a critical section: a newer token exists
 	EventTokenRegenerated        Event = "token-regenerated"        // the coordinator made a new token generation
 )

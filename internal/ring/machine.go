@@ -38,14 +38,17 @@ type Ready struct {
 	Msgs     []Msg
 	Connect  *int64 // (re)link to this successor; 0 means drop the link
 	DropPred bool   // close the inbound link (silent too long)
-	Ops      []Op
-	Visits   []token.Token
-	Notes    []Note
+	// RefusePred: refuse the inbound link with UNLINK and close it (its
+	// peer is not the predecessor the store's ring names).
+	RefusePred bool
+	Ops        []Op
+	Visits     []token.Token
+	Notes      []Note
 }
 
 // Empty reports whether there is nothing to do.
 func (r Ready) Empty() bool {
-	return len(r.Msgs) == 0 && r.Connect == nil && !r.DropPred && len(r.Ops) == 0 && len(r.Visits) == 0 && len(r.Notes) == 0
+	return len(r.Msgs) == 0 && r.Connect == nil && !r.DropPred && !r.RefusePred && len(r.Ops) == 0 && len(r.Visits) == 0 && len(r.Notes) == 0
 }
 
 type request struct {
@@ -93,17 +96,25 @@ type Machine struct {
 	pingOut    bool
 	pingAt     int64
 
-	pred      int64
+	pred      int64 // the inbound link's peer (its HELLO authenticated it)
 	predHeard int64
+	// ringPred is this node's predecessor as the store's ring last named it
+	// (a member check, or the coordinator's own ring change). A TOKEN is
+	// taken only on its link; a TOKEN on another node's link waits in
+	// parkedTok while the store is asked (a legitimate new predecessor
+	// after a splice is in the store before it links).
+	ringPred  int64
+	parkedTok *parkedMsg
 
 	tok *token.Machine
 	req *request
 	el  *election.Machine
 
-	electAfter  bool  // an acting coordinator: hold an election once the ring is repaired
-	checkFailed int64 // a failed successor that may be the coordinator (a store read will tell)
-	winClaims   int   // claims left to an election winner whose claim lost to a lower node
-	leaseGen    int64 // token generation read with the last acquired lease
+	electAfter  bool   // an acting coordinator: hold an election once the ring is repaired
+	checkFailed int64  // a failed successor that may be the coordinator (a store read will tell)
+	winClaims   int    // claims left to an election winner whose claim lost to a lower node
+	leaseGen    int64  // token generation read with the last acquired lease
+	leaseSecret string // and its secret
 
 	queue      []Op
 	inFlight   *Op
@@ -146,6 +157,7 @@ func (n *Machine) Coordinator() (id, epoch int64) { return n.coord, n.epoch }
 func (n *Machine) IsCoordinator() bool            { return n.isCoord }
 func (n *Machine) Successor() (id int64, up bool) { return n.succ, n.succUp }
 func (n *Machine) Predecessor() int64             { return n.pred }
+func (n *Machine) RingPredecessor() int64         { return n.ringPred }
 func (n *Machine) HoldsToken() bool               { return n.tok.Holding() }
 func (n *Machine) HeldToken() (token.Token, bool) { return n.tok.Held() }
 func (n *Machine) LastStamp() token.Stamp         { return n.tok.Last() }
@@ -333,6 +345,17 @@ func (n *Machine) PredecessorUp(peer int64) {
 func (n *Machine) PredecessorDown(peer int64) {
 	if peer == n.pred {
 		n.pred = 0
+		if n.phase == PhaseInRing && !n.isCoord {
+			// The predecessor linked elsewhere, or died: if the ring was
+			// changed without this node (spliced out on a request made in
+			// its name), the store says so at once rather than at the next
+			// member check.
+			n.checkJoins = n.joins
+			n.enqueue(Op{Kind: OpCheckMember})
+		}
+	}
+	if p := n.parkedTok; p != nil && p.m.From == peer {
+		n.parkedTok = nil
 	}
 }
 
@@ -357,6 +380,10 @@ func (n *Machine) drainToken() {
 			n.successorFailed(n.succ)
 		case token.Dropped:
 			n.note(EventTokenDropped, 0)
+		case token.Check:
+			n.enqueue(Op{Kind: OpReadFence})
+		case token.Forged:
+			n.note(EventTokenForged, n.pred)
 		}
 	}
 }
@@ -470,6 +497,10 @@ func (n *Machine) tickMember() {
 // checkDone acts on a member's check: a newer coordinator is adopted, and a
 // node the store's ring does not hold joins again.
 func (n *Machine) checkDone(r Result) {
+	n.ringPred = r.Pred
+	n.tok.Confirm(r.Gen, r.Secret)
+	n.drainToken()
+	n.settleToken(r.Op.ID, false)
 	if r.Epoch > n.epoch {
 		n.adopt(r.Coord, r.Epoch)
 	}
@@ -688,8 +719,9 @@ func (n *Machine) stepDown() {
 	q := n.queue[:0]
 	for _, op := range n.queue {
 		// Lease operations are the election machine's, which waits for
-		// their answers whatever the role.
-		if op.Kind == OpReadCoordinator || op.Kind == OpClaim || op.Kind == OpLease {
+		// their answers whatever the role; reads of the fence and the
+		// ring answer a token waiting here.
+		if op.Kind == OpReadCoordinator || op.Kind == OpClaim || op.Kind == OpLease || op.Kind == OpReadFence || op.Kind == OpCheckMember {
 			q = append(q, op)
 		}
 	}
@@ -859,4 +891,39 @@ func (n *Machine) startHandoff() {
 	n.send(m)
 	m.From, m.Epoch = n.id, n.epoch
 	n.handoff = &pending{msg: m, nextAt: n.now + int64(n.cfg.RetryTicks)}
+}
+
+// checkPred handles a TOKEN on the link of a node the store's ring did not
+// name as this node's predecessor: it waits (one at a time; a later one
+// replaces it) while the store is asked.
+func (n *Machine) checkPred(m Msg) {
+	n.parkedTok = &parkedMsg{m: m, after: n.nextOpID}
+	n.enqueue(Op{Kind: OpCheckMember})
+}
+
+// settleToken runs after a member check (operation readID) or its failure:
+// a parked TOKEN from the predecessor the store names is taken; one from
+// another node is refused with UNLINK once a check asked after it came
+// says so. A failed check lets the link's (authenticated) peer through:
+// the store fences every critical section anyway, and a node that cannot
+// reach the store must still pass the token on.
+func (n *Machine) settleToken(readID uint64, failed bool) {
+	p := n.parkedTok
+	if p == nil {
+		return
+	}
+	n.parkedTok = nil
+	m := p.m
+	switch {
+	case m.From != n.pred:
+		// the link it came on is gone
+	case m.From == n.ringPred || failed:
+		n.stepToken(m)
+	case readID <= p.after:
+		n.checkPred(m) // that read was asked before the token came
+	default:
+		n.note(EventNotPredecessor, m.From)
+		n.pred = 0
+		n.ready.RefusePred = true
+	}
 }

@@ -24,6 +24,7 @@ const (
 	OpSync                              // read the ring; every member is told its successor again
 	OpLease                             // acquire or renew the coordinator lease (lease election)
 	OpCheckMember                       // read the ring's members and the coordinator (a member's own check)
+	OpReadFence                         // read the newest token generation the store issued (a token's check)
 )
 
 func (k OpKind) String() string {
@@ -46,6 +47,8 @@ func (k OpKind) String() string {
 		return "lease"
 	case OpCheckMember:
 		return "check-member"
+	case OpReadFence:
+		return "read-fence"
 	}
 	return "?"
 }
@@ -86,13 +89,19 @@ type Result struct {
 	Coord int64
 	Epoch int64 // the new epoch for claim
 
-	Changes   []Change // join/repair/leave: what was applied
-	Members   []int64  // join/repair/leave: ring members afterwards
-	WasEmpty  bool     // join: the ring was empty (a new ring needs a token)
-	NotInRing bool     // repair: the requester is not in the ring
+	Changes []Change // join/repair/leave: what was applied
+	Members []int64  // join/repair/leave: ring members afterwards
+	// Pred is the requesting node's predecessor in the store's ring
+	// (check-member, and join/repair/leave/sync afterwards); 0 if none.
+	Pred      int64
+	WasEmpty  bool // join: the ring was empty (a new ring needs a token)
+	NotInRing bool // repair: the requester is not in the ring
 
 	Stamp token.Stamp // regenerate: the new generation's first stamp
-	Gen   int64       // claim and acquired lease: the store's current token generation
+	Gen   int64       // claim, acquired lease, check-member and read-fence: the store's current token generation
+	// Secret is the secret of Gen (of Stamp's generation for regenerate):
+	// tokens of that generation prove their stamps under it.
+	Secret string
 
 	// Lease: whether acquired or renewed, and the lease afterwards
 	// (Coord and Epoch hold its holder and epoch).

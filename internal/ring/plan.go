@@ -38,6 +38,9 @@ func (t Topology) Apply(changes []Change) Topology {
 	return out
 }
 
+// Predecessor returns the node whose successor is x (0 if none).
+func (t Topology) Predecessor(x int64) int64 { return t.predecessor(x) }
+
 // predecessor returns the node whose successor is x (0 if none).
 func (t Topology) predecessor(x int64) int64 {
 	for _, id := range t.Members() {

@@ -11,15 +11,7 @@ import "slices"
 // only once the store confirms it: the node reads the coordinator from the
 // store, and a command of the newer epoch waits for that answer.
 func (n *Machine) Step(m Msg) {
-	if n.phase == PhaseLeft {
-		return
-	}
-	if m.Via == ViaUDP && m.To != n.id {
-		n.note(EventMisdirected, m.From)
-		return
-	}
-	if !n.onItsLink(m) {
-		n.note(EventOffLink, m.From)
+	if n.phase == PhaseLeft || !n.admit(m) {
 		return
 	}
 	if m.Epoch > n.epoch {
@@ -33,11 +25,11 @@ func (n *Machine) Step(m Msg) {
 		n.el.Step(*m.Election)
 	case MsgToken:
 		n.predHeard = n.now
-		if t := m.Token; t.Epoch > n.epoch && t.Coord != 0 {
-			n.confirmEpoch() // the token's gossip proposes, like any frame
+		if m.From != n.ringPred {
+			n.checkPred(m)
+			return
 		}
-		n.tok.Receive(*m.Token)
-		n.drainToken()
+		n.stepToken(m)
 	case MsgTokenAck:
 		n.pingOut = false
 		n.tok.Ack(*m.Stamp, m.Stale)
@@ -62,10 +54,44 @@ func (n *Machine) Step(m Msg) {
 	}
 }
 
+// admit reports whether m may be acted on at all: a datagram meant for
+// this node and not in its own name, a link frame on its link.
+func (n *Machine) admit(m Msg) bool {
+	switch {
+	case m.Via == ViaUDP && m.To != n.id:
+		n.note(EventMisdirected, m.From)
+		return false
+	case m.Via == ViaUDP && m.From == n.id && m.Type != MsgElection:
+		// A node never sends itself a datagram (it does its own requests
+		// in place): one in its own name is forged.
+		n.note(EventOffLink, m.From)
+		return false
+	case !n.onItsLink(m):
+		n.note(EventOffLink, m.From)
+		return false
+	}
+	return true
+}
+
+// stepToken takes a TOKEN from the predecessor the store's ring names.
+func (n *Machine) stepToken(m Msg) {
+	if t := m.Token; t.Epoch > n.epoch && t.Coord != 0 {
+		n.confirmEpoch() // the token's gossip proposes, like any frame
+	}
+	n.tok.Receive(*m.Token)
+	n.drainToken()
+}
+
 // stepRequest handles a request addressed to the coordinator.
 func (n *Machine) stepRequest(m Msg) {
 	if !n.isCoord || n.phase == PhaseLeaving {
 		return // the sender finds the coordinator in the store after a few retries
+	}
+	if m.Type == MsgSuccessorRequest && m.Failed == n.id {
+		// The coordinator is alive: whoever lost its link to it asks
+		// again (and is told its successor) once the link is back.
+		n.note(EventOffLink, m.From)
+		return
 	}
 	n.enqueue(requestOp(m.Type, m.From, m.Failed))
 }
@@ -85,7 +111,8 @@ func requestOp(typ MsgType, from, failed int64) Op {
 
 // onItsLink reports whether m may be acted on given the path it came by:
 // the token and the heartbeat travel only on the ring links, from the
-// node at the other end of the link they belong to.
+// node at the other end of the link they belong to; everything else only
+// by datagram.
 func (n *Machine) onItsLink(m Msg) bool {
 	switch m.Type {
 	case MsgToken, MsgPing:
@@ -93,7 +120,7 @@ func (n *Machine) onItsLink(m Msg) bool {
 	case MsgTokenAck, MsgPong:
 		return m.Via == ViaSucc && n.succ != 0 && m.From == n.succ
 	}
-	return true
+	return m.Via == ViaUDP // requests, commands, WAKE and elections travel by datagram only
 }
 
 // stepCommand handles a coordinator's command. A node obeys only the
@@ -222,13 +249,7 @@ func (n *Machine) StoreDone(r Result) {
 		return
 	}
 	if r.Outcome == Failed {
-		n.note(EventStoreFailed, 0)
-		n.queue = append([]Op{r.Op}, n.queue...)
-		n.retryOpAt = n.now + int64(n.cfg.RetryTicks)
-		if r.Op.Kind == OpRegenerate {
-			n.queue = n.queue[1:]
-			n.tok.RegenerateFailed()
-		}
+		n.storeFailed(r)
 		return
 	}
 	if n.phase != PhaseLeft {
@@ -239,6 +260,9 @@ func (n *Machine) StoreDone(r Result) {
 		case OpCheckMember:
 			n.checkDone(r)
 			n.settleParked(r.Op.ID)
+		case OpReadFence:
+			n.tok.Checked(r.Gen, r.Secret)
+			n.drainToken()
 		case OpClaim:
 			n.claimDone(r)
 		case OpRegenerate:
@@ -248,7 +272,7 @@ func (n *Machine) StoreDone(r Result) {
 				n.tok.RegenerateFailed()
 			} else {
 				n.note(EventTokenRegenerated, 0)
-				n.tok.Generated(r.Stamp)
+				n.tok.Generated(r.Stamp, r.Secret)
 			}
 			n.drainToken()
 		default:
@@ -268,6 +292,27 @@ func (n *Machine) StoreDone(r Result) {
 		}
 	}
 	n.pump()
+}
+
+// storeFailed handles an operation the store could not carry out: it is
+// tried again after RetryTicks, but for a regeneration (the loss timer
+// asks again) and a token's check (the token goes on unchecked).
+func (n *Machine) storeFailed(r Result) {
+	n.note(EventStoreFailed, 0)
+	n.queue = append([]Op{r.Op}, n.queue...)
+	n.retryOpAt = n.now + int64(n.cfg.RetryTicks)
+	switch r.Op.Kind {
+	case OpRegenerate:
+		n.queue = n.queue[1:]
+		n.tok.RegenerateFailed()
+	case OpReadFence:
+		n.queue = n.queue[1:]
+		n.note(EventTokenUnchecked, 0)
+		n.tok.CheckFailed()
+		n.drainToken()
+	case OpCheckMember:
+		n.settleToken(r.Op.ID, true)
+	}
 }
 
 func (n *Machine) readDone(r Result) {
@@ -337,7 +382,7 @@ func (n *Machine) claimDone(r Result) {
 		}
 		return
 	}
-	n.tok.SetMinGen(r.Gen)
+	n.tok.Confirm(r.Gen, r.Secret)
 	n.drainToken()
 	n.becomeCoordinator(r.Epoch, r.Gen == 0)
 	if n.winClaims > 0 {
@@ -350,6 +395,7 @@ func (n *Machine) claimDone(r Result) {
 // join, repair, leave or sync): it tells the nodes concerned, relinks this
 // node, and finishes this node's own leave.
 func (n *Machine) changesDone(r Result) {
+	n.ringPred = r.Pred
 	n.members = slices.Clone(r.Members)
 	slices.Sort(n.members)
 	if len(n.members) > 0 {

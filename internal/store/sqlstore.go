@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	crand "crypto/rand"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -540,7 +542,8 @@ func (s *sqlStore) CoordinatorHistory(ctx context.Context) ([]CoordinatorTerm, e
 
 func (s *sqlStore) Fence(ctx context.Context) (Fence, error) {
 	var f Fence
-	err := s.db.QueryRowContext(ctx, "SELECT generation, seq, holder FROM token_fence WHERE id = 1").Scan(&f.Generation, &f.Seq, &f.Holder)
+	err := s.db.QueryRowContext(ctx, "SELECT generation, seq, holder, secret FROM token_fence WHERE id = 1").
+		Scan(&f.Generation, &f.Seq, &f.Holder, &f.Secret)
 	if err != nil {
 		return Fence{}, wrapOp("read fence", err)
 	}
@@ -549,17 +552,22 @@ func (s *sqlStore) Fence(ctx context.Context) (Fence, error) {
 
 func (s *sqlStore) NewGeneration(ctx context.Context, coord Coordinator) (Fence, error) {
 	var f Fence
+	var b [32]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		return Fence{}, fmt.Errorf("store: new token generation: %w", err)
+	}
+	secret := hex.EncodeToString(b[:])
 	err := s.inTx(ctx, "new token generation", func(tx *sql.Tx) error {
 		if err := s.checkCoordinator(ctx, tx, coord); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx,
-			"UPDATE token_fence SET generation = generation + 1, seq = 0, holder = ?, changed_us = ? WHERE id = 1",
-			coord.NodeID, s.nowUS()); err != nil {
+			"UPDATE token_fence SET generation = generation + 1, seq = 0, holder = ?, secret = ?, changed_us = ? WHERE id = 1",
+			coord.NodeID, secret, s.nowUS()); err != nil {
 			return err
 		}
-		return tx.QueryRowContext(ctx, "SELECT generation, seq, holder FROM token_fence WHERE id = 1").
-			Scan(&f.Generation, &f.Seq, &f.Holder)
+		return tx.QueryRowContext(ctx, "SELECT generation, seq, holder, secret FROM token_fence WHERE id = 1").
+			Scan(&f.Generation, &f.Seq, &f.Holder, &f.Secret)
 	})
 	return f, err
 }

@@ -107,6 +107,10 @@ type Fence struct {
 	Generation int64
 	Seq        int64
 	Holder     int64
+	// Secret is the secret of the generation (hex), made by NewGeneration
+	// and returned by Fence and NewGeneration: a token proves its stamp
+	// with an HMAC under it (token.Prove). Fenced ignores it.
+	Secret string
 }
 
 // Less reports whether f is older than g.

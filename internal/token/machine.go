@@ -1,5 +1,7 @@
 package token
 
+import "crypto/hmac"
+
 // ActionKind says what the runtime must do for an Action.
 type ActionKind uint8
 
@@ -20,6 +22,13 @@ const (
 	SuccessorFailed
 	// Dropped: a held token was discarded (superseded, stale, or reset).
 	Dropped
+	// Check: a token of a generation the store has not confirmed to this
+	// node arrived and is held back: read the store's newest generation and
+	// report it with Checked (or CheckFailed).
+	Check
+	// Forged: a token of a generation the store never issued was
+	// discarded (Token says which).
+	Forged
 )
 
 func (k ActionKind) String() string {
@@ -36,6 +45,10 @@ func (k ActionKind) String() string {
 		return "SuccessorFailed"
 	case Dropped:
 		return "Dropped"
+	case Check:
+		return "Check"
+	case Forged:
+		return "Forged"
 	}
 	return "?"
 }
@@ -43,7 +56,7 @@ func (k ActionKind) String() string {
 // Action is one output of the machine.
 type Action struct {
 	Kind  ActionKind
-	Token Token // SendToken, Visit, Dropped
+	Token Token // SendToken, Visit, Dropped, Check, Forged
 	Stamp Stamp // SendAck
 	Stale bool  // SendAck
 }
@@ -66,13 +79,30 @@ type Machine struct {
 	cfg Config
 	now int64
 
-	last   Stamp  // newest stamp ever received or created here
+	// Frames only propose; the store decides. A stamp counts (is recorded
+	// as the newest seen, and may make a later token stale) only once its
+	// generation is one the store confirmed to this node: known is the
+	// newest generation the store named (a claim, a regeneration, a fence
+	// read), and a token of a generation above it waits in checking while
+	// the store is asked. So no value a frame carries can make this node
+	// refuse the real token: last never holds a generation the store did
+	// not issue.
+	last   Stamp  // newest stamp received or created here, of a generation ≤ known
+	known  int64  // newest generation the store confirmed to this node
+	secret string // known's secret, as the store gave it: tokens of known prove their stamp under it
 	minGen int64  // tokens of older generations are stale (fenced off in the store)
-	held   *Token // the token this node holds (in any phase but none)
-	phase  phase
-	since  int64 // tick the current phase began
-	linkUp bool  // successor link state
-	leave  bool  // leaving: no more critical sections
+	// checking is a token of an unconfirmed generation (acknowledged, not
+	// yet taken) while the store is asked; checkOut says the question is
+	// out, and checkAt is the first tick a new one may be asked (one read
+	// per checkGapTicks, however many tokens a peer forges).
+	checking *Token
+	checkOut bool
+	checkAt  int64
+	held     *Token // the token this node holds (in any phase but none)
+	phase    phase
+	since    int64 // tick the current phase began
+	linkUp   bool  // successor link state
+	leave    bool  // leaving: no more critical sections
 
 	urgentUntil int64 // until then the token is not idled (someone wants it)
 
@@ -136,19 +166,49 @@ func (m *Machine) drop() {
 // Receive handles a token from the predecessor. The token is acknowledged
 // before anything else. A token not newer than the newest seen is a
 // duplicate (acknowledged, ignored) or stale (acknowledged as stale, so its
-// sender drops it).
+// sender drops it). A token of a generation the store has not confirmed to
+// this node is acknowledged and held back while the store is asked
+// (Check): only a generation the store issued is taken (see Checked). A
+// token of the confirmed generation whose proof does not match its stamp
+// was not made by a node that knows the generation's secret: it is
+// refused as stale and discarded.
+func (m *Machine) Receive(t Token) {
+	if t.Gen < m.minGen || (t.Gen <= m.known && !t.Newer(m.last)) {
+		m.emit(Action{Kind: SendAck, Stamp: t.Stamp, Stale: t.Stamp != m.last})
+		return
+	}
+	if t.Gen <= m.known && !m.proven(t) {
+		m.emit(Action{Kind: SendAck, Stamp: t.Stamp, Stale: true})
+		m.emit(Action{Kind: Forged, Token: t})
+		return
+	}
+	m.emit(Action{Kind: SendAck, Stamp: t.Stamp})
+	if t.Gen > m.known {
+		m.hold(t)
+		return
+	}
+	m.accept(t)
+}
+
+// proven reports whether t carries the proof of its stamp under the
+// confirmed generation's secret (callers have checked that t is of that
+// generation: older ones are stale).
+func (m *Machine) proven(t Token) bool {
+	return hmac.Equal([]byte(t.Proof), []byte(Prove(m.secret, t.Stamp)))
+}
+
+// accept takes t, a proven token of a confirmed generation newer than any
+// seen. Its counters are bounded by the ring size (a forged value cannot
+// keep it from resting).
 //
 // A newer token replaces a held one. If the held one was passed on and
 // waits for its ack, and the newer one is of its generation, the token has
 // come round before that ack: the hop was taken, and nothing is dropped (a
 // token hurrying round an idle ring laps faster than an ack crosses a busy
 // machine). Otherwise a held token is superseded, and dropped.
-func (m *Machine) Receive(t Token) {
-	if t.Gen < m.minGen || !t.Newer(m.last) {
-		m.emit(Action{Kind: SendAck, Stamp: t.Stamp, Stale: t.Stamp != m.last})
-		return
-	}
-	m.emit(Action{Kind: SendAck, Stamp: t.Stamp})
+func (m *Machine) accept(t Token) {
+	t.Busy = min(max(t.Busy, 0), m.ringSize)
+	t.Quiet = min(max(t.Quiet, 0), 2*m.ringSize)
 	m.last = t.Stamp
 	switch {
 	case m.held == nil || m.held.Stamp == t.Stamp: // equal: our own token came round a one-node ring
@@ -158,6 +218,95 @@ func (m *Machine) Receive(t Token) {
 		m.drop() // an older token of ours was superseded
 	}
 	m.take(t)
+}
+
+// checkGapTicks is the least time between two questions to the store about
+// a token's generation: a peer forging tokens costs the store at most one
+// read per gap.
+const checkGapTicks = 5
+
+// checkLostTicks is how long a question to the store may stay unanswered
+// before it is asked again (its operation was lost: the node stepped
+// down, the runtime restarted its worker).
+const checkLostTicks = 50
+
+// hold keeps t, of a generation the store has not confirmed here, while the
+// store is asked. One token waits at a time: of two, the one of the lower
+// generation (the nearer to what this node knows, so the likelier to be
+// real; the newer of one generation) stays, and the other is discarded
+// (it was acknowledged: if real, the coordinator makes another).
+func (m *Machine) hold(t Token) {
+	if c := m.checking; c != nil {
+		if t.Stamp == c.Stamp {
+			return // the same token again (resent on a new link)
+		}
+		if c.Gen < t.Gen || (c.Gen == t.Gen && !t.Newer(c.Stamp)) {
+			m.emit(Action{Kind: Forged, Token: t})
+			return
+		}
+		m.emit(Action{Kind: Forged, Token: *c})
+	}
+	m.checking = &t
+	m.ask()
+}
+
+// ask sends the question about the held-back token, unless one is out or
+// the last was too recent (Tick asks then).
+func (m *Machine) ask() {
+	if m.checking == nil || m.checkOut || m.now < m.checkAt {
+		return
+	}
+	m.checkOut = true
+	m.checkAt = m.now + checkGapTicks
+	m.emit(Action{Kind: Check, Token: *m.checking})
+}
+
+// Checked answers a Check: gen is the newest generation the store has
+// issued, and secret its secret. The held-back token is taken if the store
+// issued its generation, it proves its stamp, and it is newer than any
+// seen; it is discarded as forged otherwise.
+func (m *Machine) Checked(gen int64, secret string) {
+	m.checkOut = false
+	m.Confirm(gen, secret)
+	c := m.checking
+	if c == nil {
+		return
+	}
+	m.checking = nil
+	switch {
+	case c.Gen > m.known || (c.Gen == m.known && !m.proven(*c)):
+		m.emit(Action{Kind: Forged, Token: *c})
+	case c.Gen < m.minGen || !c.Newer(m.last):
+		// superseded while the store was asked
+	default:
+		m.accept(*c)
+	}
+}
+
+// CheckFailed reports that the store could not be asked. The held-back
+// token is passed straight on without a critical section (this node could
+// not run one anyway) and without being recorded: the next node asks the
+// store in turn, and a node that cannot reach its store never stops the
+// ring.
+func (m *Machine) CheckFailed() {
+	m.checkOut = false
+	c := m.checking
+	if c == nil {
+		return
+	}
+	m.checking = nil
+	if m.held != nil {
+		return // a confirmed token is here: it goes on, not this one
+	}
+	// Without the secret this node cannot prove a next hop: the token goes
+	// on with its stamp and proof as they came.
+	m.held = c
+	if !m.linkUp {
+		m.setPhase(phaseBlocked)
+		return
+	}
+	m.setPhase(phaseSending)
+	m.emit(Action{Kind: SendToken, Token: *c})
 }
 
 func (m *Machine) take(t Token) {
@@ -204,25 +353,30 @@ func (m *Machine) VisitDone(t Token, worked bool) {
 // last generation the store issued), or nil if it could not be read.
 //
 // A token of a generation the store never issued (above cur's) was forged:
-// it is dropped, and the newest stamp seen goes back to the store's, so the
-// real token is taken again when it comes. Otherwise a newer generation
-// exists: t is dropped, and a coordinator makes a new token soon if the
-// newer one does not show up.
+// it is dropped. Otherwise a newer token exists: t is dropped, and a
+// coordinator makes a new token soon if the newer one does not show up.
+// Only generations the store confirmed raise the bar for later tokens (a
+// token is taken only once its generation is confirmed, so t's is).
 func (m *Machine) VisitFenced(t Token, cur *Stamp) {
 	if m.held == nil || t.Stamp != m.held.Stamp {
 		return
 	}
-	if cur != nil && t.Gen > cur.Gen {
-		m.drop()
-		if !cur.Newer(m.last) {
-			m.last = *cur
+	if cur != nil {
+		m.raiseMinGen(cur.Gen)
+		if t.Gen > cur.Gen {
+			m.emit(Action{Kind: Forged, Token: t})
+			m.held = nil
+			m.setPhase(phaseNone)
+			return
 		}
-		return
 	}
-	if t.Gen == maxGen {
+	switch {
+	case t.Gen > m.known:
+		m.drop() // not confirmed (cannot happen: only confirmed tokens visit)
+	case t.Gen == maxGen:
 		m.drop() // no generation above it: nothing to refuse
-	} else {
-		m.SetMinGen(t.Gen + 1)
+	default:
+		m.raiseMinGen(t.Gen + 1)
 	}
 	if m.coordinator {
 		m.lossDeadline = min(m.lossDeadline, m.now+int64(m.cfg.RotationBound(m.ringSize)+m.cfg.HopTicks))
@@ -232,9 +386,18 @@ func (m *Machine) VisitFenced(t Token, cur *Stamp) {
 // maxGen is the largest generation a stamp can carry.
 const maxGen = int64(^uint64(0) >> 1)
 
-// SetMinGen tells the machine the store's current generation: older tokens
-// are dropped and refused from now on.
-func (m *Machine) SetMinGen(g int64) {
+// Confirm tells the machine the store's current generation g and its
+// secret (read from the store: a claim, a lease, a fence read): g is
+// confirmed, and older tokens are dropped and refused from now on.
+func (m *Machine) Confirm(g int64, secret string) {
+	if g > m.known || (g == m.known && m.secret == "") {
+		m.known, m.secret = g, secret
+	}
+	m.raiseMinGen(g)
+}
+
+// raiseMinGen refuses tokens older than generation g from now on.
+func (m *Machine) raiseMinGen(g int64) {
 	if g <= m.minGen {
 		return
 	}
@@ -242,12 +405,22 @@ func (m *Machine) SetMinGen(g int64) {
 	if m.held != nil && m.held.Gen < g {
 		m.drop()
 	}
+	if m.checking != nil && m.checking.Gen < g {
+		m.checking = nil
+	}
 }
 
 // forward passes the held token on (or blocks until there is a successor).
 func (m *Machine) forward() {
+	if m.held.Seq == maxGen {
+		// No hop after this one can be newer: the token ends here, and the
+		// coordinator makes a new one.
+		m.drop()
+		return
+	}
 	next := *m.held
 	next.Seq++
+	next.Proof = Prove(m.secret, next.Stamp)
 	switch {
 	case next.Busy > 0:
 		next.Busy--
@@ -292,6 +465,10 @@ func (m *Machine) Ack(s Stamp, stale bool) {
 // Tick advances time by one tick.
 func (m *Machine) Tick() {
 	m.now++
+	if m.checkOut && m.now >= m.checkAt+checkLostTicks {
+		m.checkOut = false
+	}
+	m.ask()
 	switch {
 	case m.phase == phaseIdling && m.now-m.since >= int64(m.cfg.IdleHoldTicks):
 		m.forward()
@@ -403,18 +580,25 @@ func (m *Machine) suspectWithin(ticks int) {
 	}
 }
 
-// Generated hands the coordinator the first token of a new generation.
-func (m *Machine) Generated(s Stamp) {
+// Generated hands the coordinator the first token of a new generation,
+// which the store has just issued with its secret: it wins over any stamp
+// seen (a stamp of that generation seen before was not the store's).
+func (m *Machine) Generated(s Stamp, secret string) {
 	m.regenPending = false
-	m.SetMinGen(s.Gen)
-	if !s.Newer(m.last) {
-		return
+	if s.Gen < m.minGen {
+		return // a newer generation is known: this result is late
 	}
+	if c := m.checking; c != nil && c.Gen <= s.Gen {
+		// It came before the store issued s's generation: not the store's.
+		m.checking = nil
+		m.emit(Action{Kind: Forged, Token: *c})
+	}
+	m.Confirm(s.Gen, secret)
 	m.last = s
 	if m.held != nil {
 		m.drop()
 	}
-	m.take(Token{Stamp: s})
+	m.take(Token{Stamp: s, Proof: Prove(m.secret, s)})
 }
 
 // RegenerateFailed clears a failed regeneration; it is retried after
@@ -425,11 +609,17 @@ func (m *Machine) RegenerateFailed() {
 }
 
 // Reset drops any held token (the node left the ring or is rejoining); the
-// newest stamp seen is kept so an old token is never taken back.
+// newest stamp seen is kept so an old token is never taken back. A
+// coordinator that drops the token this way makes a new one at its next
+// tick.
 func (m *Machine) Reset() {
 	if m.held != nil {
 		m.drop()
+		if m.coordinator {
+			m.lossDeadline = m.now // it knows the token is gone: a new one at once
+		}
 	}
+	m.checking = nil
 	m.linkUp = false
 	m.leave = false
 }
@@ -459,6 +649,12 @@ func (m *Machine) NextDeadline() int64 {
 	}
 	if m.coordinator && m.held == nil && !m.regenPending {
 		next = min(next, m.lossDeadline)
+	}
+	switch {
+	case m.checking != nil && !m.checkOut:
+		next = min(next, m.checkAt)
+	case m.checkOut:
+		next = min(next, m.checkAt+checkLostTicks)
 	}
 	return max(next, m.now+1)
 }

@@ -1,6 +1,10 @@
 package token
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 )
@@ -49,6 +53,24 @@ type Token struct {
 	// App is carried around unchanged by the ring; the chat service keeps
 	// its hints of pending work there.
 	App json.RawMessage `json:"app,omitempty"`
+	// Proof is Prove(the generation's secret, Stamp): the store makes a
+	// secret with every generation, and only a node that read it from the
+	// store can make a token of that generation at another hop.
+	Proof string `json:"proof,omitempty"`
+}
+
+// Prove returns the proof of stamp s under a generation's secret (as the
+// store keeps it, hex): the first 8 bytes, in hex, of
+// HMAC-SHA256(secret, "ringchat token" 0x00 gen seq), gen and seq as 8-byte
+// big-endian integers.
+func Prove(secret string, s Stamp) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	var b [15 + 16]byte
+	copy(b[:], "ringchat token\x00")
+	binary.BigEndian.PutUint64(b[15:], uint64(s.Gen))
+	binary.BigEndian.PutUint64(b[23:], uint64(s.Seq))
+	mac.Write(b[:])
+	return hex.EncodeToString(mac.Sum(nil)[:8])
 }
 
 // Config holds the token timeouts, in ticks of the node's ticker.

@@ -182,7 +182,18 @@ func testDeliberateClose(t *testing.T, mk factory) {
 	if err := c[2].SendPredecessor(frame("PONG", 2, 0)); !errors.Is(err, ErrNoLink) {
 		t.Errorf("SendPredecessor without a link: %v, want ErrNoLink", err)
 	}
-	connect(t, c, 1, 2) // and they can link again
+	connect(t, c, 1, 2)
+	// Refused (not the predecessor the ring names): the peer is told
+	// with UNLINK, so its link ends as replaced, not as a crash.
+	c[2].RefusePredecessor()
+	if ev := expect(t, "node 2", c[2], link(EventPredecessorDown, 1))[0]; ev.Err != nil {
+		t.Errorf("RefusePredecessor: Err %v, want nil", ev.Err)
+	}
+	if ev := expect(t, "node 1", c[1], link(EventSuccessorDown, 2))[0]; !errors.Is(ev.Err, ErrReplaced) {
+		t.Errorf("peer of RefusePredecessor: Err %v, want ErrReplaced", ev.Err)
+	}
+	c[2].RefusePredecessor() // no link: nothing happens
+	connect(t, c, 1, 2)      // and they can link again
 	roundTrip(t, c, 1, 2, 0)
 }
 

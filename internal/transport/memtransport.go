@@ -136,6 +136,16 @@ func (t *memTransport) DropPredecessor() {
 	}
 }
 
+// RefusePredecessor implements Transport.
+func (t *memTransport) RefusePredecessor() {
+	m := t.net
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l := t.pred; l != nil && !t.closed {
+		m.unlink(l, ErrReplaced, nil) // the TCP transport's UNLINK frame
+	}
+}
+
 // SendSuccessor implements Transport.
 func (t *memTransport) SendSuccessor(f wire.Frame) error {
 	return t.sendLink(f, "successor", func() (*memLink, *memTransport) {

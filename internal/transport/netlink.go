@@ -91,12 +91,15 @@ func (n *Net) ConnectSuccessor(id int64) {
 }
 
 // DisconnectSuccessor implements Transport.
-func (n *Net) DisconnectSuccessor() { n.dropCurrent(&n.succ) }
+func (n *Net) DisconnectSuccessor() { n.dropCurrent(&n.succ, false) }
 
 // DropPredecessor implements Transport.
-func (n *Net) DropPredecessor() { n.dropCurrent(&n.pred) }
+func (n *Net) DropPredecessor() { n.dropCurrent(&n.pred, false) }
 
-func (n *Net) dropCurrent(slot **tcpLink) {
+// RefusePredecessor implements Transport.
+func (n *Net) RefusePredecessor() { n.dropCurrent(&n.pred, true) }
+
+func (n *Net) dropCurrent(slot **tcpLink, unlink bool) {
 	n.mu.Lock()
 	l := *slot
 	if l == nil || n.closed {
@@ -107,7 +110,19 @@ func (n *Net) dropCurrent(slot **tcpLink) {
 	n.mu.Unlock()
 	l.cancel()
 	if conn != nil {
+		if unlink {
+			n.writeUnlink(conn)
+		}
 		_ = conn.Close()
+	}
+}
+
+// writeUnlink tells the peer of an inbound link, before it is closed, that
+// this node took (or keeps) another predecessor.
+func (n *Net) writeUnlink(conn net.Conn) {
+	if b, err := n.cfg.Codec.Encode(wire.Frame{Type: UnlinkType, Src: n.cfg.ID}); err == nil {
+		_ = conn.SetWriteDeadline(time.Now().Add(n.cfg.WriteTimeout))
+		_ = wire.WriteLine(conn, b)
 	}
 }
 
@@ -211,10 +226,7 @@ func (n *Net) serveInbound(in *inbound) {
 	n.q.push(Event{Kind: EventPredecessorUp, Peer: peer})
 	n.mu.Unlock()
 	if oldConn != nil {
-		if b, err := n.cfg.Codec.Encode(wire.Frame{Type: UnlinkType, Src: n.cfg.ID}); err == nil {
-			_ = oldConn.SetWriteDeadline(time.Now().Add(n.cfg.WriteTimeout))
-			_ = wire.WriteLine(oldConn, b)
-		}
+		n.writeUnlink(oldConn)
 		_ = oldConn.Close()
 	}
 	n.log.Debug().Int64("peer", peer).Uint64("link", l.gen).Str("remote", conn.RemoteAddr().String()).Msg("predecessor up")

@@ -156,6 +156,10 @@ type Transport interface {
 	SendPredecessor(f wire.Frame) error
 	// DropPredecessor closes the inbound link (predecessor silent too long).
 	DropPredecessor()
+	// RefusePredecessor writes UNLINK on the inbound link and closes it:
+	// its peer is not the predecessor the ring names (the peer's
+	// SuccessorDown then carries ErrReplaced).
+	RefusePredecessor()
 	// Events returns the channel of events. It is closed when Close returns.
 	Events() <-chan Event
 	// Close closes listeners and links and returns once every goroutine of

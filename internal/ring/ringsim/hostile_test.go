@@ -1,7 +1,10 @@
 package ringsim
 
 import (
+	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,45 +102,150 @@ func TestHostileForgedCoordinator(t *testing.T) {
 }
 
 // A TOKEN at the largest generation, on a node's inbound link in its
-// predecessor's name (an attacker that dialled in as the predecessor).
-// The store refuses its critical section (a generation it never issued);
-// the real token goes on, and a later regeneration still works.
+// predecessor's name (an attacker that dialled in as the predecessor), to
+// a node without work (its critical sections do not touch the store). The
+// node asks the store about the unknown generation and discards the token
+// without a critical section; nothing records its stamp, so the real token
+// is taken next, and a later regeneration still works. (Before, such a
+// node recorded 2^63-1 as the newest stamp seen, refused every real token
+// as stale from then on, and so did every node it passed the forged token
+// to: the ring stopped until every node restarted.)
 func TestHostileTokenAtMaxGeneration(t *testing.T) {
-	s := hostileSim(t, 102)
-	victim := notCoordinator(s)
-	n := s.Procs[victim].Node
-	// Strike while the victim does not hold the real token (see
-	// docs/ARCHITECTURE.md, Security model: a forged token arriving while a
-	// node holds the real one supersedes it, which costs a regeneration).
-	if !s.RunUntil(bound, func() bool { return !n.HoldsToken() && n.Predecessor() != 0 }) {
-		t.Fatal("the victim always holds the token")
-	}
-	at := s.Now
-	s.Inject(victim, ring.Msg{Type: ring.MsgToken, Via: ring.ViaPred, From: n.Predecessor(), Epoch: s.Store.Epoch,
-		Token: &token.Token{Stamp: token.Stamp{Gen: math.MaxInt64, Seq: 0}}})
-	recovered(t, s, at, "TOKEN at generation 2^63-1")
-	if s.Store.Refused == 0 {
-		t.Error("the forged token's critical section was never refused by the store")
-	}
-	// A new generation still takes over: crash a node holding the token.
-	gen := s.Store.Gen
-	var holder int64
-	if !s.RunUntil(bound, func() bool {
+	for _, gen := range []int64{math.MaxInt64, 0} { // 0: one above the store's
+		s := hostileSim(t, 102)
+		s.IdleVisits = true
+		if gen == 0 {
+			gen = s.Store.Gen + 1
+		}
+		victim := notCoordinator(s)
+		n := s.Procs[victim].Node
+		if !s.RunUntil(bound, func() bool { return !n.HoldsToken() && n.Predecessor() != 0 }) {
+			t.Fatal("the victim always holds the token")
+		}
+		at := s.Now
+		s.Inject(victim, ring.Msg{Type: ring.MsgToken, Via: ring.ViaPred, From: n.Predecessor(), Epoch: s.Store.Epoch,
+			Token: &token.Token{Stamp: token.Stamp{Gen: gen, Seq: 0}}})
+		workEverywhere(s)
+		recovered(t, s, at, fmt.Sprintf("TOKEN at generation %d", gen))
+		if s.Store.Refused != 0 {
+			t.Errorf("gen %d: %d critical sections refused: the forged token was visited", gen, s.Store.Refused)
+		}
 		for _, id := range s.Live() {
-			if id != s.Store.Coord && s.Procs[id].Node.Visiting() {
-				holder = id
-				return true
+			if l := s.Procs[id].Node.LastStamp(); l.Gen > s.Store.Gen {
+				t.Fatalf("gen %d: node %d recorded %s, a generation the store never issued", gen, id, l)
 			}
 		}
-		return false
-	}) {
-		t.Fatal("the token never visited a node other than the coordinator")
+		// A new generation still takes over: crash a node holding the token.
+		before := s.Store.Gen
+		var holder int64
+		if !s.RunUntil(bound, func() bool {
+			for _, id := range s.Live() {
+				if id != s.Store.Coord && s.Procs[id].Node.HoldsToken() {
+					holder = id
+					return true
+				}
+			}
+			return false
+		}) {
+			t.Fatal("the token never visited a node other than the coordinator")
+		}
+		s.Crash(holder)
+		if !s.RunUntil(bound, func() bool { return s.Store.Gen > before }) {
+			t.Fatalf("no new generation after the token holder crashed (generation %d)", s.Store.Gen)
+		}
+		s.Start(holder)
+		workEverywhere(s)
+		if !s.RunUntil(bound, func() bool {
+			return s.Healthy() == nil && !slices.ContainsFunc(s.Live(), func(id int64) bool { return pendingWork(s.Procs[id]) })
+		}) {
+			t.Fatalf("the ring does not deliver after a regeneration that followed a forged token: %v", s.Healthy())
+		}
 	}
-	s.Crash(holder)
-	if !s.RunUntil(bound, func() bool { return s.Store.Gen > gen }) {
-		t.Fatalf("no new generation after the token holder crashed (generation %d)", s.Store.Gen)
+}
+
+// A TOKEN of the current generation at a later hop, its proof made without
+// the generation's secret (the attacker has the cluster key, not the
+// store): refused as stale and discarded, whatever the sequence.
+func TestHostileTokenAtCurrentGeneration(t *testing.T) {
+	for _, seq := range []int64{math.MaxInt64, 1 << 40, 1} {
+		s := hostileSim(t, 106)
+		s.IdleVisits = true
+		victim := notCoordinator(s)
+		n := s.Procs[victim].Node
+		if !s.RunUntil(bound, func() bool { return !n.HoldsToken() && n.Predecessor() != 0 }) {
+			t.Fatal("the victim always holds the token")
+		}
+		at := s.Now
+		st := token.Stamp{Gen: s.Store.Gen, Seq: n.LastStamp().Seq + seq}
+		if st.Seq < 0 {
+			st.Seq = math.MaxInt64
+		}
+		s.Inject(victim, ring.Msg{Type: ring.MsgToken, Via: ring.ViaPred, From: n.Predecessor(), Epoch: s.Store.Epoch,
+			Token: &token.Token{Stamp: st, Proof: token.Prove("guessed", st)}})
+		workEverywhere(s)
+		recovered(t, s, at, fmt.Sprintf("TOKEN at the current generation, sequence +%d", seq))
+		if l := n.LastStamp(); l == st {
+			t.Fatalf("seq %d: the victim recorded the forged stamp", seq)
+		}
 	}
-	settle(t, s, "after a regeneration that followed a forged token")
+}
+
+// A TOKEN from a node that is not the predecessor: the attacker dials node
+// 3 in node 5's name (a valid HELLO) while node 2 is 3's predecessor in
+// the store's ring. The node asks the store, refuses the link with UNLINK
+// and never acknowledges or visits the token. (Before, whoever last sent a
+// valid HELLO became the predecessor, and its token was taken.)
+func TestHostileTokenFromNotPredecessor(t *testing.T) {
+	s := hostileSim(t, 107)
+	s.IdleVisits = true
+	var victim, stranger int64
+	for _, id := range s.Live() {
+		pred := s.Store.Topo.Predecessor(id)
+		for _, o := range s.Live() {
+			if o != id && o != pred {
+				victim, stranger = id, o
+			}
+		}
+		if victim != 0 {
+			break
+		}
+	}
+	n := s.Procs[victim].Node
+	// The real predecessor is stopped, so that it does not dial in again
+	// before the store answers (which would end the stranger's link).
+	pred := s.Store.Topo.Predecessor(victim)
+	s.Stall(pred)
+	at := s.Now
+	s.DialAs(victim, stranger)
+	s.Step()
+	forged := token.Stamp{Gen: s.Store.Gen, Seq: n.LastStamp().Seq + 1}
+	s.Inject(victim, ring.Msg{Type: ring.MsgToken, Via: ring.ViaPred, From: stranger, Epoch: s.Store.Epoch,
+		Token: &token.Token{Stamp: forged, Proof: token.Prove(Secret(s.Store.Gen), forged)}})
+	refused := false
+	trace := s.Trace
+	s.Trace = func(line string) {
+		trace(line)
+		if strings.Contains(line, fmt.Sprintf("node %d: %s peer=%d", victim, ring.EventNotPredecessor, stranger)) {
+			refused = true
+		}
+	}
+	if !s.RunUntil(within2s(s), func() bool { return refused }) {
+		t.Fatalf("node %d never refused the token from node %d, not its predecessor", victim, stranger)
+	}
+	if n.LastStamp() == forged {
+		t.Fatalf("node %d took a token from node %d, which is not its predecessor", victim, stranger)
+	}
+	s.Wake(pred)
+	workEverywhere(s)
+	recovered(t, s, at, "TOKEN from a node that is not the predecessor")
+}
+
+// workEverywhere gives every running node work (a client's message), so
+// that recovery means the ring delivers again everywhere.
+func workEverywhere(s *Sim) {
+	for _, id := range s.Live() {
+		s.Work(id)
+	}
 }
 
 // A SUCCESSOR the coordinator sent to node A, replayed to A's

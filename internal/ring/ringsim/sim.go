@@ -90,6 +90,10 @@ type Sim struct {
 	// AdvanceTo their next deadline and before every input. A correct
 	// NextDeadline makes a lazy run identical to an eager one.
 	Lazy bool
+	// IdleVisits: a critical section with no work does not touch the
+	// store, as the chat service's (it passes the token on at once). By
+	// default every visit commits in the store.
+	IdleVisits bool
 
 	queue   []envelope
 	seq     int64
@@ -320,6 +324,8 @@ func (s *Sim) finishVisits(p *Proc) {
 			continue
 		}
 		switch {
+		case s.IdleVisits && !v.work:
+			p.Node.VisitDone(v.tok, false)
 		case s.Store.Down:
 			p.Failed++
 			p.work = p.work || v.work
@@ -399,7 +405,10 @@ func (s *Sim) flush(p *Proc) {
 		s.connect(p, *r.Connect)
 	}
 	if r.DropPred && p.pred != 0 {
-		s.dropPred(p)
+		s.dropPred(p, false)
+	}
+	if r.RefusePred && p.pred != 0 {
+		s.dropPred(p, true)
 	}
 	for _, m := range r.Msgs {
 		s.sendMsg(p, m)
@@ -483,16 +492,22 @@ func (s *Sim) connect(p *Proc, target int64) {
 	})
 }
 
-func (s *Sim) dropPred(p *Proc) {
+// dropPred closes p's inbound link; unlink: with UNLINK first (its peer
+// learns it was refused, not that p died).
+func (s *Sim) dropPred(p *Proc, unlink bool) {
 	o := s.Procs[p.pred]
 	gen := p.predGen
 	p.pred, p.predGen = 0, 0
 	if o != nil && o.succGen == gen {
 		target := p.ID
-		s.deliverIn(o, 1, fmt.Sprintf("succ-down %d (dropped)", target), func(o *Proc) {
+		s.deliverIn(o, 1, fmt.Sprintf("succ-down %d (dropped, unlink=%v)", target, unlink), func(o *Proc) {
 			if o.succGen == gen {
 				o.succ, o.succGen = 0, 0
-				o.Node.SuccessorDown(target)
+				if unlink {
+					o.Node.SuccessorReplaced(target)
+				} else {
+					o.Node.SuccessorDown(target)
+				}
 			}
 		})
 	}
@@ -565,6 +580,40 @@ func (s *Sim) Inject(to int64, m ring.Msg) {
 	}
 	s.tracef("inject %d: %s", to, m)
 	s.datagram(q, 1, "forged "+m.String(), func(q *Proc) { q.Node.Step(m) })
+}
+
+// DialAs opens a link to node to in the name of node as, as a hostile peer
+// holding the cluster key can (its HELLO authenticates): to's inbound link
+// is replaced (its old peer is told with UNLINK), and frames the peer
+// injects on it (Inject with ViaPred, From as) pass the transport. What to
+// sends back on it reaches nobody.
+func (s *Sim) DialAs(to, as int64) {
+	q := s.Procs[to]
+	if q == nil || q.State == Down || as == 0 {
+		return
+	}
+	s.tracef("dial %d as %d", to, as)
+	if q.pred != 0 {
+		if o := s.Procs[q.pred]; o != nil && o.succ == to && o.succGen == q.predGen {
+			ogen := o.succGen
+			s.deliverIn(o, 1, fmt.Sprintf("succ-replaced %d", to), func(o *Proc) {
+				if o.succGen == ogen {
+					o.succ, o.succGen = 0, 0
+					o.Node.SuccessorReplaced(to)
+				}
+			})
+		}
+		old := q.pred
+		s.deliverIn(q, 1, fmt.Sprintf("pred-down %d", old), func(q *Proc) { q.Node.PredecessorDown(old) })
+	}
+	s.linkGen++
+	gen := s.linkGen
+	q.pred, q.predGen = as, gen
+	s.deliverIn(q, 1, fmt.Sprintf("pred-up %d (hostile)", as), func(q *Proc) {
+		if q.predGen == gen {
+			q.Node.PredecessorUp(as)
+		}
+	})
 }
 
 // Live returns the running node ids, ascending.

@@ -1,6 +1,7 @@
 package ringsim
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/ringchat/ringchat/internal/election"
@@ -62,14 +63,16 @@ func (s *Store) Do(from int64, op ring.Op) ring.Result {
 	case ring.OpReadCoordinator:
 		return ring.Result{Op: op, Coord: s.Coord, Epoch: s.Epoch}
 	case ring.OpCheckMember:
-		return ring.Result{Op: op, Coord: s.Coord, Epoch: s.Epoch, Members: s.Topo.Members()}
+		return ring.Result{Op: op, Coord: s.Coord, Epoch: s.Epoch, Members: s.Topo.Members(), Pred: s.Topo.Predecessor(from), Gen: s.Gen, Secret: Secret(s.Gen)}
+	case ring.OpReadFence:
+		return ring.Result{Op: op, Gen: s.Gen, Secret: Secret(s.Gen)}
 	case ring.OpClaim:
 		if s.Epoch != op.PrevEpoch {
 			return ring.Result{Op: op, Outcome: ring.Lost, Coord: s.Coord, Epoch: s.Epoch}
 		}
 		s.claim(from)
 		s.LeaseUntil = 0
-		return ring.Result{Op: op, Coord: from, Epoch: s.Epoch, Gen: s.Gen}
+		return ring.Result{Op: op, Coord: from, Epoch: s.Epoch, Gen: s.Gen, Secret: Secret(s.Gen)}
 	case ring.OpLease:
 		return s.lease(from, op)
 	case ring.OpRegenerate:
@@ -78,7 +81,7 @@ func (s *Store) Do(from int64, op ring.Op) ring.Result {
 		}
 		s.Gen++
 		s.Fence, s.Holder = token.Stamp{Gen: s.Gen}, from
-		return ring.Result{Op: op, Stamp: s.Fence}
+		return ring.Result{Op: op, Stamp: s.Fence, Secret: Secret(s.Gen)}
 	}
 	if r, ok := s.coordinatorCheck(op, from); !ok {
 		return r
@@ -94,11 +97,11 @@ func (s *Store) Do(from int64, op ring.Op) ring.Result {
 		res.Changes = ring.PlanRemove(s.Topo, op.Node)
 	case ring.OpSync:
 		res.Changes = ring.PlanSync(s.Topo)
-		res.Members = s.Topo.Members()
+		res.Members, res.Pred = s.Topo.Members(), s.Topo.Predecessor(from)
 		return res
 	}
 	s.Topo = s.Topo.Apply(res.Changes)
-	res.Members = s.Topo.Members()
+	res.Members, res.Pred = s.Topo.Members(), s.Topo.Predecessor(from)
 	return res
 }
 
@@ -115,7 +118,7 @@ func (s *Store) claim(from int64) {
 func (s *Store) lease(from int64, op ring.Op) ring.Result {
 	now, ttl := s.Now(), int64(op.LeaseTTL/s.Tick)
 	res := func(ok bool) ring.Result {
-		return ring.Result{Op: op, LeaseOK: ok, Coord: s.Coord, Epoch: s.Epoch, Gen: s.Gen,
+		return ring.Result{Op: op, LeaseOK: ok, Coord: s.Coord, Epoch: s.Epoch, Gen: s.Gen, Secret: Secret(s.Gen),
 			LeaseRemaining: time.Duration(max(s.LeaseUntil-now, 0)) * s.Tick}
 	}
 	switch op.Lease.Kind {
@@ -139,6 +142,10 @@ func (s *Store) lease(from int64, op ring.Op) ring.Result {
 func (s *Store) Accepts(node int64, stamp token.Stamp) bool {
 	return !s.Down && stamp.Gen <= s.Gen && !s.Fence.Newer(stamp) && (s.Fence != stamp || s.Holder == node || s.Holder == 0)
 }
+
+// Secret is the simulated store's secret of generation gen. The adversary
+// of the tests never calls it: it knows the cluster key, not the store.
+func Secret(gen int64) string { return fmt.Sprintf("store secret %d", gen) }
 
 // Commit runs a fenced critical section for node with stamp at tick: it
 // commits only if no newer stamp, and no other node with the same stamp,

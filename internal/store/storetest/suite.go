@@ -5,6 +5,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -229,8 +230,13 @@ func testMigrateTwice(t *testing.T, newDSN NewDSN) {
 		t.Errorf("fresh coordinator = %+v, %v; want none at epoch 0", c, err)
 	}
 	f, err := st.Fence(ctx)
-	if err != nil || f != (store.Fence{}) {
+	if err != nil || stampOf(f) != (store.Fence{}) {
 		t.Errorf("fresh fence = %+v, %v; want 0/0", f, err)
+	}
+	// The migration gives the fence row a secret: a store that never
+	// issued a generation has one too.
+	if b, err := hex.DecodeString(f.Secret); err != nil || len(b) != 32 {
+		t.Errorf("fresh fence secret %q, want 64 hex digits", f.Secret)
 	}
 }
 
@@ -540,7 +546,7 @@ func testFenceGenerations(t *testing.T, newDSN NewDSN) {
 	e, _ := st.ClaimCoordinator(ctx, 1, 0)
 	coord := store.Coordinator{NodeID: 1, Epoch: e}
 	g1, err := st.NewGeneration(ctx, coord)
-	if err != nil || g1 != (store.Fence{Generation: 1, Holder: 1}) {
+	if err != nil || stampOf(g1) != (store.Fence{Generation: 1, Holder: 1}) {
 		t.Fatalf("first generation = %v, %v", g1, err)
 	}
 	ran := 0
@@ -561,8 +567,18 @@ func testFenceGenerations(t *testing.T, newDSN NewDSN) {
 	// A stalled holder of generation 1 wakes after the coordinator made
 	// generation 2: its critical section is refused.
 	g2, err := st.NewGeneration(ctx, coord)
-	if err != nil || g2 != (store.Fence{Generation: 2, Holder: 1}) {
+	if err != nil || stampOf(g2) != (store.Fence{Generation: 2, Holder: 1}) {
 		t.Fatalf("second generation = %v, %v", g2, err)
+	}
+	// Every generation has a secret of its own, 32 random bytes in hex,
+	// which Fence returns as long as the generation is the current one.
+	for _, g := range []store.Fence{g1, g2} {
+		if b, err := hex.DecodeString(g.Secret); err != nil || len(b) != 32 {
+			t.Errorf("generation %d: secret %q, want 64 hex digits", g.Generation, g.Secret)
+		}
+	}
+	if g1.Secret == g2.Secret {
+		t.Errorf("generations 1 and 2 share the secret %q", g1.Secret)
 	}
 	if err := st.Fenced(ctx, store.Fence{Generation: 1, Seq: 99, Holder: 2}, body); !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("old generation: err = %v, want ErrFenced", err)
@@ -571,7 +587,7 @@ func testFenceGenerations(t *testing.T, newDSN NewDSN) {
 		t.Errorf("critical sections run = %d, want 4 (refused ones must not run)", ran)
 	}
 	if f, _ := st.Fence(ctx); f != g2 {
-		t.Errorf("fence = %v, want %v", f, g2)
+		t.Errorf("fence = %+v, want %+v (the secret of generation 2 with it)", f, g2)
 	}
 	// A coordinator of an old epoch cannot make tokens.
 	if _, err := st.ClaimCoordinator(ctx, 2, e); err != nil {
@@ -580,6 +596,12 @@ func testFenceGenerations(t *testing.T, newDSN NewDSN) {
 	if _, err := st.NewGeneration(ctx, coord); !errors.Is(err, store.ErrNotCoordinator) {
 		t.Errorf("stale coordinator generation: err = %v", err)
 	}
+}
+
+// stampOf is f without its secret.
+func stampOf(f store.Fence) store.Fence {
+	f.Secret = ""
+	return f
 }
 
 func testFencedSerialises(t *testing.T, newDSN NewDSN) {
@@ -679,7 +701,7 @@ func testFencedRollback(t *testing.T, newDSN NewDSN) {
 		return nil
 	})
 	// The fence did not advance either.
-	if f, _ := st.Fence(ctx); f != (store.Fence{}) {
+	if f, _ := st.Fence(ctx); stampOf(f) != (store.Fence{}) {
 		t.Errorf("fence after rollback = %v", f)
 	}
 }
@@ -1655,7 +1677,7 @@ func testFenceRefusesUnissued(t *testing.T, newDSN NewDSN) {
 	if ran != 1 {
 		t.Errorf("critical sections run = %d, want 1 (refused ones must not run)", ran)
 	}
-	if f, _ := st.Fence(ctx); f != (store.Fence{Generation: g1.Generation, Seq: 3, Holder: 2}) {
+	if f, _ := st.Fence(ctx); stampOf(f) != (store.Fence{Generation: g1.Generation, Seq: 3, Holder: 2}) {
 		t.Errorf("fence = %v after refused stamps, want %d/3 of node 2", f, g1.Generation)
 	}
 	if err := st.Fenced(ctx, store.Fence{Generation: g1.Generation, Seq: 4, Holder: 3}, body); err != nil {
