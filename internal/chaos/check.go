@@ -773,7 +773,11 @@ func (r *runner) checkHostile(logs allLogs) Check {
 		if h.sent[id][hUDPUnusable] > 0 && unusable == 0 {
 			bad = append(bad, fmt.Sprintf("node %d: %d authenticated unusable frames sent, none counted", id, h.sent[id][hUDPUnusable]))
 		}
-		for _, k := range []string{hClientBad, hClientLong, hClientFlood} {
+		if n := h.failed[id][hTCPNotPred]; n > 0 {
+			bad = append(bad, fmt.Sprintf("node %d: %d of %d TOKENs from a node that is not its predecessor acknowledged (%s)",
+				id, n, h.sent[id][hTCPNotPred], h.lastFail[id][hTCPNotPred]))
+		}
+		for _, k := range []string{hClientBad, hClientLong, hClientFlood, hTCPNotPred} {
 			sent := h.sent[id][k]
 			if sent == 0 {
 				continue
@@ -795,7 +799,8 @@ func (r *runner) checkHostile(logs allLogs) Check {
 			id, h.cycles[id], strings.Join(parts, ", "), strings.Join(codes, ", ")))
 	}
 	if r.counters != nil {
-		cbad, cdetail := r.hostileCounters(reasons)
+		// The forged tokens are counted by the ring, not the transport.
+		cbad, cdetail := r.hostileCounters(append(slices.Clone(reasons), reasonOf(hTCPForgedToken)))
 		bad, detail = append(bad, cbad...), append(detail, cdetail...)
 	}
 	head := "per node, frames sent over TCP+UDP / drops counted in its log (the log undercounts a reason's last second); client probes answered as expected / sent"

@@ -8,12 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/ringchat/ringchat/internal/ring"
+	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/wire"
 )
 
@@ -44,7 +48,16 @@ const (
 	hUDPProposal = "udp:proposal"
 	// Silent connections, 64 per coordination port: closed to make room
 	// (too_many_hellos) or at the HELLO timeout (no_hello).
-	hTCPSilent   = "inbound:silent"
+	hTCPSilent = "inbound:silent"
+	// A TOKEN at generation 2^63-1 on a link opened in the name of the
+	// node's predecessor in the store's ring: the node asks the store
+	// and discards it (forged_token); nothing records its stamp.
+	hTCPForgedToken = "inbound:forged_token"
+	// A TOKEN of the current generation on a link opened in the name of a
+	// node that is not the predecessor: refused with UNLINK
+	// (not_predecessor), unless the real predecessor dialled in again
+	// first and the link was replaced; either way never acknowledged.
+	hTCPNotPred  = "inbound:not_predecessor"
 	hClientBad   = "client:malformed"
 	hClientLong  = "client:oversized"
 	hClientFlood = "client:flood"
@@ -53,6 +66,7 @@ const (
 // hostile is the hostile-input barrage.
 type hostile struct {
 	p      *procs
+	st     store.Store // where the barrage reads the ring (the predecessor to speak for)
 	rng    *rand.Rand
 	good   *wire.Codec // the cluster key: valid frames, as a node makes them
 	forged *wire.Codec // another key
@@ -70,7 +84,7 @@ type hostile struct {
 	byPid map[int]map[string]int
 }
 
-func newHostile(p *procs, key []byte, seed uint64) (*hostile, error) {
+func newHostile(p *procs, st store.Store, key []byte, seed uint64) (*hostile, error) {
 	good, err := wire.NewCodec(key)
 	if err != nil {
 		return nil, err
@@ -83,7 +97,7 @@ func newHostile(p *procs, key []byte, seed uint64) (*hostile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &hostile{p: p, rng: rand.New(rand.NewPCG(seed, 0x6b6f7374)), good: good, forged: forged, stale: stale,
+	return &hostile{p: p, st: st, rng: rand.New(rand.NewPCG(seed, 0x6b6f7374)), good: good, forged: forged, stale: stale,
 		sent: map[int64]map[string]int{}, codes: map[int64]map[string]int{}, answered: map[int64]map[string]int{},
 		failed: map[int64]map[string]int{}, lastFail: map[int64]map[string]string{}, cycles: map[int64]int{},
 		byPid: map[int]map[string]int{}}, nil
@@ -211,6 +225,9 @@ func (h *hostile) tcp(ctx context.Context, id int64, pid, cycle int) {
 	if cycle%4 == 1 && tcpSend(ctx, addr) { // silent: dropped at the HELLO timeout
 		h.sentTo(id, pid, hTCPNoHello, 1)
 	}
+	if cycle%2 == 0 {
+		h.forgedTokens(ctx, id, pid, addr)
+	}
 	if cycle%4 == 3 {
 		// As many silent connections as a node holds waiting for their
 		// HELLO: the node closes the oldest to make room, so its real
@@ -225,6 +242,106 @@ func (h *hostile) tcp(ctx context.Context, id int64, pid, cycle int) {
 		}
 		wg.Wait()
 	}
+}
+
+// forgedTokens sends node id two TOKENs a key holder can forge: one at
+// generation 2^63-1 in its predecessor's name, one of the current
+// generation in another node's name (see hTCPForgedToken, hTCPNotPred).
+// What comes back on the second link must not be a TOKEN_ACK.
+func (h *hostile) forgedTokens(ctx context.Context, id int64, pid int, addr string) {
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	nodes, err := h.st.Nodes(rctx)
+	var f store.Fence
+	if err == nil {
+		f, err = h.st.Fence(rctx)
+	}
+	cancel()
+	if err != nil {
+		return
+	}
+	topo := ring.Topology(store.Successors(nodes))
+	pred := topo.Predecessor(id)
+	if pred == 0 {
+		return
+	}
+	tok := func(src, gen, seq int64) []byte {
+		b, err := h.good.Encode(wire.Frame{Type: "TOKEN", Src: src,
+			Payload: json.RawMessage(fmt.Sprintf(`{"token":{"gen":%d,"seq":%d}}`, gen, seq))})
+		if err != nil {
+			return nil
+		}
+		return b
+	}
+	if hb, err := h.good.Encode(hello(pred, id)); err == nil {
+		if t := tok(pred, math.MaxInt64, 0); t != nil && tcpSend(ctx, addr, hb, t) {
+			h.sentTo(id, pid, hTCPForgedToken, 1)
+		}
+	}
+	var stranger int64
+	for _, m := range topo.Members() {
+		if m != id && m != pred {
+			stranger = m
+		}
+	}
+	if stranger == 0 {
+		return
+	}
+	hb, err := h.good.Encode(hello(stranger, id))
+	t := tok(stranger, max(f.Generation, 1), f.Seq+1000)
+	if err != nil || t == nil {
+		return
+	}
+	// A stale TOKEN_ACK is a refusal too: with the ring changing under
+	// the faults, the "stranger" may have become the predecessor since
+	// the read, and its token, lacking the generation's proof, is refused
+	// as stale.
+	if answers, ok := tcpAnswers(ctx, addr, hb, t); ok {
+		h.sentTo(id, pid, hTCPNotPred, 1)
+		if slices.Contains(answers, "TOKEN_ACK") {
+			h.fail(id, hTCPNotPred, "a TOKEN from a node that is not the predecessor was taken (acknowledged, not stale)")
+		} else {
+			h.count(h.answered, id, hTCPNotPred, 1)
+		}
+	}
+}
+
+// tcpAnswers dials addr, writes lines and returns the types of the frames
+// the node writes back until it closes the connection (or 3 s pass); a
+// TOKEN_ACK that says stale is "TOKEN_ACK stale".
+func tcpAnswers(ctx context.Context, addr string, lines ...[]byte) ([]string, bool) {
+	d := net.Dialer{Timeout: 2 * time.Second}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, false
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(3 * time.Second))
+	for _, l := range lines {
+		if _, err := c.Write(append(l, '\n')); err != nil {
+			return nil, false
+		}
+	}
+	var types []string
+	sc := bufio.NewScanner(c)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var f struct {
+			H struct {
+				T string `json:"t"`
+				P struct {
+					Stale bool `json:"stale"`
+				} `json:"p"`
+			} `json:"h"`
+		}
+		if json.Unmarshal(sc.Bytes(), &f) == nil {
+			t := f.H.T
+			if f.H.P.Stale {
+				t += " stale"
+			}
+			types = append(types, t)
+		}
+	}
+	return types, true
 }
 
 func (h *hostile) udp(id int64, pid int) {

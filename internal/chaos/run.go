@@ -289,7 +289,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.host, err = newHostile(r.procs, keyBytes, rng.Uint64()); err != nil {
+	if r.host, err = newHostile(r.procs, r.st, keyBytes, rng.Uint64()); err != nil {
 		return nil, err
 	}
 
