@@ -90,9 +90,11 @@ type Config struct {
 	Retention     time.Duration
 	PruneInterval time.Duration
 	// PoisonStreak is how long one piece of work (a message, a user's
-	// fetch) must have failed alone, visit after visit, before it is set
-	// aside as the cause: a message refused to its sender, a fetch paused.
-	// Shorter failures are the store's, and the work waits.
+	// fetch) must have failed alone with an error about its data, visit
+	// after visit right after the store took an empty transaction, before
+	// it is set aside as the cause: a message refused to its sender, a
+	// fetch paused. Shorter failures, and any failure that is the store's
+	// (an outage, a timeout, a deadlock), never set work aside: it waits.
 	PoisonStreak time.Duration
 	// ShutdownDrain bounds how long a stopping server waits for the token
 	// to store what its clients sent.

@@ -8,12 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/ringchat/ringchat/internal/client"
 	"github.com/ringchat/ringchat/internal/store"
 )
 
 // badMessageStore fails every visit that stores a message with the content
-// "bad" (while failing > 0, counting down; -1: always).
+// "bad" with a data error (while failing > 0, counting down; -1: always).
 type badMessageStore struct {
 	store.Store
 	failing atomic.Int64
@@ -37,15 +39,19 @@ func (t badMessageTx) InsertMessages(ms []store.NewMessage, rcpts [][]int64) ([]
 			if n > 0 {
 				t.b.failing.Add(-1)
 			}
-			return nil, errors.New("the statement fails on this message")
+			// An error about the data, as MariaDB gives for a string its
+			// column cannot hold.
+			return nil, fmt.Errorf("store: insert messages: %w", &mysql.MySQLError{Number: 1366, Message: "Incorrect string value for column `content`"})
 		}
 	}
 	return t.Tx.InsertMessages(ms, rcpts)
 }
 
-// A message whose storing fails on its own, visit after visit, for longer
-// than PoisonStreak is set aside: refused to its sender with UNAVAILABLE,
-// counted, and the node's other messages flow.
+// A message whose storing fails on its own with a data error, visit after
+// visit right after the store took a probe, for longer than PoisonStreak
+// is set aside: refused to its sender with NOT_STORED (not UNAVAILABLE,
+// which a client answers by sending again), counted, and the node's other
+// messages flow.
 func TestMessageThatFailsAloneIsSetAside(t *testing.T) {
 	st := &badMessageStore{Store: newStore(t, 1)}
 	st.failing.Store(-1)
@@ -55,8 +61,8 @@ func TestMessageThatFailsAloneIsSetAside(t *testing.T) {
 	b := dialV2(t, r.addr(1), "b", "", client.Options{AutoAck: true})
 	if _, err := a.SendWait(ctx, client.ToUser("b"), "bad"); err == nil {
 		t.Fatal("the bad message was stored")
-	} else if se := (*client.ServerError)(nil); !errors.As(err, &se) || se.Code != string(CodeUnavailable) {
-		t.Fatalf("refusal %v, want %s", err, CodeUnavailable)
+	} else if se := (*client.ServerError)(nil); !errors.As(err, &se) || se.Code != string(CodeNotStored) {
+		t.Fatalf("refusal %v, want %s", err, CodeNotStored)
 	}
 	if _, err := a.SendWait(ctx, client.ToUser("b"), "fine"); err != nil {
 		t.Fatal(err)

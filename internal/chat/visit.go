@@ -98,9 +98,11 @@ type visitWork struct {
 	fetchRq  uint64
 	// shrunk: a visit after failures, doing one kind of work, smaller;
 	// probe: run an empty fenced transaction first, to tell a store that
-	// fails from work that fails (the suspect).
+	// fails from work that fails (the suspect); probed: it committed, so
+	// the store works and a data error of this visit is the work's.
 	shrunk bool
 	probe  bool
+	probed bool
 	// fetchBy: the fetch of several users stops at the server then (a
 	// share of the visit's budget); aloneBy: a single user's.
 	fetchBy, aloneBy time.Time
@@ -199,15 +201,21 @@ func (s *Server) visitStore(ctx context.Context, tok token.Token, h hint, herr e
 }
 
 // probe runs an empty fenced transaction before a visit whose work is the
-// suspect of the last failures alone. If the store takes it, that piece is
-// to blame: it is set aside, and the rest goes on. stop: the visit ends
-// here, with err (the store failed: the work is put back) or with nothing
-// left to do.
+// suspect: it failed alone with a data error. If the store fails the probe
+// too, the store is to blame: the work is put back and waits (stop, with
+// err). If the store takes it, the work runs right after (probed), and a
+// data error then counts against it; once it has so failed poisonAfter
+// times, for at least PoisonStreak, the store taking the probe once more
+// sets it aside, and the rest goes on (stop if nothing is left to do).
 func (s *Server) probe(w *visitWork, fenced section.Fenced) (stop bool, err error) {
 	if err := fenced(func(store.Tx) error { return nil }); err != nil {
 		s.stats.failedVisits.Add(1)
 		s.restore(w)
 		return true, err
+	}
+	if p := s.v.suspect; p.times < poisonAfter || time.Since(p.since) < s.cfg.PoisonStreak {
+		w.probed = true
+		return false, nil
 	}
 	s.poison(w)
 	if w.empty() {
@@ -220,8 +228,8 @@ func (s *Server) probe(w *visitWork, fenced section.Fenced) (stop bool, err erro
 // visitFailed handles a visit whose transaction failed with err after elapsed
 // of its budget: its work is put back and, unless a newer token fenced it
 // out, the next visits do less (a quarter of each kind of work tried), the
-// work it did alone is noted as the suspect, and the token is asked for
-// again.
+// work it did alone is noted as the suspect if err is about its data
+// (suspect.after), and the token is asked for again.
 func (s *Server) visitFailed(ctx context.Context, w *visitWork, err error, elapsed, budget time.Duration) {
 	s.stats.failedVisits.Add(1)
 	s.restore(w)
@@ -242,10 +250,11 @@ func (s *Server) visitFailed(ctx context.Context, w *visitWork, err error, elaps
 	if len(w.acks) > 0 {
 		s.v.ackMax = max(1, min(s.v.ackMax, len(w.acks))/4)
 	}
-	s.v.suspect = s.v.suspect.again(w.single(), time.Now())
+	data := store.IsDataError(err)
+	s.v.suspect = s.v.suspect.after(w, data, time.Now())
 	over := errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) || elapsed >= budget
-	s.log.Warn().Err(err).Bool("over_budget", over).Int("batch", s.v.batch).Int("failed_in_a_row", s.v.fails).
-		Str("suspect", s.v.suspect.String()).Dur("took_ms", elapsed).Msg("chat: visit failed; the next one does less")
+	s.log.Warn().Err(err).Bool("over_budget", over).Bool("data_error", data).Int("batch", s.v.batch).Int("failed_in_a_row", s.v.fails).
+		Str("suspect", s.v.suspect.String()).Int("suspect_failed", s.v.suspect.times).Dur("took_ms", elapsed).Msg("chat: visit failed; the next one does less")
 	s.want()
 }
 
@@ -501,7 +510,7 @@ func (s *Server) shrink(w *visitWork) {
 	default:
 		keep("fetch")
 	}
-	w.probe = s.v.suspect.times >= poisonAfter && time.Since(s.v.suspect.since) >= s.cfg.PoisonStreak && s.v.suspect.matches(w)
+	w.probe = s.v.suspect.kind != "" && s.v.suspect.matches(w)
 }
 
 // giveBackAcks puts the visit's acknowledgements back (caller holds s.mu).
@@ -514,8 +523,10 @@ func (s *Server) giveBackAcks(w *visitWork) {
 	w.acks, w.ackIDs = nil, nil
 }
 
-// suspect is the one piece of work a failed visit did alone, how many
-// visits in a row failed with it alone, and since when.
+// suspect is the one piece of work a failed visit did alone with an error
+// about its data (store.IsDataError), since when, and how many times it
+// failed so again right after the store took a probe's empty fenced
+// transaction: the store working for other work in between.
 type suspect struct {
 	kind  string // "", "store", "fetch", "ack", "unmark"
 	msgID string
@@ -524,25 +535,32 @@ type suspect struct {
 	since time.Time
 }
 
-// poisonAfter is how many visits in a row must fail with one piece of work
-// alone, for at least Config.PoisonStreak, before a probe of the store may
-// set it aside: a store overloaded for a moment (a thousand logins after a
-// restart) fails small work too, and answers the probe's empty
-// transaction all the same.
+// poisonAfter is how many times work must fail with a data error right
+// after a probe the store took, for at least Config.PoisonStreak since its
+// first data error, before a further probe the store takes sets it aside.
+// An outage, a broken connection, a timeout, a deadlock or a Galera
+// failover is never counted (the work waits for the store), nor is a data
+// error with no probe just before it.
 const poisonAfter = 3
 
-// again returns the suspect after a visit that failed at now with work
-// next.
-func (p suspect) again(next suspect, now time.Time) suspect {
-	if next.kind == "" {
+// after returns the suspect after a visit with work w failed at now; data:
+// its error was about the data. An error that is the store's leaves the
+// suspect as it was: it tells nothing about the work.
+func (p suspect) after(w *visitWork, data bool, now time.Time) suspect {
+	if !data {
+		return p
+	}
+	next := w.single()
+	switch {
+	case next.kind == "":
 		return suspect{}
+	case !p.same(next):
+		next.since = now
+		return next
+	case w.probed:
+		p.times++
 	}
-	if p.same(next) {
-		next.times, next.since = p.times+1, p.since
-	} else {
-		next.times, next.since = 1, now
-	}
-	return next
+	return p
 }
 
 func (p suspect) same(q suspect) bool {
@@ -591,8 +609,9 @@ func (w *visitWork) empty() bool {
 	return len(w.batch) == 0 && len(w.acks) == 0 && len(w.ackIDs) == 0 && len(w.unmark) == 0 && !w.fetch && !w.prune
 }
 
-// poison sets aside the suspect, which failed alone while the store takes
-// other transactions: a message is refused to its sender, a user's fetch
+// poison sets aside the suspect, which failed alone with a data error
+// while the store takes other transactions: a message is refused to its
+// sender (notStored), a user's fetch
 // waits poisonPause, acknowledgements are dropped (their messages come
 // again), deliveries to make pending again wait for their user's next
 // login. Each is logged and counted.
@@ -600,7 +619,7 @@ func (s *Server) poison(w *visitWork) {
 	p := s.v.suspect
 	s.v.suspect = suspect{}
 	s.stats.poisoned.Add(1)
-	s.log.Error().Str("work", p.String()).Msg("chat: work failed alone in a visit while the store works; set aside")
+	s.log.Error().Str("work", p.String()).Msg("chat: work failed alone with a data error while the store works; set aside")
 	switch p.kind {
 	case "store":
 		m := w.batch[0]
@@ -610,11 +629,7 @@ func (s *Server) poison(w *visitWork) {
 			s.outbox = slices.Delete(s.outbox, 0, 1)
 		}
 		s.mu.Unlock()
-		e := errorf(CodeUnavailable, "message could not be stored (it fails on its own); not delivered")
-		if m.version >= V2 {
-			e.ID = m.id
-		}
-		m.c.sendLine(encodeError(m.version, e))
+		m.c.sendLine(encodeError(m.version, notStored(m)))
 	case "fetch":
 		if s.v.setAside == nil {
 			s.v.setAside = map[int64]time.Time{}
@@ -627,6 +642,28 @@ func (s *Server) poison(w *visitWork) {
 		w.unmark = nil
 	}
 	s.v.fails = 0
+}
+
+// notStoredText is how much of a protocol-1 message's text its refusal
+// quotes (the sender's client has no id to match it by).
+const notStoredText = 80
+
+// notStored is the refusal of a message set aside: the store refuses it
+// (a data error, again and again, while it takes other work). Protocol 2
+// names the message by its id; protocol 1, which has no ids, by its
+// recipient and its text.
+func notStored(m *outMsg) *Error {
+	const why = "could not be stored: the store refuses it while it stores other messages; not delivered"
+	if m.version >= V2 {
+		e := errorf(CodeNotStored, "message %s to %s %s", m.id, m.to, why)
+		e.ID = m.id
+		return e
+	}
+	text := m.content
+	if r := []rune(text); len(r) > notStoredText {
+		text = string(r[:notStoredText]) + "…"
+	}
+	return errorf(CodeNotStored, "message %q to %s %s", text, m.to, why)
 }
 
 // work is the transaction's body. The store may run it again after a
@@ -650,8 +687,8 @@ func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
 			// The fetch stopped at its share of the budget, having
 			// changed nothing: what was stored and acknowledged commits,
 			// and the same users are read again, fewer at once. A single
-			// row of a single user that does not fit fails the visit, so
-			// that work failing alone can be set aside.
+			// row of a single user that does not fit fails the visit (it
+			// is tried again; a timeout never sets work aside).
 			w.cut, w.deliveries, w.more, w.moreFor = true, w.deliveries[:0], false, nil
 		} else if err != nil {
 			return err

@@ -105,6 +105,7 @@ const (
 	CodeSlowConsumer   Code = "SLOW_CONSUMER"
 	CodeBusy           Code = "BUSY"        // the node's queue is full: send again later
 	CodeUnavailable    Code = "UNAVAILABLE" // the store failed: try again
+	CodeNotStored      Code = "NOT_STORED"  // the store refuses this message itself (it works for others): not delivered, do not send it again as it is
 	CodeShutdown       Code = "SHUTTING_DOWN"
 )
 
