@@ -65,18 +65,19 @@ bench-scale:
 	@bash scripts/mariadb.sh start >/dev/null || { echo "make: bench needs MariaDB at 127.0.0.1:3306 (make db)" >&2; exit 1; }
 	$(BIN)/ringbench scale $(SCALE_ARGS)
 
-## chaos: fault injection on a real ring (DURATION=10m NODES=5 CLIENTS=20 SEED=0 DB=private; ARGS=more ringchaos flags); docs/RELIABILITY.md
+## chaos: fault injection on a real ring (DURATION=10m NODES=5 CLIENTS=20 SEED=0 DB=private; NET=1: network faults with nft, as root; ARGS=more ringchaos flags); docs/RELIABILITY.md
 DURATION ?= 10m
 NODES    ?= 5
 CLIENTS  ?= 20
 SEED     ?= 0
 DB       ?= private
+NET      ?=
 .PHONY: chaos
 chaos:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ringnode ./cmd/ringnode
 	$(GO) build -o $(BIN)/ringchaos ./cmd/ringchaos
 	$(BIN)/ringchaos --ringnode $(BIN)/ringnode --duration $(DURATION) --nodes $(NODES) --clients $(CLIENTS) \
-		--seed $(SEED) --db '$(DB)' $(ARGS)
+		--seed $(SEED) --db '$(DB)' $(if $(filter 1 yes true,$(NET)),--net) $(ARGS)
 
 ## adversary: the simulation's adversary (a key holder forging any frame) on many more schedules than make test (ADVERSARY_CHECKS=100000: about 4 minutes here)
 ADVERSARY_CHECKS ?= 100000

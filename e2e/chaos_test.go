@@ -25,7 +25,8 @@ const chaosSeed = 20261121
 // restart, clients moving to other nodes, MariaDB killed and restarted,
 // the hostile barrage, and every invariant check of internal/chaos.
 //
-// Left out: net-delay. tc netem on lo would delay every loopback
+// Left out: the network faults (make chaos NET=1; TestNetCutStore applies
+// one), and net-delay. tc netem on lo would delay every loopback
 // connection of the machine, the other packages' tests (which run at the
 // same time) included; it is not usable on the CI machines anyway (no
 // sch_netem).
@@ -37,7 +38,7 @@ func TestChaos(t *testing.T) {
 	// Every kind the private MariaDB allows (galera-kill needs DB=galera;
 	// TestGaleraServerDies covers a database server's death on Galera).
 	cfg.Faults = slices.DeleteFunc(slices.Clone(chaos.AllKinds), func(k chaos.Kind) bool {
-		return k == chaos.NetDelay || k == chaos.GaleraKill
+		return k == chaos.NetDelay || k == chaos.GaleraKill || slices.Contains(chaos.NetKinds, k)
 	})
 	// A 2-vCPU machine running other packages' tests and race-built
 	// nodes: a fault every few seconds still gives every kind at least

@@ -49,7 +49,7 @@ func newRoot() *cobra.Command {
 	cfg := chaos.DefaultConfig()
 	var faults string
 	var seed uint64
-	var gap, hold, every [2]string
+	var gap, hold, every, netHold [2]string
 	cmd := &cobra.Command{
 		Use:   "ringchaos",
 		Short: "Fault injection on a real ring over MariaDB, with invariant checks",
@@ -59,7 +59,10 @@ clients that send direct and group messages at --rate each, and for --duration
 injects faults at random times drawn from --seed: kill -9 of a random node, of the
 coordinator and of the token holder; SIGSTOP then SIGCONT; SIGTERM and restart; a
 MariaDB restart; clients dropping their connection and logging in at another node;
-network delay on lo where tc netem works. A barrage of malformed, oversized and
+network delay on lo where tc netem works; with --net (root and nft), network faults
+made with an nftables table of its own: a node cut from its successor (one way, both
+ways), from the store, from the ring; a 2 | 3 split with the store on both sides or
+one; 1, 5 and 20 % packet loss; a flapping link. A barrage of malformed, oversized and
 flooding input hits every client port, and unauthenticated, forged, stale and
 replayed frames every coordination port over TCP and UDP.
 
@@ -67,7 +70,9 @@ Then it checks that every message with a STORED receipt reached every recipient,
 that none was shown twice, FIFO per sender and recipient, the mutex probe, one
 coordinator per epoch, the repair after every fault (p50 and max per kind), that no
 node exited unless killed, that memory and goroutines stayed flat, and that every
-node dropped and counted the hostile input. Exit status: 0 all checks passed, 1 a
+node dropped and counted the hostile input; with --net, that during each network fault
+the nodes that reach the store and each other delivered again within 2 s, and every
+pair within 2 s of the heal. Exit status: 0 all checks passed, 1 a
 check failed (the seed is printed to replay it), 2 the run could not be made.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
@@ -85,6 +90,9 @@ check failed (the seed is printed to replay it), 2 the run could not be made.`,
 			}
 			if cfg.ClientEvery, err = parseRange(every); err != nil {
 				return fmt.Errorf("--client-every: %w", err)
+			}
+			if cfg.NetHold, err = parseRange(netHold); err != nil {
+				return fmt.Errorf("--net-hold: %w", err)
 			}
 			cfg.Seed = seed
 			if cfg.Ringnode == "" {
@@ -127,6 +135,11 @@ check failed (the seed is printed to replay it), 2 the run could not be made.`,
 	fs.StringVar(&cfg.Election, "election", d.Election, `election method of every node (ring, chang-roberts, bully, lease), or "mixed"`)
 	fs.StringVar(&faults, "faults", "all", "fault kinds, comma-separated: all, or some of "+kindNames()+"; -KIND removes one (all,-net-delay)")
 	fs.BoolVar(&cfg.Hostile, "hostile", d.Hostile, "run the hostile-input barrage")
+	fs.BoolVar(&cfg.Net, "net", d.Net, "network faults (the net-* kinds) with nft: nodes on 127.0.0.11.., each under its own group id; needs root and nftables, else the run says so and goes on without them")
+	fs.StringVar(&netHold[0], "net-hold-min", d.NetHold[0].String(), "shortest time a network cut or split stays")
+	fs.StringVar(&netHold[1], "net-hold-max", d.NetHold[1].String(), "longest such time")
+	fs.DurationVar(&cfg.NetLong, "net-long", d.NetLong, "how long packet loss and a flapping link last")
+	fs.DurationVar(&cfg.NetFlapEvery, "net-flap-every", d.NetFlapEvery, "how often a flapping link goes down or up")
 	fs.StringVar(&cfg.MoveStyle, "move-style", d.MoveStyle, `how a moving client drops its connection: "close" (at once), "half-close" (reads to the end first) or "mixed"`)
 	fs.StringVar(&gap[0], "gap-min", d.Gap[0].String(), "shortest pause between two ring faults")
 	fs.StringVar(&gap[1], "gap-max", d.Gap[1].String(), "longest pause between two ring faults")

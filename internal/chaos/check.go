@@ -206,6 +206,10 @@ type Report struct {
 	Figures []string // the run's figures, one per line
 	// Injected counts the faults injected, by kind.
 	Injected map[Kind]int
+	// NetTable is the nft table of the network faults ("" when off);
+	// NetDropped the packets its rules dropped.
+	NetTable   string
+	NetDropped int64
 }
 
 // OK reports whether every check passed.
@@ -293,6 +297,8 @@ func (r *runner) check(ctx context.Context, phase span, drained bool, faultErr e
 	rep.Checks = append(rep.Checks,
 		r.checkLost(ctx, ev, drained),
 		checkDuplicates(ev.v),
+		checkAcrossMoves(ev),
+		r.checkShownStored(ctx, ev),
 		r.checkFIFO(ev),
 		r.checkProbe(ctx, ev.logs),
 		r.checkCoordinators(ctx, ev.logs),
@@ -306,8 +312,21 @@ func (r *runner) check(ctx context.Context, phase span, drained bool, faultErr e
 	if r.cfg.Hostile {
 		rep.Checks = append(rep.Checks, r.checkHostile(ev.logs))
 	}
+	var netFigs []string
+	if r.lab != nil {
+		rep.NetTable = r.lab.layout.Table
+		r.sched.mu.Lock()
+		for _, e := range r.sched.nets {
+			rep.NetDropped += e.Dropped
+		}
+		r.sched.mu.Unlock()
+		var c Check
+		c, netFigs = r.checkNet(ev)
+		rep.Checks = append(rep.Checks, c)
+	}
 	rep.Checks = append(rep.Checks, checkWorkload(ev))
 	r.runFigures(rep, ev, phase)
+	rep.Figures = append(rep.Figures, netFigs...)
 	return rep
 }
 
@@ -474,6 +493,9 @@ func (r *runner) faultFigures(rep *Report) {
 	rep.fig("faults injected: %d (%s)", total, strings.Join(inj, ", "))
 	if !r.netemOK {
 		rep.fig("net-delay: not injected: %s", r.netemNo)
+	}
+	if r.lab == nil {
+		rep.fig("network faults (nft): %s", r.netNo)
 	}
 }
 

@@ -29,9 +29,10 @@ type sentMsg struct {
 	Posted   time.Time
 	Stored   time.Time // zero without a STORED receipt
 	Seq      int64
-	Refused  string  // the ERROR code of a final refusal
-	Attempts int     // sends of this id (more than 1 after reconnects)
-	Via      []int64 // nodes it was sent to, in order
+	Refused  string    // the ERROR code of a final refusal
+	Attempts int       // sends of this id (more than 1 after reconnects)
+	Via      []int64   // nodes it was sent to, in order
+	LastSent time.Time // when it was last sent (to Via's last node)
 }
 
 // shownMsg is one chat message the client library delivered to the user
@@ -564,6 +565,7 @@ func (u *user) deliver(ctx context.Context, m *sentMsg) bool {
 		u.mu.Lock()
 		m.Attempts++
 		m.Via = append(m.Via, u.w.nodeAt(at))
+		m.LastSent = time.Now()
 		if m.Posted.IsZero() {
 			m.Posted = time.Now()
 		}

@@ -39,10 +39,25 @@ const (
 	GaleraKill      Kind = "galera-kill"       // kill -9 of one Galera server, restarted (it rejoins by state transfer)
 	NetDelay        Kind = "net-delay"         // tc netem delay on lo, if usable
 	ClientMove      Kind = "client-reconnect"  // a client drops its connection, logs in at another node
+
+	// Network faults (Config.Net; netfault.go makes them with nft).
+	NetCutSuccOneWay Kind = "net-cut-succ-oneway" // a node's packets to its successor dropped, not the other way
+	NetCutSucc       Kind = "net-cut-succ"        // a node and its successor cut from each other, both ways
+	NetCutStore      Kind = "net-cut-store"       // a node cut from the store only
+	NetCutRing       Kind = "net-cut-ring"        // a node cut from every other node, not from the store
+	NetSplit         Kind = "net-split"           // the ring split 2 | 3, the store reachable from both sides
+	NetSplitStore    Kind = "net-split-store"     // the same, the store reachable from one side only
+	NetLoss1         Kind = "net-loss-1"          // 1 % of one node's packets dropped (ring and store)
+	NetLoss5         Kind = "net-loss-5"          // 5 %
+	NetLoss20        Kind = "net-loss-20"         // 20 %
+	NetFlap          Kind = "net-flap"            // a node's link to its successor cut and healed every 2 s
 )
 
+// NetKinds are the network faults.
+var NetKinds = []Kind{NetCutSuccOneWay, NetCutSucc, NetCutStore, NetCutRing, NetSplit, NetSplitStore, NetLoss1, NetLoss5, NetLoss20, NetFlap}
+
 // RingKinds are the ring faults, in the order of the report.
-var RingKinds = []Kind{KillNode, KillCoordinator, KillHolder, StopCont, TermRestart, DBRestart, GaleraKill, NetDelay}
+var RingKinds = append([]Kind{KillNode, KillCoordinator, KillHolder, StopCont, TermRestart, DBRestart, GaleraKill, NetDelay}, NetKinds...)
 
 // AllKinds is every fault kind.
 var AllKinds = append(slices.Clone(RingKinds), ClientMove)
@@ -100,6 +115,16 @@ type Config struct {
 	Faults []Kind
 	// Hostile runs the hostile-input barrage during the fault phase.
 	Hostile bool
+	// Net turns the network faults on (NetKinds, where nft works: else
+	// the run says so and goes on without them): the nodes listen on
+	// loopback aliases 127.0.0.11.. and run under group ids of their own.
+	Net bool
+	// NetHold bounds how long a cut or split stays; NetLong is how long
+	// packet loss and a flapping link last; NetFlapEvery how often the
+	// flapping link changes.
+	NetHold      [2]time.Duration
+	NetLong      time.Duration
+	NetFlapEvery time.Duration
 	// MoveStyle is how a client move drops its connection: "close" (at
 	// once, Close), "half-close" (CloseWrite, read to the end, then Close)
 	// or "mixed" (either, half and half).
@@ -136,6 +161,9 @@ func DefaultConfig() Config {
 		Election:      string(election.Default),
 		Faults:        slices.Clone(AllKinds),
 		Hostile:       true,
+		NetHold:       [2]time.Duration{8 * time.Second, 15 * time.Second}, // long enough to see the ring route around it and deliver again
+		NetLong:       20 * time.Second,                                    // issue 28: loss and a flapping link for 20 s
+		NetFlapEvery:  2 * time.Second,
 		MoveStyle:     "mixed",
 		Gap:           [2]time.Duration{2 * time.Second, 8 * time.Second},
 		Hold:          [2]time.Duration{500 * time.Millisecond, 4 * time.Second},
@@ -188,10 +216,13 @@ func (c Config) Validate() error {
 	for _, r := range []struct {
 		name string
 		v    [2]time.Duration
-	}{{"gap", c.Gap}, {"hold", c.Hold}, {"client-every", c.ClientEvery}} {
+	}{{"gap", c.Gap}, {"hold", c.Hold}, {"client-every", c.ClientEvery}, {"net-hold", c.NetHold}} {
 		if r.v[0] < 0 || r.v[1] < r.v[0] {
 			errs = append(errs, fmt.Errorf("%s %v: want 0 <= min <= max", r.name, r.v))
 		}
+	}
+	if c.Net && (c.NetLong <= 0 || c.NetFlapEvery <= 0 || c.NetHold[0] <= 0) {
+		errs = append(errs, errors.New("network faults: hold, length and flap interval must be positive"))
 	}
 	if c.RepairTimeout <= 0 || c.StoreTimeout <= 0 || c.DrainTimeout <= 0 || c.SampleEvery <= 0 {
 		errs = append(errs, errors.New("timeouts and the sample interval must be positive"))

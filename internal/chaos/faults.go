@@ -16,12 +16,14 @@ import (
 
 // faultRecord is one measured repair.
 type faultRecord struct {
-	Kind   Kind   // the fault
-	Phase  string // what was measured: the fault kind, or a rejoin
-	Node   int64  // the victim (0 for the database, the network)
-	At     time.Time
-	Repair time.Duration // injection until the token moved on a ring of the live nodes
-	Settle time.Duration // until two rotations
+	Kind  Kind   // the fault
+	Phase string // what was measured: the fault kind, or a rejoin
+	Node  int64  // the victim (0 for the database, the network)
+	At    time.Time
+	// Repair is from the injection until the token moved on a ring of
+	// the live nodes; for a network fault, from its heal.
+	Repair time.Duration
+	Settle time.Duration // from the injection until two rotations
 	Err    string        // the ring did not re-form in time
 	Detail string
 }
@@ -34,8 +36,9 @@ type scheduler struct {
 
 	mu      sync.Mutex
 	records []faultRecord
-	unexp   []string // exits nobody caused
-	termBad []string // SIGTERM exits that were not 0
+	nets    []netEvent // network faults injected
+	unexp   []string   // exits nobody caused
+	termBad []string   // SIGTERM exits that were not 0
 }
 
 func (s *scheduler) record(f faultRecord) {
@@ -251,6 +254,8 @@ func (s *scheduler) episode(ctx context.Context, k Kind) error {
 		return s.settle(ctx, k, string(k), 0, at, fmt.Sprintf("database down %s", ms(down)))
 	case GaleraKill:
 		return s.galeraKill(ctx, k, hold)
+	case NetCutSuccOneWay, NetCutSucc, NetCutStore, NetCutRing, NetSplit, NetSplitStore, NetLoss1, NetLoss5, NetLoss20, NetFlap:
+		return s.netEpisode(ctx, k, st)
 	case NetDelay:
 		d := 20 * time.Millisecond
 		r.note("fault %s: netem delay %s±%s on lo for %s", k, d, d/2, ms(hold))

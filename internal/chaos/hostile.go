@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -200,7 +201,7 @@ func tcpSend(ctx context.Context, addr string, lines ...[]byte) bool {
 }
 
 func (h *hostile) tcp(ctx context.Context, id int64, pid, cycle int) {
-	addr := fmt.Sprintf("127.0.0.1:%d", h.p.addrs[id].Coord)
+	addr := net.JoinHostPort(h.p.addrs[id].Host, strconv.Itoa(h.p.addrs[id].Coord))
 	src := int64(1000 + h.intn(1000)) // no such node
 	if tcpSend(ctx, addr, []byte("GET / HTTP/1.0\r")) {
 		h.sentTo(id, pid, hTCPMalformed, 1)
@@ -345,7 +346,7 @@ func tcpAnswers(ctx context.Context, addr string, lines ...[]byte) ([]string, bo
 }
 
 func (h *hostile) udp(id int64, pid int) {
-	c, err := net.Dial("udp", fmt.Sprintf("127.0.0.1:%d", h.p.addrs[id].Coord))
+	c, err := net.Dial("udp", net.JoinHostPort(h.p.addrs[id].Host, strconv.Itoa(h.p.addrs[id].Coord)))
 	if err != nil {
 		return
 	}
@@ -457,7 +458,7 @@ func firstWords(s string, n int) string {
 }
 
 func (h *hostile) client(ctx context.Context, id int64, cycle int) {
-	addr := fmt.Sprintf("127.0.0.1:%d", h.p.addrs[id].Client)
+	addr := net.JoinHostPort(h.p.addrs[id].Host, strconv.Itoa(h.p.addrs[id].Client))
 	record := func(kind string, codes map[string]int, ok bool, why string) {
 		h.count(h.sent, id, kind, 1)
 		for k, n := range codes {

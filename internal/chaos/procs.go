@@ -39,9 +39,10 @@ func freePort() (int, error) {
 	return 0, errors.New("chaos: no unused free port found")
 }
 
-// nodeAddr are a node's ports on 127.0.0.1.
+// nodeAddr are a node's address and ports.
 type nodeAddr struct {
-	Coord   int // TCP and UDP
+	Host    string // 127.0.0.1, or the node's own alias with network faults on
+	Coord   int    // TCP and UDP
 	Client  int
 	Metrics int // 0 when the binary has no --metrics-addr
 }
@@ -56,6 +57,7 @@ type procs struct {
 	key   string                // cluster key text
 	flags map[int64][]string
 	addrs map[int64]nodeAddr
+	net   *netLayout // with network faults: each node runs under its own group id
 	note  func(format string, args ...any)
 	sup   procutil.Supervisor
 
@@ -65,12 +67,15 @@ type procs struct {
 }
 
 func newProcs(bin, dir string, dsnOf func(int64) string, key string, n int, metrics bool, flags map[int64][]string,
-	note func(string, ...any)) (*procs, error) {
+	lay *netLayout, note func(string, ...any)) (*procs, error) {
 	var b strings.Builder
 	b.WriteString("id,host,coordination_port,client_port\n")
 	addrs := map[int64]nodeAddr{}
 	for id := int64(1); id <= int64(n); id++ {
-		var a nodeAddr
+		a := nodeAddr{Host: "127.0.0.1"}
+		if lay != nil {
+			a.Host = NodeAddr(id)
+		}
 		var err error
 		if a.Coord, err = freePort(); err != nil {
 			return nil, err
@@ -84,13 +89,13 @@ func newProcs(bin, dir string, dsnOf func(int64) string, key string, n int, metr
 			}
 		}
 		addrs[id] = a
-		fmt.Fprintf(&b, "%d,127.0.0.1,%d,%d\n", id, a.Coord, a.Client)
+		fmt.Fprintf(&b, "%d,%s,%d,%d\n", id, a.Host, a.Coord, a.Client)
 	}
 	path := filepath.Join(dir, "nodes.csv")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		return nil, err
 	}
-	p := &procs{bin: bin, dir: dir, dsnOf: dsnOf, nodes: path, key: key, flags: flags, addrs: addrs, note: note,
+	p := &procs{bin: bin, dir: dir, dsnOf: dsnOf, nodes: path, key: key, flags: flags, addrs: addrs, net: lay, note: note,
 		expect: map[*procutil.Proc]string{}}
 	p.sup.OnExit = p.exited
 	return p, nil
@@ -115,8 +120,14 @@ func (p *procs) start(id int64) error {
 		args = append(args, "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", a.Metrics))
 	}
 	args = append(args, p.flags[id]...)
+	attr := childAttr()
+	if p.net != nil {
+		// As setpriv --regid G --clear-groups --reuid 0 would: the
+		// network faults tell the node's packets by this group.
+		attr.Credential = &syscall.Credential{Uid: 0, Gid: p.net.GID(id), Groups: []uint32{}}
+	}
 	_, err := p.sup.Start(id, procutil.Spec{Path: p.bin, Args: args, Dir: p.dir, LogDir: p.dir,
-		Env: append(os.Environ(), "RINGNODE_CLUSTER_KEY="+p.key), SysProcAttr: childAttr()})
+		Env: append(os.Environ(), "RINGNODE_CLUSTER_KEY="+p.key), SysProcAttr: attr})
 	return err
 }
 

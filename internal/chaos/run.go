@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -55,6 +56,8 @@ type runner struct {
 	netemOK bool
 	netemNo string
 	dbNote  string
+	lab     *netLab // network faults, nil when off or not possible here
+	netNo   string  // why there are no network faults
 
 	fmu      sync.Mutex
 	injected map[Kind]int
@@ -118,6 +121,9 @@ func Replay(cfg Config) string {
 	if cfg.DB != "private" {
 		s += " DB='" + cfg.DB + "'"
 	}
+	if cfg.Net {
+		s += " NET=1"
+	}
 	var extra []string
 	if cfg.Election != string(election.Default) {
 		extra = append(extra, "--election "+cfg.Election)
@@ -134,6 +140,9 @@ func Replay(cfg Config) string {
 	if !cfg.Hostile {
 		extra = append(extra, "--hostile=false")
 	}
+	if cfg.Net && cfg.NetLong != DefaultConfig().NetLong {
+		extra = append(extra, "--net-long "+cfg.NetLong.String())
+	}
 	if cfg.MoveStyle != "mixed" {
 		extra = append(extra, "--move-style "+cfg.MoveStyle)
 	}
@@ -141,7 +150,7 @@ func Replay(cfg Config) string {
 	for _, x := range []struct {
 		name     string
 		got, def [2]time.Duration
-	}{{"gap", cfg.Gap, d.Gap}, {"hold", cfg.Hold, d.Hold}, {"client-every", cfg.ClientEvery, d.ClientEvery}} {
+	}{{"gap", cfg.Gap, d.Gap}, {"hold", cfg.Hold, d.Hold}, {"client-every", cfg.ClientEvery, d.ClientEvery}, {"net-hold", cfg.NetHold, d.NetHold}} {
 		if x.got != x.def {
 			extra = append(extra, fmt.Sprintf("--%s-min %s --%s-max %s", x.name, x.got[0], x.name, x.got[1]))
 		}
@@ -217,10 +226,12 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 		kinds = slices.DeleteFunc(kinds, func(k Kind) bool { return k == NetDelay })
 	}
 
-	// The database.
+	// The database, then the network faults' table (it needs the
+	// store's address).
 	if err := r.setupDB(ctx, &kinds); err != nil {
 		return nil, err
 	}
+	lay := r.openLab(&kinds)
 
 	// The ring.
 	r.metrics = hasFlag(cfg.Ringnode, "--metrics-addr")
@@ -246,7 +257,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 			flags[id] = append(flags[id], "--max-clients-per-ip", "1000")
 		}
 	}
-	r.procs, err = newProcs(cfg.Ringnode, r.dir, r.nodeDSN, key, cfg.Nodes, r.metrics, flags, r.note)
+	r.procs, err = newProcs(cfg.Ringnode, r.dir, r.nodeDSN, key, cfg.Nodes, r.metrics, flags, lay, r.note)
 	if err != nil {
 		return nil, err
 	}
@@ -305,7 +316,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	// The clients.
 	addrs := make([]string, 0, cfg.Nodes)
 	for _, id := range r.procs.ids() {
-		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", r.procs.addrs[id].Client))
+		addrs = append(addrs, net.JoinHostPort(r.procs.addrs[id].Host, strconv.Itoa(r.procs.addrs[id].Client)))
 	}
 	r.work = newWorkload(cfg, rng, addrs, r.procs.ids(), r.note)
 	cctx, stopClients := context.WithCancel(ctx)
