@@ -39,6 +39,10 @@ type Config struct {
 	PeerRefresh time.Duration
 	// StoreTimeout bounds one store operation.
 	StoreTimeout time.Duration
+	// CheckTimeout bounds a read a token waits on (its generation, or the
+	// ring's predecessor): a node cut off from the store passes the token
+	// on after it, rather than after StoreTimeout.
+	CheckTimeout time.Duration
 	// Log receives the node's log lines; the node adds its id.
 	Log zerolog.Logger
 	// Addresses is the node table's address book; the runtime keeps it
@@ -63,8 +67,9 @@ type Config struct {
 func DefaultConfig(id int64) Config {
 	return Config{
 		Ring:         ring.DefaultConfig(id),
-		PeerRefresh:  10 * time.Second, // nodes added to the table at run time are seen within 10 s
-		StoreTimeout: 5 * time.Second,  // a store slower than this is treated as unavailable and retried
+		PeerRefresh:  10 * time.Second,       // nodes added to the table at run time are seen within 10 s
+		StoreTimeout: 5 * time.Second,        // a store slower than this is treated as unavailable and retried
+		CheckTimeout: 250 * time.Millisecond, // a one-row read takes about a millisecond; a token waits at most this for it
 		Log:          zerolog.Nop(),
 	}
 }
@@ -81,8 +86,8 @@ func (c Config) Validate() error {
 		return errors.New("node: no transport")
 	case c.Ring.Tick <= 0:
 		return fmt.Errorf("node: tick %v must be positive", c.Ring.Tick)
-	case c.PeerRefresh <= 0 || c.StoreTimeout <= 0:
-		return errors.New("node: PeerRefresh and StoreTimeout must be positive")
+	case c.PeerRefresh <= 0 || c.StoreTimeout <= 0 || c.CheckTimeout <= 0:
+		return errors.New("node: PeerRefresh, StoreTimeout and CheckTimeout must be positive")
 	case c.Addresses == nil:
 		return errors.New("node: no address book")
 	}

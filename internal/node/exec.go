@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/ringchat/ringchat/internal/election"
 	"github.com/ringchat/ringchat/internal/ring"
@@ -42,7 +43,7 @@ func execOpErr(ctx context.Context, st store.Store, id int64, op ring.Op) (ring.
 			return res, err
 		}
 		topo := ring.Topology(store.Successors(nodes))
-		res.Members, res.Pred = topo.Members(), topo.Predecessor(id)
+		res.Members, res.Pred, res.Succ = topo.Members(), topo.Predecessor(id), topo[id]
 		f, err := st.Fence(ctx)
 		if err != nil {
 			return res, err
@@ -52,7 +53,7 @@ func execOpErr(ctx context.Context, st store.Store, id int64, op ring.Op) (ring.
 		res.Coord, res.Epoch = c.NodeID, c.Epoch
 		return res, err
 	case ring.OpClaim:
-		epoch, err := st.ClaimCoordinator(ctx, id, op.PrevEpoch)
+		epoch, err := claim(ctx, st, id, op)
 		if err != nil {
 			return res, err
 		}
@@ -62,6 +63,12 @@ func execOpErr(ctx context.Context, st store.Store, id int64, op ring.Op) (ring.
 		}
 		res.Coord, res.Epoch, res.Gen, res.Secret = id, epoch, f.Generation, f.Secret
 		return res, nil
+	case ring.OpAlive:
+		ok, _, err := st.RenewLease(ctx, id, op.Epoch, op.LeaseTTL)
+		if err == nil && !ok {
+			err = fmt.Errorf("%w: node %d epoch %d is not the coordinator", store.ErrNotCoordinator, id, op.Epoch)
+		}
+		return res, err
 	case ring.OpReadFence:
 		f, err := st.Fence(ctx)
 		res.Gen, res.Secret = f.Generation, f.Secret
@@ -97,7 +104,7 @@ func execTopology(ctx context.Context, st store.Store, coord store.Coordinator, 
 			return res, fmt.Errorf("node: join from node %d, which is not in the node table: %w", op.Node, store.ErrInvalid)
 		}
 		res.WasEmpty = len(topo) == 0
-		res.Changes = ring.PlanJoin(topo, op.Node)
+		res.Changes = ring.PlanJoinAvoiding(topo, op.Node, op.Avoids)
 	case ring.OpRepair:
 		res.Changes, res.NotInRing = ring.PlanRepair(topo, op.Node, op.Failed)
 	case ring.OpLeave:
@@ -165,4 +172,31 @@ func execLease(ctx context.Context, st store.Store, id int64, op ring.Op) (ring.
 		res.Gen, res.Secret = f.Generation, f.Secret
 	}
 	return res, nil
+}
+
+// claim makes node id the coordinator: at once over the epoch the node
+// saw (an election's winner, a first node), or, for a take-over from a
+// coordinator that does not answer (op.IfStale), only if that
+// coordinator's lease ran out.
+func claim(ctx context.Context, st store.Store, id int64, op ring.Op) (int64, error) {
+	if op.InRing {
+		nodes, err := st.Nodes(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if members := ring.Topology(store.Successors(nodes)).Members(); len(members) < 2 || !slices.Contains(members, id) {
+			return 0, fmt.Errorf("%w: node %d won an election outside the store's ring %v", store.ErrEpochChanged, id, members)
+		}
+	}
+	if !op.IfStale {
+		return st.ClaimCoordinator(ctx, id, op.PrevEpoch)
+	}
+	won, lease, err := st.AcquireLease(ctx, id, op.LeaseTTL)
+	if err != nil {
+		return 0, err
+	}
+	if !won {
+		return 0, fmt.Errorf("%w: node %d holds a live lease at epoch %d", store.ErrEpochChanged, lease.Holder, lease.Epoch)
+	}
+	return lease.Epoch, nil
 }

@@ -538,7 +538,11 @@ func (n *Node) storeWorker(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case op := <-n.ops:
-			octx, cancel := context.WithTimeout(ctx, n.cfg.StoreTimeout)
+			timeout := n.cfg.StoreTimeout
+			if op.Kind == ring.OpReadFence || op.Kind == ring.OpCheckMember {
+				timeout = min(timeout, n.cfg.CheckTimeout) // a token may be waiting on it
+			}
+			octx, cancel := context.WithTimeout(ctx, timeout)
 			res := execOp(octx, n.st, n.cfg.Ring.ID, op)
 			cancel()
 			select {

@@ -41,6 +41,12 @@ type Config struct {
 	// SyncTicks: the coordinator re-asserts every member's successor this
 	// often (and when it takes office).
 	SyncTicks int
+	// AliveTicks: a coordinator (of a voting method) whose ring works
+	// renews its lease in the store for this long, every quarter of it. A
+	// node that cannot reach the coordinator takes the role over only once
+	// that lease ran out, so an isolated node, or the far side of a split,
+	// never takes it from a ring that works.
+	AliveTicks int
 }
 
 // DefaultConfig is tuned for a 20 ms tick on a LAN or loopback: fine enough
@@ -60,6 +66,7 @@ func DefaultConfig(id int64) Config {
 		SuccessorRetries:  8,   // a live node answers the first or second; a dead one is found by its neighbour
 		LeaveRetries:      6,   // ~2 s, then leave anyway
 		SyncTicks:         500, // 10 s: one datagram per node; repairs any assignment lost in a coordinator change
+		AliveTicks:        50,  // 1 s: a coordinator that died (or is cut off) is replaced about a second later; four store writes a second
 	}
 }
 
@@ -77,6 +84,7 @@ func TestConfig(id int64) Config {
 	c.SuccessorRetries = 6
 	c.LeaveRetries = 5
 	c.SyncTicks = 100
+	c.AliveTicks = 12
 	c.Election.TimeoutTicks = 3
 	c.Election.ResultTicks = 40
 	c.Election.ChallengeTicks = 10
@@ -102,6 +110,7 @@ func (c Config) Validate() error {
 		"HeartbeatTicks": c.HeartbeatTicks, "FailTicks": c.FailTicks, "PredSilenceTicks": c.PredSilenceTicks,
 		"RetryTicks": c.RetryTicks, "MaxRetryTicks": c.MaxRetryTicks, "StoreCheckRetries": c.StoreCheckRetries,
 		"SuccessorRetries": c.SuccessorRetries, "LeaveRetries": c.LeaveRetries, "SyncTicks": c.SyncTicks,
+		"AliveTicks": c.AliveTicks,
 	} {
 		if v < 1 {
 			return fmt.Errorf("ring: %s %d < 1", name, v)

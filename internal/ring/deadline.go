@@ -16,6 +16,9 @@ func (n *Machine) NextDeadline() int64 {
 	}
 	if n.isCoord {
 		at(n.nextSync)
+		if !n.leaseMethod() {
+			at(n.nextAlive)
+		}
 		for _, p := range n.pendingSucc {
 			at(p.nextAt)
 		}

@@ -44,9 +44,13 @@ func (n *Machine) takeOver(elect bool) {
 	}
 	if elect {
 		// Taking over from a failed coordinator (elect): the quiet token
-		// rested there, and is probably gone with it.
+		// rested there, and is probably gone with it. The store lets it
+		// only once that coordinator's lease ran out (it is dead or cut
+		// off from its ring, not only from this node).
 		n.electAfter = true
 		n.coordLost = true
+		n.claimIfStale()
+		return
 	}
 	n.claim()
 }
@@ -102,7 +106,20 @@ func (n *Machine) electionWon() {
 		return
 	}
 	n.winClaims = maxWinClaims
-	n.claim()
+	n.claimAsWinner()
+}
+
+// claimAsWinner claims the role for an election this node won, over the
+// epoch it saw, if the store's ring holds it and another node (Op.InRing):
+// a node the ring spliced out (cut off alone, or on the far side of a
+// split) that "won" an election nobody else answered never takes the role
+// from a ring that works.
+func (n *Machine) claimAsWinner() {
+	if n.claimQueue {
+		return
+	}
+	n.claimQueue = true
+	n.enqueue(Op{Kind: OpClaim, PrevEpoch: n.epoch, InRing: true})
 }
 
 // becomeLeaseHolder takes the coordinator role for a lease acquired at

@@ -36,6 +36,7 @@ const (
 	EventTokenDropped            Event = "token-dropped"            // a held token was discarded (superseded, stale, reset)
 	EventTokenForged             Event = "token-forged"             // a token of a generation the store never issued was discarded
 	EventTokenUnchecked          Event = "token-unchecked"          // the store could not confirm a token's generation: passed on without a visit
+	EventAssignRefused           Event = "assign-refused"           // a SUCCESSOR the store's ring does not confirm was dropped
 	EventNotPredecessor          Event = "not-predecessor"          // a token came on the link of a node the store's ring does not name as predecessor: refused (UNLINK)
 	EventTokenFenced             Event = "token-fenced"             // the store refused a critical section: a newer token exists
 	EventTokenRegenerated        Event = "token-regenerated"        // the coordinator made a new token generation

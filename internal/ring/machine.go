@@ -3,6 +3,7 @@ package ring
 import (
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/ringchat/ringchat/internal/election"
 	"github.com/ringchat/ringchat/internal/token"
@@ -105,22 +106,31 @@ type Machine struct {
 	// after a splice is in the store before it links).
 	ringPred  int64
 	parkedTok *parkedMsg
+	// pendingAssign is a SUCCESSOR waiting for the store's ring to confirm
+	// it (settleAssign).
+	pendingAssign *parkedMsg
 
 	tok *token.Machine
 	req *request
 	el  *election.Machine
 
-	electAfter  bool   // an acting coordinator: hold an election once the ring is repaired
-	checkFailed int64  // a failed successor that may be the coordinator (a store read will tell)
-	winClaims   int    // claims left to an election winner whose claim lost to a lower node
-	leaseGen    int64  // token generation read with the last acquired lease
-	leaseSecret string // and its secret
+	electAfter   bool   // an acting coordinator: hold an election once the ring is repaired
+	checkFailed  int64  // a failed successor that may be the coordinator (a store read will tell)
+	winClaims    int    // claims left to an election winner whose claim lost to a lower node
+	winAfterJoin bool   // an election won while joining: claim once joined
+	leaseGen     int64  // token generation read with the last acquired lease
+	leaseSecret  string // and its secret
 
 	queue      []Op
 	inFlight   *Op
 	nextOpID   uint64
 	retryOpAt  int64
 	claimQueue bool
+
+	// linkFails (coordinator): links reported failed lately, by pair of
+	// nodes (lower id first); a link that failed twice within
+	// linkMemoryTicks is avoided when a node joins (Op.Avoid).
+	linkFails map[[2]int64]linkFail
 
 	// Commands of an epoch the store has not confirmed yet, waiting for the
 	// store read that decides (oldest first, at most maxParked).
@@ -139,6 +149,7 @@ type Machine struct {
 	nextCheck  int64
 	joins      uint64
 	checkJoins uint64
+	nextAlive  int64 // coordinator: the next renewal of its lease (tickAlive)
 
 	ready Ready
 }
@@ -397,6 +408,7 @@ func (n *Machine) Tick() {
 	n.tickLinks()
 	n.tickRequest()
 	n.tickCoordinator()
+	n.tickAlive()
 	n.tickMember()
 	if n.retryOpAt != 0 && n.now >= n.retryOpAt {
 		n.retryOpAt = 0
@@ -501,6 +513,7 @@ func (n *Machine) checkDone(r Result) {
 	n.tok.Confirm(r.Gen, r.Secret)
 	n.drainToken()
 	n.settleToken(r.Op.ID, false)
+	n.settleAssign(r.Op.ID, r.Succ, false)
 	if r.Epoch > n.epoch {
 		n.adopt(r.Coord, r.Epoch)
 	}
@@ -607,6 +620,36 @@ func (n *Machine) claim() {
 	}
 	n.claimQueue = true
 	n.enqueue(Op{Kind: OpClaim, PrevEpoch: n.epoch})
+}
+
+// claimIfStale claims the role only if the coordinator's lease in the
+// store ran out (Op.IfStale).
+func (n *Machine) claimIfStale() {
+	if n.claimQueue {
+		return
+	}
+	n.claimQueue = true
+	n.enqueue(Op{Kind: OpClaim, PrevEpoch: n.epoch, IfStale: true, LeaseTTL: n.aliveTTL()})
+}
+
+// aliveTTL is the coordinator's lease (Config.AliveTicks) as a duration.
+func (n *Machine) aliveTTL() time.Duration { return time.Duration(n.cfg.AliveTicks) * n.cfg.Tick }
+
+// tickAlive: a coordinator of a voting method renews its lease every
+// quarter of AliveTicks while its ring works (it has a member besides
+// itself, or is the only node there is). A coordinator alone in its ring
+// while other nodes exist lets the lease run out, so that they can take
+// the role over, and reads the store to learn who did.
+func (n *Machine) tickAlive() {
+	if !n.isCoord || n.leaseMethod() || n.now < n.nextAlive {
+		return
+	}
+	n.nextAlive = n.now + int64(max(n.cfg.AliveTicks/4, 1))
+	if len(n.members) == 1 && n.members[0] == n.id && len(n.peers) > 1 {
+		n.enqueue(Op{Kind: OpReadCoordinator})
+		return
+	}
+	n.enqueue(Op{Kind: OpAlive, LeaseTTL: n.aliveTTL()})
 }
 
 // maxParked bounds the commands waiting for the store to confirm their
@@ -807,6 +850,11 @@ func (n *Machine) applySuccessor(s, epoch, ver int64) {
 		n.joins++
 		n.nextCheck = n.now + int64(n.cfg.SyncTicks)
 		n.note(EventJoined, s)
+		if n.winAfterJoin && !n.isCoord {
+			n.winAfterJoin = false
+			n.winClaims = maxWinClaims
+			n.claimAsWinner()
+		}
 		if e := n.handedOver; e != 0 {
 			n.handedOver = 0
 			if !n.isCoord && e >= n.epoch {
@@ -927,3 +975,67 @@ func (n *Machine) settleToken(readID uint64, failed bool) {
 		n.ready.RefusePred = true
 	}
 }
+
+// linkMemoryTicks is how long the coordinator remembers a failed link:
+// 30 s at the 20-ms tick.
+const linkMemoryTicks = 1500
+
+// maxLinkFails bounds the links remembered (the oldest go first).
+const maxLinkFails = 64
+
+// linkFail is what the coordinator remembers of a failed link.
+type linkFail struct {
+	count int
+	last  int64
+}
+
+// linkFailed records that the link from a to its successor b failed (a
+// repair asked for). A link that keeps failing is avoided: a node cut off
+// from one neighbour is placed elsewhere rather than behind it again.
+func (n *Machine) linkFailed(a, b int64) {
+	if a == 0 || b == 0 || a == b {
+		return
+	}
+	if n.linkFails == nil {
+		n.linkFails = map[[2]int64]linkFail{}
+	}
+	k := [2]int64{min(a, b), max(a, b)}
+	f := n.linkFails[k]
+	if n.now-f.last > linkMemoryTicks {
+		f.count = 0
+	}
+	f.count++
+	f.last = n.now
+	n.linkFails[k] = f
+	for len(n.linkFails) > maxLinkFails {
+		var oldest [2]int64
+		at := int64(1) << 62
+		for p, lf := range n.linkFails {
+			if lf.last < at || (lf.last == at && (p[0] < oldest[0] || (p[0] == oldest[0] && p[1] < oldest[1]))) {
+				oldest, at = p, lf.last
+			}
+		}
+		delete(n.linkFails, oldest)
+	}
+}
+
+// avoidedLinks lists the links that failed twice or more within
+// linkMemoryTicks, sorted (runs are reproducible).
+func (n *Machine) avoidedLinks() [][2]int64 {
+	var out [][2]int64
+	for p, f := range n.linkFails {
+		if f.count >= 2 && n.now-f.last <= linkMemoryTicks {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b [2]int64) int {
+		if a[0] != b[0] {
+			return int(a[0] - b[0])
+		}
+		return int(a[1] - b[1])
+	})
+	return out
+}
+
+// AvoidedLinks lists the links the coordinator avoids (for status).
+func (n *Machine) AvoidedLinks() [][2]int64 { return n.avoidedLinks() }

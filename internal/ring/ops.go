@@ -25,6 +25,7 @@ const (
 	OpLease                             // acquire or renew the coordinator lease (lease election)
 	OpCheckMember                       // read the ring's members and the coordinator (a member's own check)
 	OpReadFence                         // read the newest token generation the store issued (a token's check)
+	OpAlive                             // (coordinator, voting methods) renew the coordinator's lease: its ring works
 )
 
 func (k OpKind) String() string {
@@ -49,6 +50,8 @@ func (k OpKind) String() string {
 		return "check-member"
 	case OpReadFence:
 		return "read-fence"
+	case OpAlive:
+		return "alive"
 	}
 	return "?"
 }
@@ -60,9 +63,30 @@ type Op struct {
 	Node      int64 // subject of join/repair/leave
 	Failed    int64 // repair: the failed successor
 	PrevEpoch int64 // claim: the epoch the claimant saw
-	Epoch     int64 // coordinator operations: the coordinator's epoch
-	Lease     election.LeaseOp
-	LeaseTTL  time.Duration // lease: the lease duration (LeaseTicks of the node's tick)
+	// IfStale (claim): take the role only if the coordinator's lease ran
+	// out (a take-over from a coordinator that does not answer), whatever
+	// the epoch; otherwise Lost names the coordinator.
+	IfStale bool
+	// InRing (claim): take the role only if the store's ring holds the
+	// claimant and at least one other node (an election's winner).
+	InRing   bool
+	Epoch    int64 // coordinator operations: the coordinator's epoch
+	Lease    election.LeaseOp
+	LeaseTTL time.Duration // lease: the lease duration (LeaseTicks of the node's tick)
+	// Avoid (join): links that failed again and again lately, each a pair
+	// of nodes (either way); the joining node is placed where it uses none
+	// (PlanJoinAvoiding).
+	Avoid [][2]int64
+}
+
+// Avoids reports whether the link between a and b is one of o.Avoid.
+func (o Op) Avoids(a, b int64) bool {
+	for _, p := range o.Avoid {
+		if p == [2]int64{a, b} || p == [2]int64{b, a} {
+			return true
+		}
+	}
+	return false
 }
 
 func (o Op) String() string {
@@ -93,7 +117,10 @@ type Result struct {
 	Members []int64  // join/repair/leave: ring members afterwards
 	// Pred is the requesting node's predecessor in the store's ring
 	// (check-member, and join/repair/leave/sync afterwards); 0 if none.
-	Pred      int64
+	Pred int64
+	// Succ is the requesting node's successor in the store's ring
+	// (check-member); 0 if it is not in the ring.
+	Succ      int64
 	WasEmpty  bool // join: the ring was empty (a new ring needs a token)
 	NotInRing bool // repair: the requester is not in the ring
 

@@ -77,6 +77,26 @@ func PlanJoin(t Topology, j int64) []Change {
 	return []Change{{Node: j, Succ: t[pred]}, {Node: pred, Succ: j}}
 }
 
+// PlanJoinAvoiding is PlanJoin for a node that is not in the ring, placed
+// where neither of its new links is one that failed lately (avoid reports
+// whether the link between two nodes failed, either way): the first such
+// place after its id order's, going round the ring; its id order's place
+// if there is none.
+func PlanJoinAvoiding(t Topology, j int64, avoid func(a, b int64) bool) []Change {
+	plan := PlanJoin(t, j)
+	if _, in := t[j]; in || len(t) == 0 || avoid == nil {
+		return plan
+	}
+	pred := plan[1].Node
+	for range len(t) {
+		if succ := t[pred]; !avoid(pred, j) && !avoid(j, succ) {
+			return []Change{{Node: j, Succ: succ}, {Node: pred, Succ: j}}
+		}
+		pred = t[pred]
+	}
+	return plan
+}
+
 // PlanRemove splices x out of the ring: its predecessor links to its
 // successor. Removing a node not in the ring changes nothing.
 func PlanRemove(t Topology, x int64) []Change {

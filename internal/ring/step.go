@@ -88,10 +88,9 @@ func (n *Machine) stepRequest(m Msg) {
 		return // the sender finds the coordinator in the store after a few retries
 	}
 	if m.Type == MsgSuccessorRequest && m.Failed == n.id {
-		// The coordinator is alive: whoever lost its link to it asks
-		// again (and is told its successor) once the link is back.
-		n.note(EventOffLink, m.From)
-		return
+		// The coordinator is alive: the sender lost its link to it (a cut
+		// that has healed, or a forgery). It is told its successor again.
+		m.Failed = 0
 	}
 	n.enqueue(requestOp(m.Type, m.From, m.Failed))
 }
@@ -176,16 +175,50 @@ func (n *Machine) obeys(m Msg) bool {
 	}
 }
 
-// stepSuccessor acknowledges a SUCCESSOR command and applies it unless it
-// is a duplicate or older than the assignment applied last, or the node is
-// in no phase to link (it left).
+// stepSuccessor acknowledges a SUCCESSOR command. An assignment the node
+// already follows (the coordinator's periodic sync) changes nothing; any
+// other waits for one read of the store's ring (the coordinator wrote it
+// there before it sent the command) and is applied only if the store names
+// that successor: a forged or reordered assignment, whatever its version,
+// links nowhere.
 func (n *Machine) stepSuccessor(m Msg) {
 	n.send(Msg{Type: MsgSuccessorAck, Via: ViaUDP, To: m.From, Ver: m.Ver})
-	if v := [2]int64{m.Epoch, m.Ver}; v[0] < n.succVer[0] || (v[0] == n.succVer[0] && v[1] <= n.succVer[1]) {
-		return // a duplicate or a reordered older assignment
+	if !n.mayLink() {
+		return
 	}
-	if n.phase == PhaseLeaving || n.phase == PhaseInRing || n.phase == PhaseJoining || n.phase == PhaseStarting {
+	if m.Succ == n.succ && n.succUp && n.phase != PhaseJoining && n.phase != PhaseStarting {
+		return
+	}
+	n.pendingAssign = &parkedMsg{m: m, after: n.nextOpID}
+	n.enqueue(Op{Kind: OpCheckMember})
+}
+
+// mayLink reports whether the node is in a phase to take a successor.
+func (n *Machine) mayLink() bool {
+	return n.phase == PhaseLeaving || n.phase == PhaseInRing || n.phase == PhaseJoining || n.phase == PhaseStarting
+}
+
+// settleAssign runs after a member check (operation readID; succ is the
+// store's successor of this node, failed: the store could not be read): a
+// SUCCESSOR assignment the store confirms is applied; one a read asked
+// after it came does not confirm is dropped. Without the store, the
+// coordinator's (epoch-confirmed) command is followed.
+func (n *Machine) settleAssign(readID uint64, succ int64, failed bool) {
+	p := n.pendingAssign
+	if p == nil {
+		return
+	}
+	n.pendingAssign = nil
+	m := p.m
+	switch {
+	case !n.mayLink():
+	case failed || (succ != 0 && succ == m.Succ):
 		n.applySuccessor(m.Succ, m.Epoch, m.Ver)
+	case readID <= p.after:
+		n.pendingAssign = p
+		n.enqueue(Op{Kind: OpCheckMember})
+	default:
+		n.note(EventAssignRefused, m.From)
 	}
 }
 
@@ -220,11 +253,14 @@ func (n *Machine) pump() {
 		op := n.queue[0]
 		n.queue = n.queue[1:]
 		switch op.Kind {
-		case OpJoin, OpRepair, OpLeave, OpRegenerate, OpSync:
+		case OpJoin, OpRepair, OpLeave, OpRegenerate, OpSync, OpAlive:
 			if !n.isCoord {
 				continue // deposed while it waited
 			}
 			op.Epoch = n.epoch
+			if op.Kind == OpJoin {
+				op.Avoid = n.avoidedLinks()
+			}
 		case OpClaim:
 			op.PrevEpoch = n.epoch
 		}
@@ -265,16 +301,13 @@ func (n *Machine) StoreDone(r Result) {
 			n.drainToken()
 		case OpClaim:
 			n.claimDone(r)
-		case OpRegenerate:
+		case OpAlive:
 			if r.Outcome == Lost {
 				n.adoptStore(r.Coord, r.Epoch)
 				n.stepDown()
-				n.tok.RegenerateFailed()
-			} else {
-				n.note(EventTokenRegenerated, 0)
-				n.tok.Generated(r.Stamp, r.Secret)
 			}
-			n.drainToken()
+		case OpRegenerate:
+			n.regenerateDone(r)
 		default:
 			switch {
 			case r.Outcome == Lost:
@@ -292,6 +325,20 @@ func (n *Machine) StoreDone(r Result) {
 		}
 	}
 	n.pump()
+}
+
+// regenerateDone hands the token machine a new generation, or steps down
+// if the store names another coordinator.
+func (n *Machine) regenerateDone(r Result) {
+	if r.Outcome == Lost {
+		n.adoptStore(r.Coord, r.Epoch)
+		n.stepDown()
+		n.tok.RegenerateFailed()
+	} else {
+		n.note(EventTokenRegenerated, 0)
+		n.tok.Generated(r.Stamp, r.Secret)
+	}
+	n.drainToken()
 }
 
 // storeFailed handles an operation the store could not carry out: it is
@@ -312,6 +359,7 @@ func (n *Machine) storeFailed(r Result) {
 		n.drainToken()
 	case OpCheckMember:
 		n.settleToken(r.Op.ID, true)
+		n.settleAssign(r.Op.ID, 0, true)
 	}
 }
 
@@ -351,43 +399,77 @@ func (n *Machine) readDone(r Result) {
 func (n *Machine) claimDone(r Result) {
 	n.claimQueue = false
 	if r.Outcome == Lost {
-		n.coordLost = false
-		n.adoptStore(r.Coord, r.Epoch)
-		if n.winClaims > 0 {
-			// This node won an election; a lower node's claim got in
-			// first. Claim over it (compare-and-set on its epoch).
-			n.winClaims--
-			if r.Coord != 0 && r.Coord < n.id && n.phase != PhaseLeaving {
-				n.claim()
-				return
-			}
-			n.winClaims = 0
-			n.el.ClaimLost(r.Coord, r.Epoch)
-		}
-		n.electAfter = false
-		if n.coord == 0 || n.coord == n.id {
-			n.enqueue(Op{Kind: OpReadCoordinator})
-			return
-		}
-		switch {
-		case n.phase == PhaseStarting || n.phase == PhaseJoining:
-			n.phase = PhaseJoining
-			n.request(MsgJoin, 0)
-		case n.phase == PhaseInRing && n.failedSucc != 0 && n.failedSucc == n.coord:
-			n.takeOver(true) // the newer coordinator is the successor that failed
-		case n.phase == PhaseInRing && n.failedSucc != 0:
-			n.request(MsgSuccessorRequest, n.failedSucc)
-		case n.phase == PhaseLeaving:
-			n.request(MsgLeave, 0)
-		}
+		n.claimLost(r)
 		return
 	}
 	n.tok.Confirm(r.Gen, r.Secret)
 	n.drainToken()
+	prev := n.coord
 	n.becomeCoordinator(r.Epoch, r.Gen == 0)
+	if r.Op.IfStale && prev != 0 && prev != n.id {
+		// The previous coordinator let its lease run out: dead, or cut off
+		// from every node of its ring. It leaves the ring now (it joins
+		// again, like any node, once it reaches the coordinator), so that
+		// nobody links to it first and waits for a dial to time out.
+		n.enqueue(Op{Kind: OpLeave, Node: prev})
+	}
 	if n.winClaims > 0 {
 		n.winClaims = 0
 		n.el.Claimed(r.Epoch)
+	}
+}
+
+// claimLost handles a claim the store refused: the store's coordinator is
+// adopted; an election's winner claims again over a lower node that got in
+// first (or once joined, if it won while joining); otherwise the node asks
+// for what it needs from the coordinator it now knows.
+func (n *Machine) claimLost(r Result) {
+	n.coordLost = false
+	n.adoptStore(r.Coord, r.Epoch)
+	if r.Op.InRing && n.winClaims > 0 && n.phase != PhaseInRing {
+		// Won while joining: the claim waits until the store's ring
+		// holds this node.
+		n.winClaims = 0
+		n.winAfterJoin = n.phase == PhaseJoining || n.phase == PhaseStarting
+	}
+	if n.winClaims > 0 {
+		// This node won an election; a lower node's claim got in first.
+		// Claim over it (compare-and-set on its epoch).
+		n.winClaims--
+		if r.Coord != 0 && r.Coord < n.id && n.phase != PhaseLeaving {
+			n.claimAsWinner()
+			return
+		}
+		n.winClaims = 0
+		n.el.ClaimLost(r.Coord, r.Epoch)
+	}
+	n.electAfter = false
+	if n.coord == 0 || n.coord == n.id {
+		n.enqueue(Op{Kind: OpReadCoordinator})
+		return
+	}
+	n.askAfterLostClaim(r.Op.IfStale)
+}
+
+// askAfterLostClaim asks the coordinator the store names for what the
+// node needs after its claim lost: to join, a successor, or to leave.
+func (n *Machine) askAfterLostClaim(ifStale bool) {
+	switch {
+	case n.phase == PhaseStarting || n.phase == PhaseJoining:
+		n.phase = PhaseJoining
+		n.request(MsgJoin, 0)
+	case n.phase == PhaseInRing && n.failedSucc != 0 && n.failedSucc == n.coord && ifStale:
+		// The coordinator this node cannot reach holds a live lease:
+		// its ring works without this node. Ask it (retried until a
+		// cut heals; every few tries the store is read again, and the
+		// role taken if the lease has run out meanwhile).
+		n.request(MsgSuccessorRequest, 0)
+	case n.phase == PhaseInRing && n.failedSucc != 0 && n.failedSucc == n.coord:
+		n.takeOver(true) // the newer coordinator is the successor that failed
+	case n.phase == PhaseInRing && n.failedSucc != 0:
+		n.request(MsgSuccessorRequest, n.failedSucc)
+	case n.phase == PhaseLeaving:
+		n.request(MsgLeave, 0)
 	}
 }
 
@@ -402,12 +484,7 @@ func (n *Machine) changesDone(r Result) {
 		n.tok.SetRingSize(len(n.members))
 	}
 	op := r.Op
-	if op.Kind == OpRepair && r.NotInRing {
-		if op.Node == n.id {
-			n.rejoin()
-		} else {
-			n.send(Msg{Type: MsgRejoin, Via: ViaUDP, To: op.Node})
-		}
+	if op.Kind == OpRepair && n.repairDone(r) {
 		return
 	}
 	if op.Kind == OpSync && n.rejoinStrays() {
@@ -443,6 +520,25 @@ func (n *Machine) changesDone(r Result) {
 	if op.Kind == OpLeave && op.Node == n.id {
 		n.leaveSplicedOut()
 	}
+}
+
+// repairDone notes a link the repair found failed (it splices out the
+// requester's successor) and, if the requester is not in the ring, has it
+// join again; it reports whether nothing is left to do.
+func (n *Machine) repairDone(r Result) bool {
+	op := r.Op
+	if op.Failed != 0 && len(r.Changes) > 0 && r.Changes[0].Node == op.Failed && r.Changes[0].Succ == 0 {
+		n.linkFailed(op.Node, op.Failed)
+	}
+	if !r.NotInRing {
+		return false
+	}
+	if op.Node == n.id {
+		n.rejoin()
+	} else {
+		n.send(Msg{Type: MsgRejoin, Via: ViaUDP, To: op.Node})
+	}
+	return true
 }
 
 // rejoinStrays, after a sync, tells anyone who believes it is in the ring

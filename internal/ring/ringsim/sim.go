@@ -99,6 +99,7 @@ type Sim struct {
 	seq     int64
 	linkGen int64
 	cut     map[int64]bool // nodes cut off from the others (not from the store)
+	nf      netFaults      // links cut, nodes cut from the store, packet loss
 }
 
 // New returns a simulation of the given node ids (none started).
@@ -144,7 +145,9 @@ func (s *Sim) Start(id int64) {
 	if p.State != Down {
 		s.Crash(id)
 	}
-	*p = Proc{ID: id, Node: ring.NewMachine(s.Cfg(id)), State: Running, inc: p.inc + 1, base: s.Now}
+	cfg := s.Cfg(id)
+	s.Store.Tick = cfg.Tick // leases are durations: the store's clock ticks with the nodes'
+	*p = Proc{ID: id, Node: ring.NewMachine(cfg), State: Running, inc: p.inc + 1, base: s.Now}
 	p.Node.SetPeers(s.IDs())
 	p.Node.Start()
 	s.tracef("start %d", id)
@@ -326,7 +329,7 @@ func (s *Sim) finishVisits(p *Proc) {
 		switch {
 		case s.IdleVisits && !v.work:
 			p.Node.VisitDone(v.tok, false)
-		case s.Store.Down:
+		case s.Store.Down || s.storeCutFor(p.ID):
 			p.Failed++
 			p.work = p.work || v.work
 			p.Node.VisitFailed(v.tok)
@@ -415,6 +418,12 @@ func (s *Sim) flush(p *Proc) {
 	}
 	for _, op := range r.Ops {
 		op := op
+		if s.storeCutFor(p.ID) {
+			s.deliverIn(p, storeTimeoutTicks, "store unreachable "+op.String(), func(p *Proc) {
+				p.Node.StoreDone(ring.Result{Op: op, Outcome: ring.Failed})
+			})
+			continue
+		}
 		s.deliverIn(p, 1, "store "+op.String(), func(p *Proc) {
 			res := s.Store.Do(p.ID, op)
 			if s.OpDelay <= 0 {
@@ -461,6 +470,10 @@ func (s *Sim) connect(p *Proc, target int64) {
 	gen := s.linkGen
 	if q == nil || q.State == Down || s.apart(p.ID, target) {
 		s.deliverIn(p, 1, fmt.Sprintf("dial %d refused", target), func(p *Proc) { p.Node.SuccessorDown(target) })
+		return
+	}
+	if s.blocked(p.ID, target) || s.blocked(target, p.ID) {
+		s.deliverIn(p, dialTimeoutTicks, fmt.Sprintf("dial %d timed out", target), func(p *Proc) { p.Node.SuccessorDown(target) })
 		return
 	}
 	p.succ, p.succGen = target, gen
@@ -518,7 +531,7 @@ func (s *Sim) sendMsg(p *Proc, m ring.Msg) {
 	switch m.Via {
 	case ring.ViaUDP:
 		q := s.Procs[m.To]
-		if q == nil || s.apart(p.ID, m.To) || s.rng.Float64() < s.Loss {
+		if q == nil || s.blocked(p.ID, m.To) || s.rng.Float64() < s.Loss || s.lost(p.ID, m.To) {
 			s.tracef("lost %s", desc)
 			return
 		}
@@ -536,11 +549,11 @@ func (s *Sim) sendMsg(p *Proc, m ring.Msg) {
 	case ring.ViaSucc:
 		q := s.Procs[p.succ]
 		gen := p.succGen
-		if q == nil || gen == 0 {
+		if q == nil || gen == 0 || s.blocked(p.ID, q.ID) {
 			return
 		}
 		m.Via = ring.ViaPred // as the receiver sees it
-		s.deliverIn(q, 1, desc, func(q *Proc) {
+		s.deliverIn(q, s.tcpDelay(p.ID, q.ID), desc, func(q *Proc) {
 			if q.predGen == gen {
 				q.Node.Step(m)
 			}
@@ -548,11 +561,11 @@ func (s *Sim) sendMsg(p *Proc, m ring.Msg) {
 	case ring.ViaPred:
 		q := s.Procs[p.pred]
 		gen := p.predGen
-		if q == nil || gen == 0 {
+		if q == nil || gen == 0 || s.blocked(p.ID, q.ID) {
 			return
 		}
 		m.Via = ring.ViaSucc
-		s.deliverIn(q, 1, desc, func(q *Proc) {
+		s.deliverIn(q, s.tcpDelay(p.ID, q.ID), desc, func(q *Proc) {
 			if q.succGen == gen {
 				q.Node.Step(m)
 			}

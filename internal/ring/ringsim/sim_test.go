@@ -110,6 +110,17 @@ func checkInvariants(t fatalf, s *Sim) {
 	}
 }
 
+// quietLease makes a config whose coordinator renews its lease (OpAlive)
+// only rarely, for tests that look at the one operation a node issues
+// next (the store runs one at a time).
+func quietLease(cfg func(int64) ring.Config) func(int64) ring.Config {
+	return func(id int64) ring.Config {
+		c := cfg(id)
+		c.AliveTicks = 1 << 20
+		return c
+	}
+}
+
 // runChecked steps n ticks checking the invariants at every tick.
 func runChecked(t *testing.T, s *Sim, n int) {
 	t.Helper()
@@ -403,6 +414,7 @@ func TestCommandFromNonCoordinatorIgnored(t *testing.T) {
 // the nodes); commands now would carry the newer epoch under its name.
 func TestDeposedWhileChangeRuns(t *testing.T) {
 	s := newSim(t, 10, 1, 2, 3)
+	s.Cfg = quietLease(s.Cfg)
 	startAll(t, s)
 	coord, epoch := s.Procs[1].Node.Coordinator()
 	n := s.Procs[coord].Node
@@ -651,6 +663,7 @@ func TestStoreOutageTokenDoesNotSpin(t *testing.T) {
 // default timeouts, seen after a coordinator kill right after an election).
 func TestDeposedByTheSuccessorThatFailed(t *testing.T) {
 	s := newSim(t, 13, 1, 2, 3)
+	s.Cfg = quietLease(s.Cfg)
 	startAll(t, s)
 	coord, epoch := s.Procs[1].Node.Coordinator()
 	n := s.Procs[coord].Node

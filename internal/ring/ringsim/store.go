@@ -2,6 +2,7 @@ package ringsim
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ringchat/ringchat/internal/election"
@@ -63,10 +64,25 @@ func (s *Store) Do(from int64, op ring.Op) ring.Result {
 	case ring.OpReadCoordinator:
 		return ring.Result{Op: op, Coord: s.Coord, Epoch: s.Epoch}
 	case ring.OpCheckMember:
-		return ring.Result{Op: op, Coord: s.Coord, Epoch: s.Epoch, Members: s.Topo.Members(), Pred: s.Topo.Predecessor(from), Gen: s.Gen, Secret: Secret(s.Gen)}
+		return ring.Result{Op: op, Coord: s.Coord, Epoch: s.Epoch, Members: s.Topo.Members(), Pred: s.Topo.Predecessor(from), Succ: s.Topo[from], Gen: s.Gen, Secret: Secret(s.Gen)}
 	case ring.OpReadFence:
 		return ring.Result{Op: op, Gen: s.Gen, Secret: Secret(s.Gen)}
+	case ring.OpAlive:
+		if r := s.lease(from, ring.Op{Lease: election.LeaseOp{Kind: election.LeaseRenew, Epoch: op.Epoch}, LeaseTTL: op.LeaseTTL}); !r.LeaseOK {
+			return ring.Result{Op: op, Outcome: ring.Lost, Coord: s.Coord, Epoch: s.Epoch}
+		}
+		return ring.Result{Op: op}
 	case ring.OpClaim:
+		if m := s.Topo.Members(); op.InRing && (len(m) < 2 || !slices.Contains(m, from)) {
+			return ring.Result{Op: op, Outcome: ring.Lost, Coord: s.Coord, Epoch: s.Epoch}
+		}
+		if op.IfStale {
+			r := s.lease(from, ring.Op{Lease: election.LeaseOp{Kind: election.LeaseAcquire}, LeaseTTL: op.LeaseTTL})
+			if !r.LeaseOK {
+				return ring.Result{Op: op, Outcome: ring.Lost, Coord: s.Coord, Epoch: s.Epoch}
+			}
+			return ring.Result{Op: op, Coord: from, Epoch: s.Epoch, Gen: s.Gen, Secret: Secret(s.Gen)}
+		}
 		if s.Epoch != op.PrevEpoch {
 			return ring.Result{Op: op, Outcome: ring.Lost, Coord: s.Coord, Epoch: s.Epoch}
 		}
@@ -90,7 +106,7 @@ func (s *Store) Do(from int64, op ring.Op) ring.Result {
 	switch op.Kind {
 	case ring.OpJoin:
 		res.WasEmpty = len(s.Topo) == 0
-		res.Changes = ring.PlanJoin(s.Topo, op.Node)
+		res.Changes = ring.PlanJoinAvoiding(s.Topo, op.Node, op.Avoids)
 	case ring.OpRepair:
 		res.Changes, res.NotInRing = ring.PlanRepair(s.Topo, op.Node, op.Failed)
 	case ring.OpLeave:

@@ -1,0 +1,113 @@
+package ringsim
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Network faults beyond Isolate: links cut one way, nodes cut from the
+// store, a split, and packet loss on one node's traffic. They model what
+// nft does on a real network: packets are dropped, nothing is reset, so a
+// node finds out only by its own timeouts (a TOKEN not acknowledged, a
+// PING not answered, a dial that times out, a store operation that fails).
+
+// dialTimeoutTicks is how long a dial across a cut takes to fail (the
+// SYN or its answer is dropped).
+const dialTimeoutTicks = 10
+
+// rtoTicks is what one lost packet on a TCP link costs: the frame arrives
+// after a retransmission (about 200 ms at the 20-ms tick).
+const rtoTicks = 10
+
+// storeTimeoutTicks is how long a store operation of a node cut from the
+// store takes to fail.
+const storeTimeoutTicks = 10
+
+// net holds the faults (directed: from -> to).
+type netFaults struct {
+	cut      map[[2]int64]bool
+	storeCut map[int64]bool
+	loss     map[int64]float64 // share of a node's packets (either way) dropped
+}
+
+func (f *netFaults) init() {
+	if f.cut == nil {
+		f.cut, f.storeCut, f.loss = map[[2]int64]bool{}, map[int64]bool{}, map[int64]float64{}
+	}
+}
+
+// CutLink drops every packet from a to b (one way).
+func (s *Sim) CutLink(a, b int64) {
+	s.nf.init()
+	s.tracef("cut %d->%d", a, b)
+	s.nf.cut[[2]int64{a, b}] = true
+}
+
+// CutBoth drops every packet between a and b, both ways.
+func (s *Sim) CutBoth(a, b int64) {
+	s.CutLink(a, b)
+	s.CutLink(b, a)
+}
+
+// Split cuts every node of side from every node not in it, both ways.
+func (s *Sim) Split(side []int64) {
+	for _, a := range side {
+		for _, b := range s.IDs() {
+			if !slices.Contains(side, b) {
+				s.CutBoth(a, b)
+			}
+		}
+	}
+}
+
+// CutStore cuts node id from the store: its operations and critical
+// sections fail after a timeout.
+func (s *Sim) CutStore(id int64) {
+	s.nf.init()
+	s.tracef("cut %d from the store", id)
+	s.nf.storeCut[id] = true
+}
+
+// Lose drops share p of node id's packets, both ways (UDP datagrams are
+// lost; a TCP frame arrives late, after a retransmission).
+func (s *Sim) Lose(id int64, p float64) {
+	s.nf.init()
+	s.tracef("lose %.0f%% of node %d's packets", 100*p, id)
+	s.nf.loss[id] = p
+}
+
+// HealNet undoes every CutLink, CutBoth, Split, CutStore and Lose.
+func (s *Sim) HealNet() {
+	s.tracef("heal the network")
+	s.nf = netFaults{}
+}
+
+// blocked reports whether packets from a to b are dropped (an Isolate or a
+// cut).
+func (s *Sim) blocked(a, b int64) bool {
+	return s.apart(a, b) || (a != b && s.nf.cut[[2]int64{a, b}])
+}
+
+// lost reports whether one packet between a and b is lost to loss.
+func (s *Sim) lost(a, b int64) bool {
+	p := max(s.nf.loss[a], s.nf.loss[b])
+	return p > 0 && s.rng.Float64() < p
+}
+
+// tcpDelay is the delay of one frame from a to b: a hop, and a
+// retransmission for every packet lost on the way.
+func (s *Sim) tcpDelay(a, b int64) int64 {
+	d := int64(1)
+	for i := 0; i < 5 && s.lost(a, b); i++ {
+		d += rtoTicks << i
+	}
+	return d
+}
+
+// storeCutFor reports whether node id cannot reach the store.
+func (s *Sim) storeCutFor(id int64) bool { return s.nf.storeCut[id] }
+
+// String describes the faults in force.
+func (f netFaults) String() string {
+	return fmt.Sprintf("cuts %v, store cut %v, loss %v", f.cut, f.storeCut, f.loss)
+}
