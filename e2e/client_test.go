@@ -21,6 +21,9 @@ import (
 type clientRing struct {
 	r   *testutil.Ring
 	bin string // the ringchat binary
+	// cache, if set, is the ringchat processes' XDG_CACHE_HOME (where
+	// they keep the ring's nodes).
+	cache string
 }
 
 func (c *clientRing) addr(id int64) string { return fmt.Sprintf("127.0.0.1:%d", c.r.Ports[id][1]) }
@@ -128,6 +131,9 @@ func (c *clientRing) start(t *testing.T, args ...string) *chatProc {
 	t.Helper()
 	p := &chatProc{t: t, cmd: exec.Command(c.bin, args...), stdout: newWatched(), stderr: newWatched(), done: make(chan struct{})}
 	p.cmd.Env = chatEnv()
+	if c.cache != "" {
+		p.cmd.Env = append(p.cmd.Env, "XDG_CACHE_HOME="+c.cache)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	var err error
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {

@@ -200,7 +200,7 @@ func (p *printer) render(ev client.Event) (v any, text string, ok bool) {
 		} else {
 			text = fmt.Sprintf("%s is away: %s", tui.Clean(ev.User), tui.Clean(ev.Message))
 		}
-	case client.Connected, client.ConnectionLost, client.Reconnecting, client.Disconnected:
+	case client.Connected, client.ConnectionLost, client.Reconnecting, client.Disconnected, client.Notice:
 		return p.renderConnection(ev)
 	default:
 		return nil, "", false
@@ -270,6 +270,12 @@ func (p *printer) renderConnection(ev client.Event) (v any, text string, ok bool
 		}
 		v = lostJSON{MessageType: "RECONNECTING", Attempt: ev.Attempt, ErrorMessage: ev.Err.Error()}
 		text = fmt.Sprintf("error: reconnecting: attempt %d failed: %v", ev.Attempt, ev.Err)
+		if hint := tui.LoneNodeHint(ev); hint != "" {
+			text += "\nerror: " + hint
+		}
+	case client.Notice:
+		v = noticeJSON{"NOTICE", ev.Code, ev.Node, ev.Message}
+		text = "notice: " + tui.Clean(ev.Message)
 	case client.Disconnected:
 		v = lostJSON{MessageType: "DISCONNECTED", ErrorMessage: ev.Err.Error()}
 		text = fmt.Sprintf("error: disconnected: %v", ev.Err)
@@ -357,4 +363,12 @@ func marshal(v any) []byte {
 		return []byte(fmt.Sprintf(`{"messageType":"ERROR","errorMessage":%q}`, err.Error()))
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// noticeJSON is a node's NOTICE about itself (--json).
+type noticeJSON struct {
+	MessageType string `json:"messageType"`
+	Code        string `json:"code"`
+	Node        int64  `json:"node"`
+	Message     string `json:"message"`
 }

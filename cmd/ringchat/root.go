@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -80,9 +81,12 @@ line. When standard input or output is not a terminal, or with --plain or
 --json, it reads one command per input line and prints one event per line
 (--json: one JSON object per line). The commands:
 ` + tui.HelpText + `
-If the node dies, ringchat logs in again at another node of --nodes (or
-at the same address, with backoff), receives what was queued meanwhile and
-sends again, once, whatever you typed that has no receipt yet.
+If the node dies, stops answering, or says it cannot reach the store or
+the ring, ringchat logs in again at another node of --nodes or of those the
+node listed at login (kept in $XDG_CACHE_HOME/ringchat/nodes.json for the
+next start), or at the same address, with backoff; it receives what was
+queued meanwhile and sends again, once, whatever you typed that has no
+receipt yet.
 
 The node is --node (HOST:PORT, or a node id of --nodes), else the
 positional HOST PORT, else $RINGCHAT_NODE, else the first node of
@@ -180,6 +184,9 @@ type config struct {
 	json     bool
 	plain    bool
 	tls      *tls.Config // nil: plain TCP
+	// cache keeps the ring's nodes as the node logged in to lists them;
+	// addrs holds those of the chosen node's ring already.
+	cache nodeCache
 }
 
 // options are the connection options of cfg.
@@ -217,6 +224,8 @@ func (g *globals) resolve(cmd *cobra.Command, args []string) (config, error) {
 	if cfg.addrs, err = nodeAddrs(node, listFile); err != nil {
 		return cfg, err
 	}
+	cfg.cache = newNodeCache(g.getenv)
+	cfg.addrs = cfg.cache.extend(cfg.addrs)
 	return cfg, nil
 }
 
@@ -325,9 +334,9 @@ func startSession(ctx context.Context, cfg config, features ...string) (*client.
 	opts := cfg.options()
 	opts.Features = features
 	s, err := client.StartSession(ctx, client.SessionConfig{Addrs: cfg.addrs, User: cfg.user, Password: cfg.password,
-		Options: opts})
+		Options: opts, OnNodes: cfg.cache.save})
 	if err != nil {
-		return nil, describe(err, cfg.timeout)
+		return nil, describeLogin(err, cfg)
 	}
 	return s, nil
 }
@@ -344,10 +353,12 @@ func dial(ctx context.Context, cfg config) (*client.Conn, error) {
 	defer cancel()
 	opts := cfg.options()
 	opts.FailFast = true
+	opts.Features = []string{client.FeatureFailover} // the answer lists the ring's nodes, kept for the next start
 	c, err := client.DialV2(ctx, cfg.addrs, cfg.user, cfg.password, opts)
 	if err != nil {
-		return nil, describe(err, cfg.timeout)
+		return nil, describeLogin(err, cfg)
 	}
+	cfg.cache.save(c.Nodes())
 	return c, nil
 }
 
@@ -360,6 +371,19 @@ func describe(err error, timeout time.Duration) error {
 		return fmt.Errorf("%w (no answer from the server within %v)", err, timeout)
 	}
 	return err
+}
+
+// describeLogin rewords a failed login as describe does, with a hint
+// when nothing listens and ringchat knows no other node of the ring.
+func describeLogin(err error, cfg config) error {
+	if len(cfg.addrs) != 1 || !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, client.ErrNothingListens) {
+		return describe(err, cfg.timeout)
+	}
+	const hint = "ringchat knows no other node of this ring: start that node, or give the others with --nodes FILE (the ring's nodes.csv)"
+	if errors.Is(err, client.ErrNothingListens) {
+		return fmt.Errorf("%w (is the ring running? %s)", err, hint)
+	}
+	return fmt.Errorf("%w (nothing listens at %s; %s)", err, cfg.addrs[0], hint)
 }
 
 // needUser is the check of the one-shot commands.

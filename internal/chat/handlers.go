@@ -58,6 +58,9 @@ func (c *conn) refuseLine(req Request, derr *Error) {
 func (c *conn) serveAnonymous(req Request) bool {
 	switch req.Type {
 	case TypeAlive:
+		if c.version >= V2 && req.ID != "" {
+			c.sendLine(encode(aliveV2{TypeAlive, req.ID})) // a client checking that the node answers
+		}
 		return true
 	case TypeLogin:
 		c.login(req)
@@ -141,6 +144,10 @@ func (c *conn) login(req Request) {
 		return
 	}
 	s := c.s
+	if e := s.loginRefusal(); e != nil {
+		fail(e) // at once: the store calls of a login would only time out
+		return
+	}
 	ctx, cancel := s.storeCtx()
 	defer cancel()
 	u, e := s.authenticate(ctx, c.remote, req)
@@ -156,7 +163,7 @@ func (c *conn) login(req Request) {
 	if version >= V2 {
 		sess.features = featuresOf(req.Features) // before ready: visits read it after
 	}
-	if e := s.claimPresence(ctx, u); e != nil {
+	if e := s.claimPresence(ctx, u, leaving(req)); e != nil {
 		s.unreserve(sess)
 		fail(e)
 		return
@@ -164,7 +171,8 @@ func (c *conn) login(req Request) {
 	c.sess, c.version = sess, version
 	c.sessPtr.Store(sess)
 	if version >= V2 {
-		c.sendLine(encode(loginV2{TypeLogin, u.Name, V2, s.cfg.NodeID, u.Away.Message, req.ID}))
+		features, nodes := s.granted(sess.features)
+		c.sendLine(encode(loginV2{TypeLogin, u.Name, V2, s.cfg.NodeID, u.Away.Message, features, nodes, req.ID}))
 	} else {
 		c.sendLine(encode(loginV1{TypeLogin, u.Name}))
 	}
@@ -172,6 +180,9 @@ func (c *conn) login(req Request) {
 	s.mu.Lock()
 	sess.ready = true
 	s.fetchFor[sess.userID] = true
+	if !s.health.OK() && sess.features&featFailover != 0 {
+		c.sendLine(encode(s.health.notice(s.cfg.NodeID))) // it turned bad during the login
+	}
 	s.mu.Unlock()
 	s.want()
 	s.log.Debug().Str("user", u.Name).Int("version", version).Str("remote", c.remote).Msg("chat: logged in")
@@ -403,7 +414,11 @@ func (s *Server) unreserve(sess *session) {
 // replaced; one held by a live node refuses the login. A presence that
 // goes away while it is looked at (its session just logged out) lets the
 // login try again, a few times.
-func (s *Server) claimPresence(ctx context.Context, u store.User) *Error {
+//
+// from is the node the client says it has left (0: none): a presence
+// there is replaced even though that node is in the ring, as a node cut
+// off from the store cannot clear it (see leaving).
+func (s *Server) claimPresence(ctx context.Context, u store.User, from int64) *Error {
 	self := s.cfg.NodeID
 	// With the presence, in one transaction, what was delivered to the
 	// user's earlier connections and never acknowledged becomes pending
@@ -435,7 +450,7 @@ func (s *Server) claimPresence(ctx context.Context, u store.User) *Error {
 		if err != nil {
 			return s.unavailableErr("reading presence", err)
 		}
-		return s.replaceStale(ctx, u, p, login)
+		return s.replaceStale(ctx, u, p, login, from)
 	}
 }
 
@@ -444,12 +459,17 @@ func (s *Server) claimPresence(ctx context.Context, u store.User) *Error {
 const presenceTries = 3
 
 // replaceStale replaces presence p if its node is no longer in the ring.
-func (s *Server) replaceStale(ctx context.Context, u store.User, p store.Presence, login func(store.Tx) error) *Error {
+// A presence at from, the node the client has left, is replaced too.
+func (s *Server) replaceStale(ctx context.Context, u store.User, p store.Presence, login func(store.Tx) error, from int64) *Error {
 	nodes, err := s.st.Nodes(ctx)
 	if err != nil {
 		return s.unavailableErr("reading the ring's nodes", err)
 	}
 	live := slices.ContainsFunc(nodes, func(n store.NodeRow) bool { return n.ID == p.NodeID && n.InRing() })
+	if live && from != 0 && from == p.NodeID && from != s.cfg.NodeID {
+		s.log.Info().Str("user", u.Name).Int64("left_node", from).Msg("chat: the client left its node (it stopped answering or cannot serve): its presence there is replaced")
+		live = false
+	}
 	if live {
 		return errorf(CodeUserOnline, "user %s is already logged in at node %d", quote(u.Name), p.NodeID)
 	}

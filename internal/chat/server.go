@@ -54,6 +54,8 @@ type Server struct {
 	dirty    bool          // a presence row of ours may be stale (a clear failed)
 	retry    chan struct{} // wakes the presence check soon after dirty is set
 	visited  chan struct{}
+	health   Health     // set by the node's assembly (SetHealth)
+	nodes    []NodeAddr // the ring's nodes, for the LOGIN answer (SetNodes)
 
 	// Owned by the visit goroutine (visits of one node never overlap).
 	v visitState

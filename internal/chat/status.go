@@ -154,6 +154,7 @@ const (
 	featAway = 1 << iota
 	featRead
 	featTyping
+	featFailover
 )
 
 func featuresOf(names []string) int {
@@ -166,6 +167,8 @@ func featuresOf(names []string) int {
 			f |= featRead
 		case FeatureTyping:
 			f |= featTyping
+		case FeatureFailover:
+			f |= featFailover
 		}
 	}
 	return f

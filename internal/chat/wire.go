@@ -154,6 +154,10 @@ type Request struct {
 	Before   int64    // HISTORY: messages older than this sequence
 	Seq      int64    // READ: read up to this sequence
 	Features []string // LOGIN (protocol 2): the notices asked for
+	// Leaving (LOGIN, protocol 2): the node the client has just left
+	// because it stopped answering or said it cannot serve; the user's
+	// presence there is replaced (FeatureFailover).
+	Leaving int64
 	// InviteOnly (JOIN_GROUP, protocol 2) creates the group invite-only.
 	InviteOnly bool
 }
@@ -181,6 +185,7 @@ type inbound struct {
 	Seq            int64           `json:"seq"`
 	Before         int64           `json:"before"`
 	Features       []string        `json:"features"`
+	Leaving        int64           `json:"leaving"`
 }
 
 // Decode parses and checks one line from a client (without its newline).
@@ -254,7 +259,7 @@ func decodeLogin(r *Request, in *inbound) *Error {
 	if len(in.Features) > MaxFeatures {
 		return errorf(CodeBadRequest, "at most %d features", MaxFeatures)
 	}
-	r.Features = in.Features
+	r.Features, r.Leaving = in.Features, in.Leaving
 	if err := CheckName("username", r.Username); err != nil {
 		return err
 	}
@@ -534,7 +539,10 @@ type (
 		Version     int    `json:"version"`
 		Node        int64  `json:"node"`
 		Away        string `json:"away,omitempty"`
-		ID          string `json:"id,omitempty"`
+		// Features and Nodes: what FeatureFailover grants.
+		Features []string   `json:"features,omitempty"`
+		Nodes    []NodeAddr `json:"nodes,omitempty"`
+		ID       string     `json:"id,omitempty"`
 	}
 	groupV1 struct {
 		MessageType string `json:"messageType"`

@@ -99,8 +99,10 @@ type Conn struct {
 
 	mu       sync.Mutex
 	user     string
-	version  int   // 2 after LoginV2, else 1
-	node     int64 // protocol 2: the node that accepted the login
+	version  int        // 2 after LoginV2, else 1
+	node     int64      // protocol 2: the node that accepted the login
+	granted  []string   // protocol 2: features the login answer granted
+	ring     []NodeAddr // protocol 2 (FeatureFailover): the ring's nodes
 	pending  []*request
 	unstored []Outgoing // protocol 2: sent, no STORED or ERROR yet
 	closing  bool       // Close was called

@@ -20,6 +20,11 @@ type Login struct {
 	ID       string
 	// Away (protocol 2): the user's away message, kept from before.
 	Away string
+	// Features (protocol 2) are the features of Options.Features the
+	// node grants (only FeatureFailover is told); Nodes, with
+	// FeatureFailover, the ring's nodes and their client ports.
+	Features []string
+	Nodes    []NodeAddr
 }
 
 // JoinGroup is a JOIN_GROUP message, echoed by the server on success.
@@ -152,8 +157,9 @@ type History struct {
 	ReadSeq int64
 }
 
-// Alive is an ALIVE keep-alive. Conn never delivers it.
-type Alive struct{}
+// Alive is an ALIVE keep-alive. Conn never delivers it. In protocol 2
+// an ALIVE with an ID is answered with the same ID (Conn.Ping).
+type Alive struct{ ID string }
 
 // ProtocolError reports a line from the server that could not be decoded.
 // The connection stays open.
@@ -170,12 +176,21 @@ type Disconnected struct{ Err error }
 // Connected is a Session's first event, and the first after each
 // reconnection: it is logged in at the node Node through Addr. Resent
 // counts the messages without a receipt that it sends again there.
+// After a reconnection, From and FromNode are where it was logged in
+// before and Why is why it left (the node died, stopped answering, or
+// said it cannot serve).
 type Connected struct {
 	Addr      string
 	Node      int64
 	Reconnect bool
 	Resent    int
+	From      string
+	FromNode  int64
+	Why       error
 }
+
+// Moved reports whether a reconnection logged in at another address.
+func (c Connected) Moved() bool { return c.Reconnect && c.From != "" && c.From != c.Addr }
 
 // ConnectionLost reports that a Session's connection ended (Err says why);
 // the Session is reconnecting.
@@ -190,6 +205,10 @@ type Reconnecting struct {
 	Attempt int
 	Err     error
 	Delay   time.Duration
+	// Known is how many nodes the Session can try: with one, whose
+	// connection is refused, nothing moves until it is back, and a person
+	// should be told to give the others (--nodes).
+	Known int
 }
 
 func (Login) isEvent()          {}
@@ -207,6 +226,7 @@ func (History) isEvent()        {}
 func (Connected) isEvent()      {}
 func (ConnectionLost) isEvent() {}
 func (Reconnecting) isEvent()   {}
+func (Notice) isEvent()         {}
 func (Account) isEvent()        {}
 func (Invite) isEvent()         {}
 

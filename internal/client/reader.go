@@ -154,6 +154,7 @@ func (c *Conn) dispatch(ev Event) {
 			return
 		}
 	case Alive:
+		c.answerID(ev.ID, ev, nil) // a Ping's answer; the rest are dropped
 		return
 	default:
 		if c.answer(ev) {
@@ -260,6 +261,7 @@ func (c *Conn) answerID(id string, ev Event, err error) bool {
 	c.removeLocked(r)
 	if l, ok := ev.(Login); ok && err == nil {
 		c.user, c.version, c.node = l.Username, max(l.Version, 1), l.Node
+		c.granted, c.ring = l.Features, l.Nodes
 	}
 	r.reply = ev
 	r.done <- err

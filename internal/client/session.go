@@ -29,6 +29,14 @@ const (
 	DefaultStallTimeout = 20 * time.Second
 	// DefaultMaxOutbox bounds the messages waiting for a receipt.
 	DefaultMaxOutbox = 10_000
+	// DefaultPingEvery is how often a Session asks a node that granted
+	// FeatureFailover whether it still answers (ALIVE with an id).
+	DefaultPingEvery = 500 * time.Millisecond
+	// DefaultPingTimeout is how long such a node may take to answer
+	// before the Session leaves it: with DefaultPingEvery, a node that
+	// stops answering (a stopped process, a cut link) is left within
+	// 2 s, and another node has it logged in within 3 s.
+	DefaultPingTimeout = 1500 * time.Millisecond
 )
 
 // SessionConfig configures a Session.
@@ -52,6 +60,15 @@ type SessionConfig struct {
 	StallTimeout time.Duration
 	// MaxOutbox bounds the messages waiting to be stored (zero: default).
 	MaxOutbox int
+	// PingEvery and PingTimeout: a node that granted FeatureFailover is
+	// asked every PingEvery whether it answers, and left when an answer
+	// takes longer than PingTimeout. Zero means the defaults; a negative
+	// PingTimeout never pings.
+	PingEvery, PingTimeout time.Duration
+	// OnNodes, if set, is called with the ring's nodes each time a login
+	// answer lists them (FeatureFailover), for the caller to keep for its
+	// next start. The Session itself fails over to them, after Addrs.
+	OnNodes func([]NodeAddr)
 }
 
 func (c SessionConfig) withDefaults() SessionConfig {
@@ -69,6 +86,15 @@ func (c SessionConfig) withDefaults() SessionConfig {
 	}
 	if c.MaxOutbox <= 0 {
 		c.MaxOutbox = DefaultMaxOutbox
+	}
+	if c.PingEvery <= 0 {
+		c.PingEvery = DefaultPingEvery
+	}
+	if c.PingTimeout == 0 {
+		c.PingTimeout = DefaultPingTimeout
+	}
+	if !slices.Contains(c.Options.Features, FeatureFailover) {
+		c.Options.Features = append(slices.Clone(c.Options.Features), FeatureFailover)
 	}
 	return c
 }
@@ -109,6 +135,11 @@ type Session struct {
 	// password is the one to log in again with, once SetPassword changed
 	// it (nil: cfg.Password).
 	password *string
+	// learned: the ring's nodes as the last login answer listed them.
+	learned []NodeAddr
+	// leaving: the node the Session left on purpose (it stopped
+	// answering, or said it cannot serve), told to the next login.
+	leaving int64
 
 	// Events on their way to the consumer: the connection's reader never
 	// waits for the consumer (receipts settle the outbox at once), up to
@@ -564,12 +595,12 @@ func (s *Session) login(ctx context.Context, addr string) (*Conn, error) {
 		return nil, err
 	}
 	s.mu.Lock()
-	password := s.cfg.Password
+	password, leaving := s.cfg.Password, s.leaving
 	if s.password != nil {
 		password = *s.password
 	}
 	s.mu.Unlock()
-	if err := conn.LoginV2(ctx, s.cfg.User, password); err != nil {
+	if err := conn.loginV2(ctx, s.cfg.User, password, leaving); err != nil {
 		conn.Close()
 		return nil, err
 	}
@@ -581,6 +612,7 @@ func (s *Session) login(ctx context.Context, addr string) (*Conn, error) {
 func (s *Session) run(conn *Conn, addr string) {
 	defer s.wg.Done()
 	defer s.finishQueue()
+	var from Connected // where it was, and why it left
 	for reconnect := false; ; reconnect = true {
 		if reconnect {
 			resent, ok := s.attach(conn, addr)
@@ -588,28 +620,105 @@ func (s *Session) run(conn *Conn, addr string) {
 				conn.Close()
 				return
 			}
-			s.emit(Connected{Addr: addr, Node: conn.Node(), Reconnect: true, Resent: resent}, nil)
+			s.emit(Connected{Addr: addr, Node: conn.Node(), Reconnect: true, Resent: resent, From: from.Addr, FromNode: from.Node, Why: from.Why}, nil)
 		}
+		stop := make(chan struct{})
+		pinged := make(chan struct{})
+		go func() { defer close(pinged); s.ping(conn, stop) }()
 		for ev := range conn.Events() {
 			s.handle(conn, ev)
 		}
+		close(stop)
+		<-pinged
 		err := s.detach(conn)
 		conn.Close()
 		if s.ctx.Err() != nil {
 			return
 		}
+		from = Connected{Addr: addr, Node: conn.Node(), Why: err}
 		s.emit(ConnectionLost{Addr: addr, Err: err}, nil)
-		var cerr error
-		conn, addr, cerr = s.connect(s.ctx, rotate(s.cfg.Addrs, addr), func(attempt int, err error, delay time.Duration) {
-			s.emit(Reconnecting{Attempt: attempt, Err: err, Delay: delay}, nil)
-		})
-		if cerr != nil {
-			if s.ctx.Err() == nil {
-				s.emit(Disconnected{Err: cerr}, nil)
-			}
+		if conn, addr = s.reconnect(addr); conn == nil {
 			return
 		}
 	}
+}
+
+// reconnect logs in again, at another node first, and returns the
+// connection, or nil when the Session ends.
+func (s *Session) reconnect(last string) (*Conn, string) {
+	addrs := s.known()
+	conn, addr, err := s.connect(s.ctx, rotate(addrs, last), func(attempt int, err error, delay time.Duration) {
+		s.emit(Reconnecting{Attempt: attempt, Err: err, Delay: delay, Known: len(addrs)}, nil)
+	})
+	if err != nil {
+		if s.ctx.Err() == nil {
+			s.emit(Disconnected{Err: err}, nil)
+		}
+		return nil, ""
+	}
+	return conn, addr
+}
+
+// known is the client ports to log in at: Addrs, then the ring's other
+// nodes as the last login answer listed them.
+func (s *Session) known() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	addrs := slices.Clone(s.cfg.Addrs)
+	for _, n := range s.learned {
+		if n.Addr != "" && !slices.Contains(addrs, n.Addr) {
+			addrs = append(addrs, n.Addr)
+		}
+	}
+	return addrs
+}
+
+// Nodes is the ring's nodes as the last login answer listed them
+// (FeatureFailover; nil from a node that does not list them).
+func (s *Session) Nodes() []NodeAddr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.learned)
+}
+
+// ping asks conn, every PingEvery until stop, whether the node answers,
+// and drops the connection when an answer takes longer than PingTimeout:
+// a stopped or cut-off node keeps its socket open, and would keep the
+// Session waiting. Only a node that granted FeatureFailover is asked.
+func (s *Session) ping(conn *Conn, stop <-chan struct{}) {
+	if s.cfg.PingTimeout < 0 || !conn.Granted(FeatureFailover) {
+		return
+	}
+	t := time.NewTicker(s.cfg.PingEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.PingTimeout)
+		err := conn.Ping(ctx)
+		cancel()
+		switch {
+		case err == nil:
+			continue
+		case errors.Is(err, context.DeadlineExceeded) && s.ctx.Err() == nil:
+			s.leave(conn, fmt.Errorf("node %d at %s did not answer for %v", conn.Node(), conn.nc.RemoteAddr(), s.cfg.PingTimeout))
+		}
+		return
+	}
+}
+
+// leave drops conn, the current connection, for why: run logs in again
+// elsewhere.
+func (s *Session) leave(conn *Conn, why error) {
+	s.mu.Lock()
+	if s.conn == conn && s.stalled == nil {
+		s.stalled, s.leaving = why, conn.Node()
+	}
+	s.mu.Unlock()
+	conn.Close()
 }
 
 // rotate orders addrs to start after last (which comes last): another node
@@ -623,22 +732,31 @@ func rotate(addrs []string, last string) []string {
 }
 
 // attach makes conn current and reports how many messages will be sent
-// again on it.
+// again on it. It keeps the ring's nodes the login answer listed, and
+// hands them to OnNodes.
 func (s *Session) attach(conn *Conn, addr string) (resent int, ok bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return 0, false
 	}
-	s.conn, s.addr, s.node, s.stalled = conn, addr, conn.Node(), nil
+	s.conn, s.addr, s.node, s.stalled, s.leaving = conn, addr, conn.Node(), nil, 0
 	s.gen++
 	for _, e := range s.outbox {
 		if e.gen != 0 {
 			resent++
 		}
 	}
+	nodes := conn.Nodes()
+	if len(nodes) > 0 {
+		s.learned = nodes
+	}
 	s.notifyLocked()
+	s.mu.Unlock()
 	s.poke()
+	if len(nodes) > 0 && s.cfg.OnNodes != nil {
+		s.cfg.OnNodes(nodes)
+	}
 	return resent, true
 }
 
@@ -671,6 +789,13 @@ func (s *Session) handle(conn *Conn, ev Event) {
 		s.settle(ev.ID)
 	case ErrorMessage:
 		if ev.ID != "" && s.refused(ev) {
+			return
+		}
+	case Notice:
+		if !ev.OK() && len(s.known()) > 1 {
+			// Another node serves: the notice is why the Session moves
+			// (ConnectionLost, then Connected tell it).
+			s.leave(conn, errors.New(ev.Message))
 			return
 		}
 	}

@@ -105,6 +105,7 @@ type (
 		Version     int         `json:"version"`
 		Password    string      `json:"password,omitempty"`
 		Features    []string    `json:"features,omitempty"`
+		Leaving     int64       `json:"leaving,omitempty"`
 		ID          string      `json:"id"`
 	}
 	groupV2Wire struct {
@@ -198,6 +199,8 @@ func (c *Conn) call(ctx context.Context, msg any) (Event, error) {
 		id = m.ID
 	case statusWire:
 		id = m.ID
+	case pingWire:
+		id = m.ID
 	}
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
@@ -231,7 +234,14 @@ func (c *Conn) LoginV2(ctx context.Context, user, password string) error {
 	if user == "" {
 		return fmt.Errorf("client: login: %w: empty username", ErrInvalidMessage)
 	}
-	if _, err := c.call(ctx, loginV2Wire{TypeLogin, user, 2, password, c.opts.Features, c.newID()}); err != nil {
+	return c.loginV2(ctx, user, password, 0)
+}
+
+// loginV2 is LoginV2 from a client that has just left node leaving (0:
+// none) because it stopped answering or said it cannot serve: the node
+// replaces the user's presence there (FeatureFailover).
+func (c *Conn) loginV2(ctx context.Context, user, password string, leaving int64) error {
+	if _, err := c.call(ctx, loginV2Wire{TypeLogin, user, 2, password, c.opts.Features, leaving, c.newID()}); err != nil {
 		return fmt.Errorf("login %s: %w", user, err)
 	}
 	return nil

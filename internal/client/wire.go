@@ -83,6 +83,10 @@ type Wire struct {
 	Members   []Member `json:"members,omitempty"`
 	Next      string   `json:"next,omitempty"`
 	ReadSeq   int64    `json:"readSeq,omitempty"`
+
+	// The LOGIN answer's grants (FeatureFailover).
+	Features []string   `json:"features,omitempty"`
+	Nodes    []NodeAddr `json:"nodes,omitempty"`
 }
 
 // id returns the "id" field if it is a string.
@@ -137,8 +141,11 @@ var wireDecoders = map[MessageType]wireDecoder{
 	TypeError: func(w *Wire, id string) (Event, error) {
 		return ErrorMessage{Message: w.ErrorMessage, Code: w.Code, ID: id}, nil
 	},
-	TypeAlive: func(*Wire, string) (Event, error) {
-		return Alive{}, nil
+	TypeAlive: func(_ *Wire, id string) (Event, error) {
+		return Alive{ID: id}, nil
+	},
+	TypeNotice: func(w *Wire, _ string) (Event, error) {
+		return Notice{Code: w.Code, Node: w.Node, Message: w.Message}, nil
 	},
 	TypeStored:      decodeStoredWire,
 	TypeRegister:    decodeAccountWire,
@@ -171,7 +178,7 @@ func decodeLoginWire(w *Wire, id string) (Event, error) {
 	if w.Username == "" {
 		return nil, fmt.Errorf("%w: LOGIN without username", ErrInvalidMessage)
 	}
-	return Login{Username: w.Username, Version: w.Version, Node: w.Node, ID: id, Away: w.Away}, nil
+	return Login{Username: w.Username, Version: w.Version, Node: w.Node, ID: id, Away: w.Away, Features: w.Features, Nodes: w.Nodes}, nil
 }
 
 // decodeGroupWire decodes a JOIN_GROUP or LEAVE_GROUP answer, which names

@@ -90,7 +90,7 @@ func (c *cluster) start(id int64) {
 	ccfg.Addr, ccfg.Auth, ccfg.ShutdownDrain = "127.0.0.1:0", chat.AuthOpen, 200*time.Millisecond
 	log := zerolog.New(zerolog.NewTestWriter(c.t)).Level(zerolog.WarnLevel)
 	s, err := New(context.Background(), Config{Store: c.st, Table: c.table, Transport: c.net.Transport(id),
-		Node: ncfg, Chat: ccfg, Log: log})
+		Node: ncfg, Chat: ccfg, Log: log, Health: HealthConfig{Every: 20 * time.Millisecond}})
 	if err != nil {
 		c.t.Fatal(err)
 	}

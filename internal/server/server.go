@@ -52,18 +52,23 @@ type Config struct {
 	// Pprof) there.
 	MetricsAddr string
 	Pprof       bool
+	// Health tunes how the chat service learns that the node cannot reach
+	// the store or is out of the ring (zero: DefaultHealthConfig).
+	Health HealthConfig
 	// Log receives every part's lines; the server adds the node's id.
 	Log zerolog.Logger
 }
 
 // Server is one assembled ringnode.
 type Server struct {
-	log  zerolog.Logger
-	tr   transport.Transport
-	node *node.Node
-	chat *chat.Server
-	mx   *metrics.Metrics
-	mln  net.Listener
+	log    zerolog.Logger
+	st     store.Store
+	health HealthConfig
+	tr     transport.Transport
+	node   *node.Node
+	chat   *chat.Server
+	mx     *metrics.Metrics
+	mln    net.Listener
 }
 
 // New assembles a server: the ring transport listens, the client port
@@ -72,7 +77,7 @@ type Server struct {
 // transport outlives it (a node still talks while it leaves the ring).
 func New(ctx context.Context, cfg Config) (*Server, error) {
 	id := cfg.Node.Ring.ID
-	s := &Server{log: cfg.Log.With().Int64("node", id).Logger()}
+	s := &Server{log: cfg.Log.With().Int64("node", id).Logger(), st: cfg.Store, health: cfg.Health}
 	if !slices.ContainsFunc(cfg.Table, func(r store.NodeRow) bool { return r.ID == id }) {
 		if cfg.Transport != nil {
 			cfg.Transport.Close() // the server's to close, as Run would
@@ -143,6 +148,7 @@ func (s *Server) assemble(cfg Config, addrs *node.Addresses) (err error) {
 	if s.chat, err = chat.New(ccfg); err != nil {
 		return err
 	}
+	s.chat.SetNodes(nodeAddrs(cfg.Table))
 	ncfg.Sections = append(ncfg.Sections, s.chat.Section())
 	ncfg.OnJoin = s.chat.CheckPresence // after a rejoin: restore presence the coordinator cleared
 	s.node, err = node.New(ncfg)
@@ -185,6 +191,12 @@ func (s *Server) Run(ctx context.Context) error {
 	defer stopNode()
 	chatCtx, stopChat := context.WithCancel(ctx)
 	defer stopChat()
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		s.watchHealth(chatCtx, s.health, s.st)
+	}()
+	defer func() { stopChat(); <-watched }()
 	chatDone := make(chan error, 1)
 	go func() {
 		chatDone <- s.chat.Run(chatCtx)

@@ -244,10 +244,15 @@ type Model struct {
 	log                *autolog
 	restored           bool // the state file was read: changes are saved
 
-	conn     connState
-	addr     string
-	node     int64
-	detail   string // reconnecting or offline: why
+	conn   connState
+	addr   string
+	node   int64
+	detail string // reconnecting or offline: why
+	// lost: the connection lost, not yet told in a line (a quick move
+	// is told in one line when connected); hinted: the hint for a lone
+	// node was shown.
+	lost     *client.ConnectionLost
+	hinted   bool
 	quitting bool
 	unsent   error // what /quit could not send
 
@@ -750,11 +755,13 @@ func (m *Model) event(ev client.Event) {
 	case client.Connected:
 		m.connected(ev)
 	case client.ConnectionLost:
-		m.conn, m.detail = stateReconnecting, errText(ev.Err)
-		m.errorf("connection to node %d lost (%s): reconnecting; what you type is sent once connected", m.node, errText(ev.Err))
+		// No line yet: a move to another node is told in one line
+		// (connected); a reconnection that fails a round is told then.
+		m.conn, m.detail, m.lost = stateReconnecting, errText(ev.Err), &ev
 	case client.Reconnecting:
-		m.conn = stateReconnecting
-		m.detail = fmt.Sprintf("attempt %d: %s", ev.Attempt, errText(ev.Err))
+		m.reconnecting(ev)
+	case client.Notice:
+		m.nodeNotice(ev)
 	case client.Disconnected:
 		m.conn, m.detail = stateOffline, errText(ev.Err)
 		m.errorf("disconnected: %s (/quit to leave)", errText(ev.Err))
@@ -790,8 +797,11 @@ func (m *Model) serverError(ev client.ErrorMessage) {
 // connection, and at every reconnection (with the messages sent again).
 func (m *Model) connected(ev client.Connected) {
 	first := m.conn == stateConnecting
-	m.conn, m.addr, m.node, m.detail = stateConnected, ev.Addr, ev.Node, ""
+	quiet := m.lost != nil // the loss has not been told: this line tells it
+	m.conn, m.addr, m.node, m.detail, m.lost, m.hinted = stateConnected, ev.Addr, ev.Node, "", nil, false
 	switch {
+	case quiet && ev.Reconnect:
+		m.info("%s", MoveText(ev))
 	case ev.Reconnect && ev.Resent > 0:
 		m.info("reconnected at node %d (%s); %s sent again", ev.Node, ev.Addr, Plural(ev.Resent, "message"))
 	case ev.Reconnect:

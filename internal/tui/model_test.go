@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -359,9 +362,10 @@ func TestConnectionStates(t *testing.T) {
 	h := newHarness(t)
 	h.line("/to bob")
 	h.event(client.ConnectionLost{Addr: "127.0.0.1:8001", Err: client.ErrServerClosed})
-	h.want("! connection to node 1 lost (server closed the connection): reconnecting", "◌ reconnecting: server closed the connection")
-	h.event(client.Reconnecting{Attempt: 2, Err: errors.New("dial tcp 127.0.0.1:8001: connection refused")})
-	h.want("◌ reconnecting: attempt 2: dial tcp 127.0.0.1:8001: connection refused")
+	h.want("◌ reconnecting: server closed the connection")
+	h.wantNot("connection to node 1 lost")
+	h.event(client.Reconnecting{Attempt: 2, Err: errors.New("dial tcp 127.0.0.1:8001: connection refused"), Known: 2})
+	h.want("! connection to node 1 lost (server closed the connection): reconnecting", "◌ reconnecting: attempt 2: dial tcp 127.0.0.1:8001: connection refused")
 	h.line("typed while away")
 	h.want("alice typed while away …")
 	h.event(client.Connected{Addr: "127.0.0.1:8002", Node: 2, Reconnect: true, Resent: 1})
@@ -444,4 +448,36 @@ func TestSwitchWithAltNumber(t *testing.T) {
 	h.want("› ", "connected to node 1")
 	h.press('n', tea.ModCtrl)
 	h.want("bob › ")
+}
+
+// TestMoveOneLine: a client that leaves its node (it said it cannot reach
+// the store, or stopped answering) and logs in at another at once says
+// so in one line; a lone dead node gets a hint, once.
+func TestMoveOneLine(t *testing.T) {
+	h := newHarness(t)
+	h.line("/to bob")
+	h.line("typed before the move")
+	why := errors.New("node 1 cannot reach the store")
+	h.event(client.ConnectionLost{Addr: "127.0.0.1:8001", Err: why})
+	h.want("◌ reconnecting: node 1 cannot reach the store")
+	h.event(client.Connected{Addr: "127.0.0.1:8002", Node: 2, Reconnect: true, Resent: 1, From: "127.0.0.1:8001", FromNode: 1, Why: why})
+	h.want("· moved from node 1 to node 2 (127.0.0.1:8002): node 1 cannot reach the store; 1 message sent", "● node 2 127.0.0.1:8002")
+	rows := 0
+	for _, r := range h.lines() {
+		if strings.Contains(r, "node 1") {
+			rows++
+		}
+	}
+	if rows != 1 {
+		t.Fatalf("%d rows tell of node 1, want the one line of the move:\n%s", rows, h.screen())
+	}
+
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	h.event(client.ConnectionLost{Addr: "127.0.0.1:8002", Err: client.ErrServerClosed})
+	h.event(client.Reconnecting{Attempt: 1, Err: refused, Known: 1})
+	h.want("! nothing listens at the only node ringchat knows")
+	h.event(client.Reconnecting{Attempt: 2, Err: refused, Known: 1})
+	if n := strings.Count(h.screen(), "nothing listens at the only node"); n != 1 {
+		t.Fatalf("hint shown %d times, want once:\n%s", n, h.screen())
+	}
 }

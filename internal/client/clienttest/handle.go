@@ -25,6 +25,8 @@ type message struct {
 	IDs            []string `json:"ids"`
 	Limit          int      `json:"limit"`
 	Message        string   `json:"message"`
+	Features       []string `json:"features"`
+	Leaving        int64    `json:"leaving"`
 }
 
 type awayOut struct {
@@ -62,11 +64,23 @@ type userEcho struct {
 }
 
 type loginV2Echo struct {
+	MessageType string     `json:"messageType"`
+	Username    string     `json:"username"`
+	Version     int        `json:"version"`
+	Node        int64      `json:"node"`
+	Features    []string   `json:"features,omitempty"`
+	Nodes       []nodeAddr `json:"nodes,omitempty"`
+	ID          string     `json:"id,omitempty"`
+}
+
+type nodeAddr struct {
+	Node int64  `json:"node"`
+	Addr string `json:"addr"`
+}
+
+type aliveOut struct {
 	MessageType string `json:"messageType"`
-	Username    string `json:"username"`
-	Version     int    `json:"version"`
-	Node        int64  `json:"node"`
-	ID          string `json:"id,omitempty"`
+	ID          string `json:"id"`
 }
 
 type groupEcho struct {
@@ -148,6 +162,9 @@ func (s *Server) handle(c *sconn, line string) {
 	user := c.user
 	switch m.MessageType {
 	case "ALIVE":
+		if c.v2 && m.ID != "" {
+			c.send(aliveOut{"ALIVE", m.ID})
+		}
 	case "":
 		s.fail(c, "UNKNOWN_TYPE", m.ID, "missing messageType")
 	case "LOGIN":
@@ -208,6 +225,9 @@ func (s *Server) loginLocked(c *sconn, m message) {
 	case name == TakenName:
 		s.fail(c, "USER_ONLINE", m.ID, "username taken")
 		return
+	case s.leftLocked(c, name, m):
+		// The client left that node (stopped, or it said it cannot
+		// serve): its login there is replaced, as the real node does.
 	case s.users[name] != nil:
 		if c.v2 {
 			s.fail(c, "USER_ONLINE", m.ID, "user %q is already logged in at node %d", name, s.users[name].node.id)
@@ -233,7 +253,7 @@ func (s *Server) loginLocked(c *sconn, m message) {
 	s.known[name] = true
 	s.notifyLocked()
 	if c.v2 {
-		c.send(loginV2Echo{"LOGIN", name, 2, c.node.id, m.ID})
+		c.send(s.loginEchoLocked(c, name, m))
 	} else {
 		c.send(userEcho{"LOGIN", name})
 	}
@@ -498,4 +518,24 @@ func (s *Server) statusLocked(c *sconn, user string, m message) {
 		sort.Slice(out.Members, func(i, j int) bool { return out.Members[i].Username < out.Members[j].Username })
 		c.send(out)
 	}
+}
+
+// leftLocked reports whether a protocol-2 LOGIN with "failover" says its
+// client left the node where name is logged in ("leaving").
+func (s *Server) leftLocked(c *sconn, name string, m message) bool {
+	old := s.users[name]
+	return old != nil && c.v2 && slices.Contains(m.Features, "failover") && m.Leaving != 0 && old.node.id == m.Leaving
+}
+
+// loginEchoLocked is the protocol-2 LOGIN answer: with "failover" asked
+// (and not switched off), the feature granted and the ring's nodes.
+func (s *Server) loginEchoLocked(c *sconn, name string, m message) loginV2Echo {
+	echo := loginV2Echo{MessageType: "LOGIN", Username: name, Version: 2, Node: c.node.id, ID: m.ID}
+	if slices.Contains(m.Features, "failover") && !s.noFailover {
+		echo.Features = []string{"failover"}
+		for _, n := range s.nodes {
+			echo.Nodes = append(echo.Nodes, nodeAddr{n.id, n.addr})
+		}
+	}
+	return echo
 }

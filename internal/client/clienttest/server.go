@@ -69,6 +69,8 @@ type Server struct {
 	queue    map[string][]*stored // per user: not yet acknowledged (protocol 2) or not yet written (protocol 1)
 	muted    map[string]bool      // users whose chat messages get no answer
 	away     map[string]string    // away messages, by user
+	// noFailover: LOGIN grants no "failover" (an older node).
+	noFailover bool
 }
 
 // node is one client port of the fake ring.
@@ -76,6 +78,8 @@ type node struct {
 	id   int64
 	addr string
 	ln   net.Listener // nil while crashed
+	// thaw is closed when a frozen node answers again (nil: not frozen).
+	thaw chan struct{}
 }
 
 type stored struct {
@@ -227,6 +231,12 @@ func (s *Server) Close() {
 	}
 	for c := range s.conns {
 		c.nc.Close()
+	}
+	for _, n := range s.nodes {
+		if n.thaw != nil {
+			close(n.thaw)
+			n.thaw = nil
+		}
 	}
 	s.mu.Unlock()
 	for _, ln := range lns {
@@ -395,8 +405,62 @@ func (s *Server) serve(c *sconn) {
 		if err != nil {
 			return
 		}
+		s.mu.Lock()
+		thaw := c.node.thaw
+		s.mu.Unlock()
+		if thaw != nil {
+			<-thaw // frozen: the line waits, unanswered, as in a stopped process
+		}
 		s.handle(c, strings.TrimSuffix(line, "\n"))
 	}
+}
+
+// Freeze makes the node at addr stop answering, as a process stopped with
+// SIGSTOP: its connections stay open and connections are still accepted,
+// but nothing is read or answered until Thaw (or Close). A user logged in
+// there may log in at another node that the client says it left for it
+// (LOGIN "leaving"), as the real ring allows once it spliced the node out.
+func (s *Server) Freeze(addr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := s.nodeLocked(addr); n != nil && n.thaw == nil {
+		n.thaw = make(chan struct{})
+	}
+}
+
+// Thaw lets a frozen node answer again.
+func (s *Server) Thaw(addr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := s.nodeLocked(addr); n != nil && n.thaw != nil {
+		close(n.thaw)
+		n.thaw = nil
+	}
+}
+
+// Notice sends the protocol-2 connections at the node at addr a NOTICE
+// with code (STORE_UNREACHABLE, OUT_OF_RING, NODE_OK), as a node that lost
+// the store or the ring does.
+func (s *Server) Notice(addr, code string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.nodeLocked(addr)
+	if n == nil {
+		return
+	}
+	for c := range s.conns {
+		if c.node == n && c.v2 && c.user != "" {
+			c.send(map[string]any{"messageType": "NOTICE", "code": code, "node": n.id, "message": fmt.Sprintf("node %d: %s", n.id, code)})
+		}
+	}
+}
+
+// NoFailover makes LOGIN grant no "failover" feature, as a node from
+// before it did.
+func (s *Server) NoFailover() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noFailover = true
 }
 
 func (c *sconn) write(b []byte) error {

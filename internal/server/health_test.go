@@ -1,0 +1,110 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ringchat/ringchat/internal/chat"
+	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/ring"
+	"github.com/ringchat/ringchat/internal/testutil"
+)
+
+// TestRingWatch: a node is out of the ring only after it was in and has
+// been out for the grace; starting and leaving are not out.
+func TestRingWatch(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	w := ringWatch{grace: time.Second}
+	steps := []struct {
+		phase ring.Phase
+		at    time.Duration
+		out   bool
+	}{
+		{ring.PhaseStarting, 0, false},
+		{ring.PhaseJoining, 5 * time.Second, false}, // never in the ring yet: starting, not out
+		{ring.PhaseInRing, 6 * time.Second, false},
+		{ring.PhaseJoining, 7 * time.Second, false},         // spliced out just now
+		{ring.PhaseInRing, 7500 * time.Millisecond, false},  // back within the grace
+		{ring.PhaseStarting, 8 * time.Second, false},        // out again: the grace starts anew
+		{ring.PhaseJoining, 8900 * time.Millisecond, false}, // not yet
+		{ring.PhaseJoining, 9 * time.Second, true},
+		{ring.PhaseLeaving, 10 * time.Second, false}, // stopping: SHUTTING_DOWN tells the clients
+	}
+	for i, s := range steps {
+		if got := w.observe(s.phase, t0.Add(s.at)); got != s.out {
+			t.Fatalf("step %d (%v at %v): out %v, want %v", i, s.phase, s.at, got, s.out)
+		}
+	}
+}
+
+// TestOutOfRingMovesClients: a node cut from the other nodes (not from
+// the store) falls out of the ring; its protocol-2 client, which named
+// that node only, is told, and moves to a node it learned at login.
+func TestOutOfRingMovesClients(t *testing.T) {
+	c := newCluster(t, 3)
+	c.coordinator()
+	// The table's client ports are those of nodes.csv; these servers
+	// listen on ports of their own.
+	var nodes []chat.NodeAddr
+	for id := int64(1); id <= 3; id++ {
+		nodes = append(nodes, chat.NodeAddr{Node: id, Addr: c.addr(id)})
+	}
+	for _, s := range c.servers {
+		s.Chat().SetNodes(nodes)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	s, err := client.StartSession(ctx, client.SessionConfig{Addrs: []string{c.addr(2)}, User: "alice",
+		RetryMin: 10 * time.Millisecond, RetryMax: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ids := []int64{}
+	for _, n := range s.Nodes() {
+		ids = append(ids, n.Node)
+	}
+	if !slices.Equal(ids, []int64{1, 2, 3}) {
+		t.Fatalf("nodes learned at login: %v", s.Nodes())
+	}
+	c.net.Isolate(2)
+	defer c.net.Unisolate(2)
+	cut := time.Now()
+	var moved client.Connected
+	timeout := time.After(within)
+	for moved.Node == 0 {
+		select {
+		case ev := <-s.Events():
+			switch ev := ev.(type) {
+			case client.Connected:
+				moved = ev
+			case client.Reconnecting:
+				t.Logf("reconnecting: %+v", ev)
+			}
+		case <-timeout:
+			t.Fatalf("no move within %v", within)
+		}
+	}
+	t.Logf("node 2 cut from the ring: moved to node %d after %v: %v", moved.Node, time.Since(cut).Round(time.Millisecond), moved.Why)
+	if moved.Node == 2 || !moved.Moved() || moved.Why == nil || !strings.Contains(moved.Why.Error(), "node 2 is out of the ring") {
+		t.Fatalf("moved %+v, want from node 2 for its notice", moved)
+	}
+	if took := time.Since(cut); took > within/2 {
+		t.Fatalf("moved after %v", took)
+	}
+	testutil.Eventually(t, within, "node 2 still out", func() bool { return !c.servers[2].Chat().Health().OK() })
+	bob, err := client.Dial(ctx, c.addr(2), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bob.Close()
+	err = bob.LoginV2(ctx, "bob", "")
+	var se *client.ServerError
+	if !errors.As(err, &se) || se.Code != client.CodeUnavailable {
+		t.Fatalf("login at the node out of the ring: %v, want UNAVAILABLE", err)
+	}
+}
