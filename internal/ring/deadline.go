@@ -26,6 +26,9 @@ func (n *Machine) NextDeadline() int64 {
 			at(n.handoff.nextAt)
 		}
 	}
+	if n.relay && !n.isCoord {
+		at(n.staleRetryAt)
+	}
 	if n.retryOpAt != 0 {
 		at(n.retryOpAt)
 	}

@@ -110,7 +110,7 @@ func (n *Machine) electionWon() {
 }
 
 // claimAsWinner claims the role for an election this node won, over the
-// epoch it saw, if the store's ring holds it and another node (Op.InRing):
+// epoch it saw, if the store's ring holds it (Op.InRing):
 // a node the ring spliced out (cut off alone, or on the far side of a
 // split) that "won" an election nobody else answered never takes the role
 // from a ring that works.

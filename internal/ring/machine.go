@@ -114,10 +114,20 @@ type Machine struct {
 	req *request
 	el  *election.Machine
 
-	electAfter   bool   // an acting coordinator: hold an election once the ring is repaired
-	checkFailed  int64  // a failed successor that may be the coordinator (a store read will tell)
-	winClaims    int    // claims left to an election winner whose claim lost to a lower node
-	winAfterJoin bool   // an election won while joining: claim once joined
+	electAfter   bool  // an acting coordinator: hold an election once the ring is repaired
+	checkFailed  int64 // a failed successor that may be the coordinator (a store read will tell)
+	winClaims    int   // claims left to an election winner whose claim lost to a lower node
+	winAfterJoin bool  // an election won while joining: claim once joined
+	// relay: the store says the coordinator is alive (its lease), and this
+	// node cannot reach it: requests go through other nodes (sendRelayed),
+	// and the node takes its place in the ring from the store.
+	relay bool
+	// staleRetryAt: while relaying, the next try to take the role over
+	// (it succeeds once the coordinator's lease has run out).
+	staleRetryAt int64
+	// handoffClaim: a HANDOFF came while a take-over claim was out; if
+	// that claim loses, the role is claimed at once (the coordinator left).
+	handoffClaim bool
 	leaseGen     int64  // token generation read with the last acquired lease
 	leaseSecret  string // and its secret
 
@@ -409,6 +419,7 @@ func (n *Machine) Tick() {
 	n.tickRequest()
 	n.tickCoordinator()
 	n.tickAlive()
+	n.tickRelay()
 	n.tickMember()
 	if n.retryOpAt != 0 && n.now >= n.retryOpAt {
 		n.retryOpAt = 0
@@ -468,7 +479,32 @@ func (n *Machine) sendRequest() {
 		n.enqueue(Op{Kind: OpReadCoordinator})
 		return
 	}
+	if n.relay {
+		n.sendRelayed()
+		return
+	}
 	n.send(Msg{Type: n.req.typ, Via: ViaUDP, To: n.coord, Failed: n.req.failed})
+}
+
+// sendRelayed sends the pending request through another node (a
+// different one at every try), which passes it on to the coordinator this
+// node cannot reach, and reads the store's ring: the coordinator's answer
+// (a place in the ring) may not reach this node, the store has it.
+func (n *Machine) sendRelayed() {
+	var others []int64
+	for _, p := range n.peers {
+		if p != n.id && p != n.coord {
+			others = append(others, p)
+		}
+	}
+	if len(others) == 0 {
+		n.send(Msg{Type: n.req.typ, Via: ViaUDP, To: n.coord, Failed: n.req.failed})
+		return
+	}
+	to := others[n.req.tries%len(others)]
+	n.send(Msg{Type: n.req.typ, Via: ViaUDP, To: to, Failed: n.req.failed, Relay: true})
+	n.checkJoins = n.joins
+	n.enqueue(Op{Kind: OpCheckMember})
 }
 
 func (n *Machine) tickRequest() {
@@ -514,8 +550,14 @@ func (n *Machine) checkDone(r Result) {
 	n.drainToken()
 	n.settleToken(r.Op.ID, false)
 	n.settleAssign(r.Op.ID, r.Succ, false)
+	n.placeFromStore(r)
 	if r.Epoch > n.epoch {
 		n.adopt(r.Coord, r.Epoch)
+	} else if r.Coord != 0 && r.Epoch == n.epoch {
+		// The election machine looks again at the coordinator the store
+		// names: a node that outranks it and is not electing (a win whose
+		// claim the store refused has run out) challenges it.
+		n.el.Observe(r.Coord, r.Epoch)
 	}
 	if n.isCoord || n.phase != PhaseInRing || n.joins != n.checkJoins {
 		return
@@ -850,7 +892,7 @@ func (n *Machine) applySuccessor(s, epoch, ver int64) {
 		n.joins++
 		n.nextCheck = n.now + int64(n.cfg.SyncTicks)
 		n.note(EventJoined, s)
-		if n.winAfterJoin && !n.isCoord {
+		if n.winAfterJoin && !n.isCoord && n.coord != 0 && n.coord < n.id {
 			n.winAfterJoin = false
 			n.winClaims = maxWinClaims
 			n.claimAsWinner()
@@ -1039,3 +1081,26 @@ func (n *Machine) avoidedLinks() [][2]int64 {
 
 // AvoidedLinks lists the links the coordinator avoids (for status).
 func (n *Machine) AvoidedLinks() [][2]int64 { return n.avoidedLinks() }
+
+// placeFromStore: a node that cannot reach its coordinator (relay) takes
+// its place in the ring from the store, where the coordinator wrote it (its
+// SUCCESSOR may not get through).
+func (n *Machine) placeFromStore(r Result) {
+	if !n.relay || n.isCoord || r.Succ == 0 || !slices.Contains(r.Members, n.id) {
+		return
+	}
+	if n.phase == PhaseJoining || (n.phase == PhaseInRing && (r.Succ != n.succ || !n.succUp)) {
+		n.applySuccessor(r.Succ, n.epoch, n.succVer[1])
+	}
+}
+
+// tickRelay: a node relaying (its coordinator alive in the store, out of
+// its reach) tries the take-over again every quarter of AliveTicks: once that
+// coordinator's lease runs out (it died, or left), the role is taken.
+func (n *Machine) tickRelay() {
+	if !n.relay || n.isCoord || n.now < n.staleRetryAt || n.phase == PhaseLeaving || n.phase == PhaseLeft {
+		return
+	}
+	n.staleRetryAt = n.now + int64(max(n.cfg.AliveTicks/4, 1))
+	n.claimIfStale()
+}

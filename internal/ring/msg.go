@@ -62,12 +62,17 @@ type Msg struct {
 	To    int64   `json:"-"` // ViaUDP destination
 	Via   Via     `json:"-"`
 
-	Succ   int64        `json:"succ,omitempty"`
-	Ver    int64        `json:"ver,omitempty"`
-	Failed int64        `json:"failed,omitempty"`
-	Token  *token.Token `json:"token,omitempty"`
-	Stamp  *token.Stamp `json:"stamp,omitempty"`
-	Stale  bool         `json:"stale,omitempty"`
+	Succ   int64 `json:"succ,omitempty"`
+	Ver    int64 `json:"ver,omitempty"`
+	Failed int64 `json:"failed,omitempty"`
+	// Relay (a request to a node that is not the coordinator): pass it on
+	// to your coordinator, for me (the sender cannot reach it). For (a
+	// request at the coordinator): the node it is for.
+	Relay bool         `json:"relay,omitempty"`
+	For   int64        `json:"for,omitempty"`
+	Token *token.Token `json:"token,omitempty"`
+	Stamp *token.Stamp `json:"stamp,omitempty"`
+	Stale bool         `json:"stale,omitempty"`
 
 	Election *election.Msg `json:"election,omitempty"`
 }
@@ -180,7 +185,7 @@ func (m Msg) check(typ string) error {
 // generation below 1 or a negative counter, or a stamp likewise.
 func (m Msg) checkRanges(typ string) error {
 	switch {
-	case m.Succ < 0 || m.Ver < 0 || m.Failed < 0:
+	case m.Succ < 0 || m.Ver < 0 || m.Failed < 0 || m.For < 0:
 		return fmt.Errorf("ring: %s with negative ids", typ)
 	case m.Token != nil && (m.Token.Gen < 1 || m.Token.Seq < 0 || m.Token.Coord < 0 || m.Token.Epoch < 0 ||
 		m.Token.Busy < 0 || m.Token.Quiet < 0):

@@ -68,7 +68,8 @@ type Op struct {
 	// the epoch; otherwise Lost names the coordinator.
 	IfStale bool
 	// InRing (claim): take the role only if the store's ring holds the
-	// claimant and at least one other node (an election's winner).
+	// claimant (an election's winner: one spliced out, cut off alone or on
+	// the far side of a split, never takes the role).
 	InRing   bool
 	Epoch    int64 // coordinator operations: the coordinator's epoch
 	Lease    election.LeaseOp

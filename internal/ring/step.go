@@ -20,6 +20,9 @@ func (n *Machine) Step(m Msg) {
 	if m.From != n.id {
 		n.el.Heard(m.From)
 	}
+	if m.From == n.coord && m.Via == ViaUDP && m.Epoch == n.epoch {
+		n.relay = false // the coordinator reaches this node again
+	}
 	switch m.Type {
 	case MsgElection:
 		n.el.Step(*m.Election)
@@ -84,8 +87,19 @@ func (n *Machine) stepToken(m Msg) {
 
 // stepRequest handles a request addressed to the coordinator.
 func (n *Machine) stepRequest(m Msg) {
+	if m.Relay && !n.isCoord {
+		// Its sender cannot reach the coordinator: pass it on.
+		if n.coord != 0 && n.coord != n.id && n.coord != m.From && n.phase == PhaseInRing {
+			n.send(Msg{Type: m.Type, Via: ViaUDP, To: n.coord, Failed: m.Failed, For: m.From})
+		}
+		return
+	}
 	if !n.isCoord || n.phase == PhaseLeaving {
 		return // the sender finds the coordinator in the store after a few retries
+	}
+	if m.For != 0 && m.For != n.id {
+		n.stepRelayed(m)
+		return
 	}
 	if m.Type == MsgSuccessorRequest && m.Failed == n.id {
 		// The coordinator is alive: the sender lost its link to it (a cut
@@ -93,6 +107,23 @@ func (n *Machine) stepRequest(m Msg) {
 		m.Failed = 0
 	}
 	n.enqueue(requestOp(m.Type, m.From, m.Failed))
+}
+
+// stepRelayed handles a request another node passed on for m.For, which
+// cannot reach this coordinator: the link between them is avoided from
+// now on (as if it had failed twice), and the node is placed where it
+// uses no failed link: a JOIN as usual, a SUCCESSOR_REQUEST naming the
+// coordinator (or none) by taking it out and placing it again.
+func (n *Machine) stepRelayed(m Msg) {
+	who := m.For
+	n.linkFailed(n.id, who)
+	n.linkFailed(n.id, who)
+	if m.Type == MsgSuccessorRequest && (m.Failed == n.id || m.Failed == 0) {
+		n.enqueue(Op{Kind: OpLeave, Node: who})
+		n.enqueue(Op{Kind: OpJoin, Node: who})
+		return
+	}
+	n.enqueue(requestOp(m.Type, who, m.Failed))
 }
 
 // requestOp is the coordinator's store operation for a request (JOIN,
@@ -230,6 +261,7 @@ func (n *Machine) stepHandoff(m Msg) {
 	case n.isCoord:
 	case n.phase == PhaseInRing:
 		n.adopt(n.coord, m.Epoch)
+		n.handoffClaim = n.claimQueue // a take-over claim is out: claim at once if it loses
 		n.takeOver(false)
 	case n.phase == PhaseStarting || n.phase == PhaseJoining:
 		n.handedOver = max(n.handedOver, m.Epoch)
@@ -402,6 +434,7 @@ func (n *Machine) claimDone(r Result) {
 		n.claimLost(r)
 		return
 	}
+	n.winAfterJoin = false
 	n.tok.Confirm(r.Gen, r.Secret)
 	n.drainToken()
 	prev := n.coord
@@ -426,11 +459,14 @@ func (n *Machine) claimDone(r Result) {
 func (n *Machine) claimLost(r Result) {
 	n.coordLost = false
 	n.adoptStore(r.Coord, r.Epoch)
-	if r.Op.InRing && n.winClaims > 0 && n.phase != PhaseInRing {
-		// Won while joining: the claim waits until the store's ring
-		// holds this node.
-		n.winClaims = 0
-		n.winAfterJoin = n.phase == PhaseJoining || n.phase == PhaseStarting
+	if r.Op.InRing && n.winClaims > 0 {
+		// The store's ring may not hold this node (it won while joining,
+		// or was spliced out meanwhile): if it joins again while a lower
+		// node is coordinator, it claims then.
+		n.winAfterJoin = true
+		if n.phase != PhaseInRing {
+			n.winClaims = 0
+		}
 	}
 	if n.winClaims > 0 {
 		// This node won an election; a lower node's claim got in first.
@@ -447,6 +483,19 @@ func (n *Machine) claimLost(r Result) {
 	if n.coord == 0 || n.coord == n.id {
 		n.enqueue(Op{Kind: OpReadCoordinator})
 		return
+	}
+	if n.handoffClaim && n.phase == PhaseInRing {
+		// The coordinator handed the role here and left while the
+		// take-over asked the store: claim it.
+		n.handoffClaim = false
+		n.claim()
+		return
+	}
+	// A take-over the store refused because the coordinator holds a live
+	// lease: it works, and this node cannot reach it.
+	if r.Op.IfStale && !n.relay {
+		n.relay = true
+		n.staleRetryAt = n.now + int64(n.cfg.AliveTicks)
 	}
 	n.askAfterLostClaim(r.Op.IfStale)
 }

@@ -149,10 +149,14 @@ func underFault(t *testing.T, s *Sim, what string, keep []int64, fault, heal fun
 // fault: pairs with 3 or 4 delivered nothing for 20 s, and the coordinator
 // made a new token every 0.9 s.
 func TestCutBetweenNeighbours(t *testing.T) {
-	for _, oneWay := range []bool{false, true} {
-		t.Run(fmt.Sprintf("oneWay=%v", oneWay), func(t *testing.T) {
+	for _, tc := range []struct {
+		a      int64
+		oneWay bool
+	}{{3, false}, {3, true}, {5, false}, {5, true}, {4, false}} { // 5 is the coordinator; 4 its predecessor
+		oneWay := tc.oneWay
+		t.Run(fmt.Sprintf("from%d/oneWay=%v", tc.a, oneWay), func(t *testing.T) {
 			s := netSim(t, 201)
-			a := int64(3)
+			a := tc.a
 			b := s.Store.Topo[a]
 			cut := func() { s.CutBoth(a, b) }
 			if oneWay {

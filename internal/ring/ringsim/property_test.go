@@ -101,7 +101,7 @@ func TestRandomFaultSchedules(t *testing.T) {
 		faults := rapid.IntRange(0, 6).Draw(rt, "faults")
 		for i := range faults {
 			live := s.Live()
-			kind := rapid.IntRange(0, 6).Draw(rt, fmt.Sprint("fault ", i))
+			kind := rapid.IntRange(0, 10).Draw(rt, fmt.Sprint("fault ", i))
 			switch {
 			case kind == 0 && len(live) > 0:
 				s.Crash(rapid.SampledFrom(live).Draw(rt, "crash"))
@@ -119,6 +119,8 @@ func TestRandomFaultSchedules(t *testing.T) {
 				}
 			case kind == 6 && len(live) > 0:
 				lasting(rapid.SampledFrom(live).Draw(rt, "cut off"), rapid.IntRange(0, 200).Draw(rt, "cut off for"), s.Isolate, s.Heal)
+			case kind >= 7 && len(ids) > 1:
+				netFault(rt, s, kind, ids, check)
 			}
 			for range rapid.IntRange(0, 60).Draw(rt, "after fault") {
 				s.Step()
@@ -180,4 +182,32 @@ func invariantError(s *Sim) (err error) {
 	ft := &fakeT{}
 	checkInvariants(ft, s)
 	return ft.err
+}
+
+// netFault makes one network fault of the simulation (kind 7: a link cut
+// one way; 8: both ways; 9: a node cut from the store; 10: a split or lost
+// packets) for a while, checking the invariants at every tick, then heals
+// the network.
+func netFault(rt *rapid.T, s *Sim, kind int, ids []int64, check func()) {
+	a := rapid.SampledFrom(ids).Draw(rt, "net a")
+	b := rapid.SampledFrom(ids).Draw(rt, "net b")
+	switch kind {
+	case 7:
+		s.CutLink(a, b)
+	case 8:
+		s.CutBoth(a, b)
+	case 9:
+		s.CutStore(a)
+	default:
+		if rapid.Bool().Draw(rt, "split") {
+			s.Split(ids[:rapid.IntRange(1, len(ids)-1).Draw(rt, "split at")])
+		} else {
+			s.Lose(a, rapid.Float64Range(0.01, 0.3).Draw(rt, "packet loss"))
+		}
+	}
+	for range rapid.IntRange(0, 300).Draw(rt, "net fault for") {
+		s.Step()
+		check()
+	}
+	s.HealNet()
 }

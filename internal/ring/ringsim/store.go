@@ -73,7 +73,7 @@ func (s *Store) Do(from int64, op ring.Op) ring.Result {
 		}
 		return ring.Result{Op: op}
 	case ring.OpClaim:
-		if m := s.Topo.Members(); op.InRing && (len(m) < 2 || !slices.Contains(m, from)) {
+		if m := s.Topo.Members(); op.InRing && !slices.Contains(m, from) {
 			return ring.Result{Op: op, Outcome: ring.Lost, Coord: s.Coord, Epoch: s.Epoch}
 		}
 		if op.IfStale {
