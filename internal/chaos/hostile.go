@@ -288,7 +288,12 @@ func (h *hostile) forgedTokens(ctx context.Context, id int64, pid int, addr stri
 		return
 	}
 	hb, err := h.good.Encode(hello(stranger, id))
-	t := tok(stranger, max(f.Generation, 1), f.Seq+1000)
+	// A generation the node has surely confirmed (the one before the
+	// store's, when there is one): the answer depends only on whether the
+	// node takes a token from the stranger, not on whether it has checked
+	// a generation made a moment ago (a token of a generation it has not
+	// checked yet is acknowledged before the check, and discarded after).
+	t := tok(stranger, max(f.Generation-1, 1), f.Seq+1000)
 	if err != nil || t == nil {
 		return
 	}
