@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # lab.sh: start, stop and inspect a ringnode ring spread over lab hosts via ssh.
 #
-# Usage: scripts/lab.sh [options] up|down|status
+# Usage: scripts/lab.sh [options] up|down|status|restart
 # Run with --help for the options. Works with bash 3.2 and later.
 set -euo pipefail
 
@@ -9,10 +9,11 @@ prog=lab.sh
 
 usage() {
 	cat <<'EOF'
-Usage: scripts/lab.sh [options] up|down|status
+Usage: scripts/lab.sh [options] up|down|status|restart
 
-Starts (up), stops (down) or inspects (status) one ringnode per row of the
-node list, over ssh to the row's host.
+Starts (up), stops (down), inspects (status) or restarts one host at a
+time (restart) one ringnode per row of the node list, over ssh to the
+row's host.
 
 Commands:
   up       copy the cluster key (WORKDIR/cluster.key, mode 0600) and, if a
@@ -26,12 +27,28 @@ Commands:
   down     send SIGTERM to the pid in WORKDIR/node-ID.pid if it is alive,
            then remove the pid file
   status   print "ID HOST running PID" or "ID HOST stopped" per node
+  restart  a rolling restart, one node at a time in the node list's order:
+           copy the --copy-bin binary (if given) while the node still runs,
+           stop the node (SIGTERM: it hands the token on and leaves the
+           ring) and wait until its process has exited, start it again as
+           up does, and wait until the store's ring holds it again and its
+           client port answers ("BIN status --json" on its host) before
+           the next node; the first node that does not come back within
+           --wait seconds stops the restart (exit 1). Prints one line per
+           node: "ID HOST restarted PID in-ring-after SECONDS"
 
 Options (environment variable used when the option is not given):
   --nodes FILE               node list CSV (RINGNODE_NODES, default nodes.csv)
   --bin PATH                 ringnode binary on the remote host (LAB_BIN,
                              default ringnode; relative paths are relative to
                              WORKDIR, a leading ~/ means the remote home)
+  --copy-bin PATH            copy this local ringnode binary (scp) to
+                             WORKDIR/ringnode on every host (through a
+                             temporary name and a rename, so a running node
+                             is not disturbed) at up and restart, and run
+                             it (LAB_COPY_BIN; not with --bin)
+  --wait SECONDS             restart: how long a node may take to stop, and
+                             to be back in the ring (LAB_WAIT, default 60)
   --db DSN                   the store DSN, copied to WORKDIR/db.dsn and
                              passed as --db-file (RINGCHAT_DB, default: none,
                              the node's default)
@@ -81,6 +98,9 @@ die_usage() {
 
 nodes_file=${RINGNODE_NODES:-nodes.csv}
 bin=${LAB_BIN:-ringnode}
+bin_given=${LAB_BIN:+1}
+copy_bin=${LAB_COPY_BIN:-}
+wait_secs=${LAB_WAIT:-60}
 db=${RINGCHAT_DB:-}
 election=${RINGNODE_ELECTION:-chang-roberts}
 user=${LAB_SSH_USER:-}
@@ -111,7 +131,7 @@ while [[ $# -gt 0 ]]; do
 		;;
 	esac
 	case $opt in
-	--nodes | --bin | --db | --db-file | --election | --user | --ssh-opts | --workdir | --cluster-key-file | --only)
+	--nodes | --bin | --copy-bin | --wait | --db | --db-file | --election | --user | --ssh-opts | --workdir | --cluster-key-file | --only)
 		if [[ $has_inline -eq 0 ]]; then
 			need_arg "$opt" $#
 			val=$2
@@ -119,7 +139,12 @@ while [[ $# -gt 0 ]]; do
 		fi
 		case $opt in
 		--nodes) nodes_file=$val ;;
-		--bin) bin=$val ;;
+		--bin)
+			bin=$val
+			bin_given=1
+			;;
+		--copy-bin) copy_bin=$val ;;
+		--wait) wait_secs=$val ;;
 		--db) db=$val ;;
 		--db-file) db_file=$val ;;
 		--election) election=$val ;;
@@ -166,9 +191,9 @@ if [[ $# -gt 0 ]]; then
 fi
 
 case $command in
-up | down | status) ;;
-"") die_usage "missing command: want up, down or status (see --help)" ;;
-*) die_usage "invalid command $command: want up, down or status" ;;
+up | down | status | restart) ;;
+"") die_usage "missing command: want up, down, status or restart (see --help)" ;;
+*) die_usage "invalid command $command: want up, down, status or restart" ;;
 esac
 
 # ----------------------------------------------------------- validation
@@ -196,7 +221,21 @@ fi
 if [[ -n $db && -n $db_file ]]; then
 	die_usage "give the DSN as --db or --db-file, not both"
 fi
-if [[ $command == up && $dry_run -eq 0 ]]; then
+if [[ -n $copy_bin ]]; then
+	if [[ -n $bin_given ]]; then
+		die_usage "give --bin (a binary already on the hosts) or --copy-bin (one to copy), not both"
+	fi
+	copy_bin=$(local_path "$copy_bin")
+	bin=./ringnode
+	if [[ $command == up || $command == restart ]] && [[ $dry_run -eq 0 ]] && [[ -d $copy_bin || ! -r $copy_bin ]]; then
+		die_usage "cannot read --copy-bin $copy_bin"
+	fi
+fi
+if [[ ! $wait_secs =~ ^[0-9]+$ ]] || ((10#$wait_secs < 1 || 10#$wait_secs > 86400)); then
+	die_usage "invalid --wait \"$wait_secs\": want seconds, 1-86400"
+fi
+wait_secs=$((10#$wait_secs))
+if [[ ( $command == up || $command == restart ) && $dry_run -eq 0 ]]; then
 	if [[ -n $db_file && ( -d $db_file || ! -r $db_file ) ]]; then
 		die_usage "cannot read --db-file $db_file"
 	fi
@@ -483,6 +522,24 @@ run_scp() {
 	"${cmd[@]}" </dev/null >/dev/null
 }
 
+# run_copy_bin HOST: copy --copy-bin to WORKDIR/ringnode on HOST, through
+# a temporary name and a rename (a running node keeps its old file).
+run_copy_bin() {
+	local cmd=(scp)
+	if [[ $ssh_opts_n -gt 0 ]]; then
+		cmd+=("${ssh_opts[@]}")
+	fi
+	cmd+=(-- "$copy_bin" "$(scp_target "$1"):$workdir/.ringnode.new")
+	if [[ $dry_run -eq 1 ]]; then
+		show "${cmd[@]}"
+	else
+		"${cmd[@]}" </dev/null >/dev/null || return 1
+	fi
+	local f
+	f=$(q "$workdir/.ringnode.new")
+	run_ssh "$1" "chmod 755 $f && mv -f $f $(q "$workdir/ringnode")"
+}
+
 # remote_bin: the --bin value for the remote command line.
 remote_bin() {
 	# A literal leading ~/ is meant for the remote side: turn it into "$HOME"/.
@@ -513,6 +570,32 @@ down_cmd() {
 	printf '%s' "if [ -f $pidf ]; then pid=\$(cat $pidf); if kill -0 \"\$pid\" 2>/dev/null; then kill -TERM \"\$pid\" && echo \"stopped \$pid\"; else echo \"not running\"; fi; rm -f $pidf; else echo \"not running\"; fi"
 }
 
+# stop_wait_cmd ID: stop the node and wait (up to --wait seconds) until
+# its process has exited (a zombie has: only the reaping is left).
+stop_wait_cmd() {
+	local pidf
+	pidf=$(q "$workdir/node-$1.pid")
+	# shellcheck disable=SC2016
+	printf 'alive() { st=$(ps -o stat= -p "$1" 2>/dev/null) && [ -n "$st" ] && [ "${st#Z}" = "$st" ]; }; '
+	# shellcheck disable=SC2016
+	printf 'if [ -f %s ] && pid=$(cat %s) && alive "$pid"; then kill -TERM "$pid"; i=0; while alive "$pid"; do i=$((i+1)); if [ $i -gt %d ]; then echo "still running $pid after %ds"; exit 1; fi; sleep 0.1; done; echo "stopped $pid"; else echo "not running"; fi; rm -f %s' \
+		"$pidf" "$pidf" $((wait_secs * 10)) "$wait_secs" "$pidf"
+}
+
+# in_ring_cmd ID: wait (up to --wait seconds) until the store's ring holds
+# node ID and its client port answers, as "BIN status --json" on its host
+# sees them.
+in_ring_cmd() {
+	local id=$1 args
+	args="$(remote_bin) status --json --nodes $(q "$nodes_name") --log-level error"
+	if [[ -n $db || -n $db_file ]]; then
+		args+=" --db-file db.dsn"
+	fi
+	# shellcheck disable=SC2016
+	printf 'cd %s && i=0; while :; do s=$(%s 2>/dev/null | tr -d %s); if printf %%s "$s" | grep -Eq %s; then echo in-ring; exit 0; fi; i=$((i+1)); if [ $i -gt %d ]; then echo "not in the ring after %ds"; exit 1; fi; sleep 0.2; done' \
+		"$(q "$workdir")" "$args" "' \\t\\n'" "'\"id\":$id,[^}]*\"in_ring\":true[^}]*\"answers\":true'" $((wait_secs * 5)) "$wait_secs"
+}
+
 status_cmd() {
 	local pidf
 	pidf=$(q "$workdir/node-$1.pid")
@@ -520,6 +603,18 @@ status_cmd() {
 }
 
 failed=()
+copy_failed=' '
+
+# now_ms: milliseconds since the epoch (GNU date), or seconds * 1000.
+now_ms() {
+	local n
+	n=$(date +%s%N 2>/dev/null)
+	if [[ $n =~ ^[0-9]+$ && ${#n} -gt 12 ]]; then
+		printf '%s' $((n / 1000000))
+	else
+		printf '%s' $(($(date +%s) * 1000))
+	fi
+}
 
 # report ID HOST: print the remote command's one-line answer.
 report() {
@@ -539,7 +634,7 @@ copy_secrets() {
 	fi
 }
 
-if [[ $command == up ]]; then
+if [[ $command == up || $command == restart ]]; then
 	key_input=$cluster_key_file
 	if [[ ! -e $cluster_key_file ]]; then
 		if [[ $dry_run -eq 1 ]]; then
@@ -565,6 +660,9 @@ if [[ $command == up ]]; then
 		if ! copy_secrets "$host" || ! run_scp "$host"; then
 			printf '%s: copying the key, DSN and %s to %s failed\n' "$prog" "$nodes_file" "$host" >&2
 			copy_failed+="$host "
+		elif [[ -n $copy_bin ]] && ! run_copy_bin "$host"; then
+			printf '%s: copying %s to %s failed\n' "$prog" "$copy_bin" "$host" >&2
+			copy_failed+="$host "
 		fi
 	done
 fi
@@ -588,6 +686,35 @@ for i in "${sel[@]}"; do
 	status)
 		rc=0
 		run_ssh "$host" "$(status_cmd "$id")" || rc=$?
+		;;
+	restart)
+		if [[ $copy_failed == *" $host "* ]]; then
+			failed+=("$id ($host)")
+			break
+		fi
+		rc=0
+		t0=$(now_ms)
+		run_ssh "$host" "$(stop_wait_cmd "$id")" || rc=$?
+		stopped_out=$out
+		if [[ $rc -eq 0 ]]; then
+			run_ssh "$host" "$(up_cmd "$id")" || rc=$?
+			started_out=$out
+		fi
+		if [[ $rc -eq 0 ]]; then
+			run_ssh "$host" "$(in_ring_cmd "$id")" || rc=$?
+		fi
+		if [[ $rc -ne 0 ]]; then
+			printf '%s: restart of node %s on %s failed (exit %d): %s\n' "$prog" "$id" "$host" "$rc" "$out" >&2
+			failed+=("$id ($host)")
+			# A rolling restart goes no further than a node that did not
+			# come back: the ring keeps its other nodes.
+			break
+		fi
+		if [[ $dry_run -eq 0 ]]; then
+			ms=$(($(now_ms) - t0))
+			printf '%s %s restarted %s in-ring-after %d.%03ds (%s)\n' "$id" "$host" "${started_out##* }" $((ms / 1000)) $((ms % 1000)) "$stopped_out"
+		fi
+		continue
 		;;
 	esac
 	if [[ $rc -ne 0 ]]; then
