@@ -397,6 +397,42 @@ func tmuxSmoke(t *testing.T, c *clientRing) {
 	keys("/whois bob-tmux", "Enter")
 	waitScreen("bob-tmux: online at node 2 since ")
 
+	// A bracketed paste of 20 lines (tmux sends its line breaks as CRs,
+	// as terminals do) is one message of 20 lines, shown as lines.
+	var pasted []string
+	for i := range 20 {
+		pasted = append(pasted, fmt.Sprintf("pasted line %d", i+1))
+	}
+	tmux("set-buffer", "-b", "p20", strings.Join(pasted, "\n"))
+	tmux("paste-buffer", "-p", "-b", "p20", "-t", target)
+	waitScreen("␤pasted line 20")
+	keys("", "Enter")
+	receive(t, bob, strings.Join(pasted, "\n"))
+	waitScreen("uma pasted line 1\n")
+	waitScreen("\n          pasted line 2\n")
+	waitScreen("\n          pasted line 20 ✓")
+
+	// The same user again, in a second terminal: refused within 2 s with
+	// the server's words, status 1.
+	dupStatus := filepath.Join(t.TempDir(), "status")
+	tmux("new-session", "-d", "-s", "dup", "-x", "100", "-y", "24", "env", "TERM=xterm-256color",
+		"XDG_CONFIG_HOME="+home, "XDG_STATE_HOME="+home,
+		"sh", "-c", `"$0" "$@"; echo $? >"`+dupStatus+`"; sleep 60`, c.bin, "--node", c.addr(2), "--user", "uma")
+	dupScreen := func() string { return tmux("capture-pane", "-p", "-t", "dup:0") }
+	if !testutil.WaitFor(within, 20*time.Millisecond, func() bool { return strings.Contains(dupScreen(), "connecting to") }) {
+		t.Fatalf("the second client never said it was connecting:\n%s", dupScreen())
+	}
+	connecting := time.Now()
+	var dup []byte
+	testutil.WaitFor(within, 20*time.Millisecond, func() bool {
+		dup, _ = os.ReadFile(dupStatus)
+		return len(dup) > 0
+	})
+	if took := time.Since(connecting); strings.TrimSpace(string(dup)) != "1" || took > 2*time.Second ||
+		!strings.Contains(dupScreen(), `user "uma" is already logged in at node 1`) {
+		t.Errorf("the same user again: status %q after %v, want 1 within 2 s:\n%s", dup, took, dupScreen())
+	}
+
 	// A message to nobody: its ✗ shows at once, without a redraw.
 	keys("/msg ghost-tmux ping", "Enter")
 	waitScreen(`→ ghost-tmux ping ✗ no user "ghost-tmux"`)

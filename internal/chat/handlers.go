@@ -171,8 +171,8 @@ func (c *conn) login(req Request) {
 	c.sess, c.version = sess, version
 	c.sessPtr.Store(sess)
 	if version >= V2 {
-		features, nodes := s.granted(sess.features)
-		c.sendLine(encode(loginV2{TypeLogin, u.Name, V2, s.cfg.NodeID, u.Away.Message, features, nodes, req.ID}))
+		features, nodes, maxMessage := s.granted(sess.features)
+		c.sendLine(encode(loginV2{TypeLogin, u.Name, V2, s.cfg.NodeID, u.Away.Message, features, nodes, maxMessage, req.ID}))
 	} else {
 		c.sendLine(encode(loginV1{TypeLogin, u.Name}))
 	}

@@ -129,14 +129,18 @@ func (s *Server) loginRefusal() *Error {
 }
 
 // granted is what a LOGIN answer adds for a session with features f: the
-// features granted and the ring's nodes.
-func (s *Server) granted(f int) ([]string, []NodeAddr) {
-	if f&featFailover == 0 {
-		return nil, nil
+// features granted, the ring's nodes (FeatureFailover) and the largest
+// message (FeatureLimits).
+func (s *Server) granted(f int) (features []string, nodes []NodeAddr, maxMessage int) {
+	if f&featFailover != 0 {
+		s.mu.Lock()
+		features, nodes = append(features, FeatureFailover), s.nodes
+		s.mu.Unlock()
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return []string{FeatureFailover}, s.nodes
+	if f&featLimits != 0 {
+		features, maxMessage = append(features, FeatureLimits), MaxContentBytes
+	}
+	return features, nodes, maxMessage
 }
 
 // leaving is the node a LOGIN says its client has left, for a session

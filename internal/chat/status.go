@@ -63,8 +63,10 @@ const typingEvery = time.Second
 const maxToldAway = 256
 
 // awayTTL is how long a node trusts its copy of a user's away status when
-// telling senders of direct messages.
-const awayTTL = 10 * time.Second
+// telling senders of direct messages: an away message set at another node
+// is told to a sender here from a second later on (it costs one store
+// read a second per user written to, by senders with FeatureAway only).
+const awayTTL = time.Second
 
 // valid reports whether a notice from the token can be handed over.
 func (n notice) valid() bool {
@@ -155,6 +157,7 @@ const (
 	featRead
 	featTyping
 	featFailover
+	featLimits
 )
 
 func featuresOf(names []string) int {
@@ -169,6 +172,8 @@ func featuresOf(names []string) int {
 			f |= featTyping
 		case FeatureFailover:
 			f |= featFailover
+		case FeatureLimits:
+			f |= featLimits
 		}
 	}
 	return f

@@ -48,6 +48,10 @@ const (
 	FeatureAway   = "away"   // AWAY of a user this session writes to
 	FeatureRead   = "read"   // READ: a recipient has read this session's messages
 	FeatureTyping = "typing" // TYPING: someone is writing to this session's user
+	// FeatureLimits: the LOGIN answer says the largest message the node
+	// takes ("maxMessageBytes"), for a client to refuse a longer one
+	// before sending it.
+	FeatureLimits = "limits"
 )
 
 // MaxFeatures bounds the features one LOGIN names.
@@ -328,7 +332,7 @@ func decodeChat(r *Request, in *inbound) *Error {
 	case r.Content == "":
 		return errorf(CodeBadRequest, "empty messageContent")
 	case len(r.Content) > MaxContentBytes:
-		return errorf(CodeTooLong, "messageContent is %d bytes, over the limit of %d", len(r.Content), MaxContentBytes)
+		return errorf(CodeTooLong, "message is %d bytes, over the limit of %d bytes per message: nothing of it was stored (shorten it or send it in parts)", len(r.Content), MaxContentBytes)
 	}
 	if r.ID != "" {
 		if id, err := uuid.Parse(r.ID); err != nil || id.String() != r.ID {
@@ -539,10 +543,12 @@ type (
 		Version     int    `json:"version"`
 		Node        int64  `json:"node"`
 		Away        string `json:"away,omitempty"`
-		// Features and Nodes: what FeatureFailover grants.
-		Features []string   `json:"features,omitempty"`
-		Nodes    []NodeAddr `json:"nodes,omitempty"`
-		ID       string     `json:"id,omitempty"`
+		// Features and Nodes: what FeatureFailover grants;
+		// MaxMessageBytes: what FeatureLimits grants.
+		Features        []string   `json:"features,omitempty"`
+		Nodes           []NodeAddr `json:"nodes,omitempty"`
+		MaxMessageBytes int        `json:"maxMessageBytes,omitempty"`
+		ID              string     `json:"id,omitempty"`
 	}
 	groupV1 struct {
 		MessageType string `json:"messageType"`

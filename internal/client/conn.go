@@ -97,16 +97,19 @@ type Conn struct {
 
 	wmu sync.Mutex // serialises writes, and keeps pending in wire order
 
-	mu       sync.Mutex
-	user     string
-	version  int        // 2 after LoginV2, else 1
-	node     int64      // protocol 2: the node that accepted the login
-	granted  []string   // protocol 2: features the login answer granted
-	ring     []NodeAddr // protocol 2 (FeatureFailover): the ring's nodes
-	pending  []*request
-	unstored []Outgoing // protocol 2: sent, no STORED or ERROR yet
-	closing  bool       // Close was called
-	err      error      // why the connection ended; set when the reader exits
+	mu      sync.Mutex
+	user    string
+	version int        // 2 after LoginV2, else 1
+	node    int64      // protocol 2: the node that accepted the login
+	granted []string   // protocol 2: features the login answer granted
+	ring    []NodeAddr // protocol 2 (FeatureFailover): the ring's nodes
+	// maxMessage (protocol 2, FeatureLimits): the largest message the
+	// node takes; 0: it did not say.
+	maxMessage int
+	pending    []*request
+	unstored   []Outgoing // protocol 2: sent, no STORED or ERROR yet
+	closing    bool       // Close was called
+	err        error      // why the connection ended; set when the reader exits
 
 	reqSeq  atomic.Uint64
 	ackMu   sync.Mutex

@@ -25,6 +25,9 @@ type Login struct {
 	// FeatureFailover, the ring's nodes and their client ports.
 	Features []string
 	Nodes    []NodeAddr
+	// MaxMessageBytes, with FeatureLimits: the largest message the node
+	// takes.
+	MaxMessageBytes int
 }
 
 // JoinGroup is a JOIN_GROUP message, echoed by the server on success.

@@ -261,7 +261,7 @@ func (c *Conn) answerID(id string, ev Event, err error) bool {
 	c.removeLocked(r)
 	if l, ok := ev.(Login); ok && err == nil {
 		c.user, c.version, c.node = l.Username, max(l.Version, 1), l.Node
-		c.granted, c.ring = l.Features, l.Nodes
+		c.granted, c.ring, c.maxMessage = l.Features, l.Nodes, l.MaxMessageBytes
 	}
 	r.reply = ev
 	r.done <- err

@@ -137,6 +137,9 @@ type Session struct {
 	password *string
 	// learned: the ring's nodes as the last login answer listed them.
 	learned []NodeAddr
+	// maxMessage: the largest message of the last node (0: not known
+	// yet); see MaxMessageBytes.
+	maxMessage int
 	// leaving: the node the Session left on purpose (it stopped
 	// answering, or said it cannot serve), told to the next login.
 	leaving int64
@@ -192,7 +195,7 @@ func StartSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 		ctx, cancel = context.WithTimeout(ctx, cfg.Options.Timeout)
 		defer cancel()
 	}
-	conn, addr, err := s.connect(ctx, cfg.Addrs, nil)
+	conn, addr, err := s.connect(ctx, cfg.Addrs, nil, firstLogin(time.Now()))
 	if err != nil {
 		s.cancel()
 		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
@@ -246,6 +249,10 @@ func (s *Session) Post(to Recipient, text string) (Outgoing, error) {
 	case len(s.outbox) >= s.cfg.MaxOutbox:
 		s.mu.Unlock()
 		return Outgoing{}, fmt.Errorf("client: send to %s: %d messages are waiting to be sent already", to, len(s.outbox))
+	}
+	if err := TooLong(len(text), s.maxMessageLocked()); err != nil {
+		s.mu.Unlock()
+		return Outgoing{}, fmt.Errorf("client: send to %s: %w", to, err)
 	}
 	s.outbox = append(s.outbox, &outEntry{o: o})
 	s.mu.Unlock()
@@ -548,9 +555,26 @@ func retryable(err error) bool {
 	return slices.Contains([]string{CodeUserOnline, CodeShutdown, CodeUnavailable, CodeBusy, CodeServerFull, CodeTooManyConns}, se.Code)
 }
 
+// firstLogin is retryable for a Session's first login, begun at start:
+// the user logged in elsewhere (USER_ONLINE) is final once loginGrace
+// has passed (a connection of the user's own may still be closing), so
+// that a name in use is said at once instead of after the timeout.
+// Later logins (after a lost connection) wait it out: the user's
+// presence at the node left is cleared when the ring splices it out.
+func firstLogin(start time.Time) func(error) bool {
+	return func(err error) bool {
+		var se *ServerError
+		if errors.As(err, &se) && se.Code == CodeUserOnline && time.Since(start) >= loginGrace {
+			return false
+		}
+		return retryable(err)
+	}
+}
+
 // connect runs rounds of login attempts over addrs until one succeeds, a
-// refusal is final, or ctx ends. onFail is told about each failed round.
-func (s *Session) connect(ctx context.Context, addrs []string, onFail func(attempt int, err error, delay time.Duration)) (*Conn, string, error) {
+// refusal is final (retry says which are not), or ctx ends. onFail is
+// told about each failed round.
+func (s *Session) connect(ctx context.Context, addrs []string, onFail func(attempt int, err error, delay time.Duration), retry func(error) bool) (*Conn, string, error) {
 	delay := s.cfg.RetryMin
 	var last error
 	for attempt := 1; ; attempt++ {
@@ -566,7 +590,7 @@ func (s *Session) connect(ctx context.Context, addrs []string, onFail func(attem
 				return nil, "", last
 			}
 			last = err
-			if !retryable(err) {
+			if !retry(err) {
 				return nil, "", err
 			}
 		}
@@ -649,7 +673,7 @@ func (s *Session) reconnect(last string) (*Conn, string) {
 	addrs := s.known()
 	conn, addr, err := s.connect(s.ctx, rotate(addrs, last), func(attempt int, err error, delay time.Duration) {
 		s.emit(Reconnecting{Attempt: attempt, Err: err, Delay: delay, Known: len(addrs)}, nil)
-	})
+	}, retryable)
 	if err != nil {
 		if s.ctx.Err() == nil {
 			s.emit(Disconnected{Err: err}, nil)

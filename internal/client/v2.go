@@ -24,6 +24,9 @@ const (
 	CodeBusy        = "BUSY"
 	CodeUnavailable = "UNAVAILABLE"
 	CodeNotInvited  = "NOT_INVITED"
+	// CodeUnknownUser and CodeUnknownGroup: no such user or group.
+	CodeUnknownUser  = "UNKNOWN_USER"
+	CodeUnknownGroup = "UNKNOWN_GROUP"
 	// CodeRateLimited: the node dropped the request, as this connection
 	// sent lines faster than the node's limit; nothing of it was kept.
 	CodeRateLimited = "RATE_LIMITED"
@@ -241,7 +244,7 @@ func (c *Conn) LoginV2(ctx context.Context, user, password string) error {
 // none) because it stopped answering or said it cannot serve: the node
 // replaces the user's presence there (FeatureFailover).
 func (c *Conn) loginV2(ctx context.Context, user, password string, leaving int64) error {
-	if _, err := c.call(ctx, loginV2Wire{TypeLogin, user, 2, password, c.opts.Features, leaving, c.newID()}); err != nil {
+	if _, err := c.call(ctx, loginV2Wire{TypeLogin, user, 2, password, withLimits(c.opts.Features), leaving, c.newID()}); err != nil {
 		return fmt.Errorf("login %s: %w", user, err)
 	}
 	return nil

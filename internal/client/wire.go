@@ -84,9 +84,10 @@ type Wire struct {
 	Next      string   `json:"next,omitempty"`
 	ReadSeq   int64    `json:"readSeq,omitempty"`
 
-	// The LOGIN answer's grants (FeatureFailover).
-	Features []string   `json:"features,omitempty"`
-	Nodes    []NodeAddr `json:"nodes,omitempty"`
+	// The LOGIN answer's grants (FeatureFailover, FeatureLimits).
+	Features        []string   `json:"features,omitempty"`
+	Nodes           []NodeAddr `json:"nodes,omitempty"`
+	MaxMessageBytes int        `json:"maxMessageBytes,omitempty"`
 }
 
 // id returns the "id" field if it is a string.
@@ -178,7 +179,7 @@ func decodeLoginWire(w *Wire, id string) (Event, error) {
 	if w.Username == "" {
 		return nil, fmt.Errorf("%w: LOGIN without username", ErrInvalidMessage)
 	}
-	return Login{Username: w.Username, Version: w.Version, Node: w.Node, ID: id, Away: w.Away, Features: w.Features, Nodes: w.Nodes}, nil
+	return Login{Username: w.Username, Version: w.Version, Node: w.Node, ID: id, Away: w.Away, Features: w.Features, Nodes: w.Nodes, MaxMessageBytes: w.MaxMessageBytes}, nil
 }
 
 // decodeGroupWire decodes a JOIN_GROUP or LEAVE_GROUP answer, which names

@@ -34,15 +34,16 @@ var (
 )
 
 // complete completes the word before the cursor (Tab: step 1), or puts
-// the next (previous: step -1) candidate in its place.
-func (m *Model) complete(step int) {
+// the next (previous: step -1) candidate in its place. It reports whether
+// there was a candidate.
+func (m *Model) complete(step int) bool {
 	if m.pwPrompt {
-		return
+		return true
 	}
 	c := m.comp
 	if c == nil {
 		if c = m.startCompletion(); c == nil {
-			return
+			return false
 		}
 		if step < 0 {
 			c.i = len(c.cands) - 1
@@ -54,6 +55,7 @@ func (m *Model) complete(step int) {
 	word := c.before + c.cands[c.i]
 	m.input.SetValue(word + c.after)
 	m.input.SetCursor(len([]rune(word)))
+	return true
 }
 
 // startCompletion finds the candidates for the word before the cursor;

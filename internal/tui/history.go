@@ -22,6 +22,9 @@ const (
 	// histOlder: PageUp at the top; older messages go before what the
 	// conversation shows, and the view stays on the line it showed.
 	histOlder
+	// histAskedNew: /history of a conversation not open: as histAsked,
+	// its tab opened once the answer came (a refusal opens none).
+	histAskedNew
 )
 
 // Paging back in history.
@@ -32,6 +35,15 @@ const (
 
 // history shows the answer to a HISTORY request.
 func (m *Model) history(r historyMsg) {
+	if r.mode == histAskedNew {
+		if r.err != nil {
+			m.refused(r.with, r.err)
+			return
+		}
+		m.open(r.with).historyLoaded = true
+		m.later(m.switchTo(r.with))
+		r.mode = histAsked
+	}
 	c := m.open(r.with)
 	if r.err == nil && !r.with.Group {
 		m.readUpTo(r.with.Name, r.readSeq)
@@ -45,6 +57,9 @@ func (m *Model) history(r historyMsg) {
 		m.addErr(c, "older messages: %s", errText(r.err))
 	case r.err != nil:
 		c.historyLoaded = false // opening it again tries again
+		if isCode(r.err, client.CodeUnknownUser, client.CodeUnknownGroup) {
+			m.forget(r.with)
+		}
 	case r.mode == histAsked:
 		m.listHistory(c, r.msgs)
 	case r.mode == histOlder:
@@ -86,9 +101,15 @@ func (m *Model) prependHistory(c *conversation, msgs []client.ChatMessage) int {
 	if len(earlier) == 0 {
 		return 0
 	}
-	head := &entry{kind: kindInfo, at: m.cfg.Now(), text: fmt.Sprintf("── %d earlier messages ──", len(earlier))}
-	tail := &entry{kind: kindInfo, at: m.cfg.Now(), text: "──"}
-	c.entries = slices.Concat([]*entry{head}, earlier, []*entry{tail}, c.entries)
+	// One rule above all the earlier messages, however many pages came.
+	n, rest := len(earlier), c.entries
+	if len(rest) > 0 && rest[0].earlier > 0 {
+		n, rest = n+rest[0].earlier, rest[1:]
+	} else {
+		rest = slices.Concat([]*entry{{kind: kindInfo, at: m.cfg.Now(), text: "──"}}, rest)
+	}
+	head := &entry{kind: kindInfo, at: m.cfg.Now(), text: "── " + Plural(n, "earlier message") + " ──", earlier: n}
+	c.entries = slices.Concat([]*entry{head}, earlier, rest)
 	m.trim(c)
 	if key(c.to) == m.cur {
 		m.refresh()

@@ -62,6 +62,10 @@ type Config struct {
 	HistoryOnOpen int
 	// MaxLines bounds the lines kept per conversation. Zero: 2000.
 	MaxLines int
+	// MaxMessageBytes is the largest message sent; a longer one is
+	// refused before sending. Zero: the Backend's, if it says, else
+	// client.DefaultMaxMessageBytes.
+	MaxMessageBytes int
 	// Addr and Node are where the Backend is logged in at the start (the
 	// status bar's; later Connected events update them).
 	Addr string
@@ -131,6 +135,7 @@ type (
 	whoMsg    struct {
 		users []client.OnlineUser
 		err   error
+		quiet bool // only learn the names (learnNames)
 	}
 	groupsMsg struct {
 		groups []client.GroupInfo
@@ -199,6 +204,9 @@ type entry struct {
 	id   string
 	seq  int64     // kindChat: the message's place in the ring's order (0: unknown)
 	out  *outgoing // kindOwn, kindRoute
+	// earlier: the rule above the earlier messages a conversation shows
+	// (from history), and how many.
+	earlier int
 }
 
 // conversation is a user, a group, or the status buffer (zero To).
@@ -259,6 +267,12 @@ type Model struct {
 	// pwPrompt: the input line asks for a new password (hidden, not
 	// kept in the input history).
 	pwPrompt bool
+	// keepLine: the line just entered was refused as it is (too long):
+	// it stays in the input line.
+	keepLine bool
+	// blurred: the terminal said its window lost the focus (and has not
+	// said it has it again); nothing is marked read meanwhile.
+	blurred bool
 
 	away       string                                               // my away message ("": not away)
 	typing     map[string]time.Time                                 // users typing to me, until when
@@ -266,6 +280,8 @@ type Model struct {
 	typingSent time.Time                                            // and when
 	pending    []tea.Cmd                                            // for Update to return (see later)
 	tick       func(time.Duration, func(time.Time) tea.Msg) tea.Cmd // tea.Tick
+
+	whoAt time.Time // when learnNames last asked
 
 	typed   []string // input history, oldest first
 	typedAt int      // position while browsing it with up/down
@@ -296,7 +312,7 @@ func New(cfg Config) *Model {
 	m.input = textinput.New()
 	m.input.SetVirtualCursor(false)
 	m.input.Focus()
-	m.input.CharLimit = 4096
+	m.input.CharLimit = 0 // no cut: a message too long is refused whole (tooLong)
 	m.pane = viewport.New()
 	m.pane.SoftWrap = true
 	m.open(client.Recipient{})
@@ -316,12 +332,13 @@ func (m *Model) Init() tea.Cmd {
 		return groupsMsg{groups: g, err: err, quiet: true}
 	})
 	self := m.whois(m.me, true)
+	names := m.learnNames()
 	if m.cfg.StateFile == "" {
-		return tea.Batch(groups, self)
+		return tea.Batch(groups, self, names)
 	}
 	restore := m.restore()
 	m.restored = true
-	return tea.Batch(groups, self, restore)
+	return tea.Batch(groups, self, names, restore)
 }
 
 // Unsent is why /quit could not deliver everything typed (nil when it
@@ -336,11 +353,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.layout()
 		return m, nil
 	case tea.KeyPressMsg:
-		return m, m.key(msg)
+		cmd := m.key(msg)
+		return m, tea.Batch(cmd, m.markRead(m.convs[m.cur])) // a key may have scrolled a message into view
 	case tea.PasteMsg:
-		var cmd tea.Cmd
-		m.input, cmd = m.input.Update(msg)
-		return m, cmd
+		return m, m.paste(msg)
+	case tea.FocusMsg:
+		m.blurred = false
+		return m, m.markRead(m.convs[m.cur])
+	case tea.BlurMsg:
+		m.blurred = true
+		return m, nil
 	case EventMsg:
 		m.event(msg.Event)
 		return m, m.takePending()
@@ -363,7 +385,7 @@ func (m *Model) answered(msg tea.Msg) tea.Cmd {
 		if msg.err != nil {
 			m.addErr(m.open(client.ToGroup(msg.group)), "%s", errText(msg.err))
 		} else {
-			m.addInfo(m.open(client.ToGroup(msg.group)), "invited %s to #%s: they can /join %s now", Clean(msg.user), Clean(msg.group), Clean(msg.group))
+			m.invited(msg)
 		}
 	case passwdMsg:
 		if msg.err != nil {
@@ -428,8 +450,15 @@ func (m *Model) lineKey(s string) (tea.Cmd, bool) {
 		}
 	case "enter":
 		return m.enter(), true
+	case "alt+enter", "ctrl+j":
+		if !m.pwPrompt {
+			m.input, _ = m.input.Update(tea.PasteMsg{Content: LineBreak})
+		}
+		return nil, true
 	case "tab":
-		m.complete(1)
+		if !m.complete(1) {
+			return m.learnNames(), true // the next Tab may find the name
+		}
 		return nil, true
 	case "shift+tab":
 		m.complete(-1)
@@ -460,7 +489,13 @@ func (m *Model) enter() tea.Cmd {
 	m.remember(line)
 	m.pane.GotoBottom() // what the line does shows at the bottom
 	m.newBelow = 0
-	return m.submit(line)
+	cmd := m.submit(line)
+	if m.keepLine {
+		m.keepLine = false
+		m.input.SetValue(line)
+		m.input.CursorEnd()
+	}
+	return cmd
 }
 
 // escape ends a search, or else the password prompt, or else scrolls the
@@ -657,6 +692,11 @@ func (m *Model) askHistory(with client.Recipient, limit int) tea.Cmd {
 			return nil
 		}
 	}
+	if m.convs[key(with)] == nil {
+		// Opened once the ring answers: a user or group that does not
+		// exist gets no tab (nor one at the next start).
+		return m.fetchHistory(with, limit, 0, histAskedNew)
+	}
 	if key(with) != m.cur { // shown where it belongs: go there
 		m.open(with).historyLoaded = true
 		m.switchTo(with)
@@ -714,8 +754,13 @@ func (m *Model) quit() tea.Cmd {
 	}
 }
 
-// send posts a message; it shows at once, its receipt later.
+// send posts a message; it shows at once, its receipt later. A message
+// longer than the node takes is refused here, whole.
 func (m *Model) send(to client.Recipient, text string) {
+	text = messageText(text)
+	if m.tooLong(text) {
+		return
+	}
 	o, err := m.cfg.Backend.Post(to, text)
 	if err != nil {
 		m.errorf("not sent to %s: %s", Clean(to.String()), errText(err))
@@ -783,10 +828,13 @@ func (m *Model) markStored(ev client.Stored) {
 // refuses, or else in the current one.
 func (m *Model) serverError(ev client.ErrorMessage) {
 	if o := m.own[ev.ID]; ev.ID != "" && o != nil {
+		// The message's line says it, with its ✗ and the reason: no
+		// second line saying the same.
 		o.state, o.err = failed, ev.Message
-		c := m.open(o.to)
-		m.addErr(c, "not sent to %s: %s", Clean(o.to.String()), Clean(ev.Message))
-		m.markUnread(c)
+		m.markUnread(m.open(o.to))
+		if ev.Code == client.CodeUnknownUser || ev.Code == client.CodeUnknownGroup {
+			m.forget(o.to)
+		}
 		m.refresh() // the ✗ shows wherever the message does, here too
 		return
 	}
@@ -838,6 +886,7 @@ func (m *Model) incoming(msg client.ChatMessage) {
 func (m *Model) markUnread(c *conversation) {
 	if key(c.to) != m.cur {
 		c.unread++
+		m.saveState() // the count comes back at the next start
 	}
 }
 
@@ -877,13 +926,17 @@ func (m *Model) joined(r joinMsg) tea.Cmd {
 
 func (m *Model) who(r whoMsg) {
 	if r.err != nil {
-		m.errorf("%s", errText(r.err))
+		if !r.quiet {
+			m.errorf("%s", errText(r.err))
+		}
 		return
 	}
 	for _, u := range r.users {
 		m.seeUser(u.Username)
 	}
-	m.info("%s", WhoText(r.users))
+	if !r.quiet {
+		m.info("%s", WhoText(r.users))
+	}
 }
 
 func (m *Model) groupList(r groupsMsg) {
@@ -947,12 +1000,13 @@ func (m *Model) open(to client.Recipient) *conversation {
 // history the first time.
 func (m *Model) switchTo(to client.Recipient) tea.Cmd {
 	c := m.open(to)
-	if m.cur != key(to) {
+	read := c.unread > 0
+	c.unread, c.mentioned = 0, false
+	if m.cur != key(to) || read {
 		m.cur = key(to)
 		m.saveState()
 	}
 	m.search = nil
-	c.unread, c.mentioned = 0, false
 	m.newBelow = 0
 	m.layout()
 	m.pane.GotoBottom()

@@ -18,6 +18,11 @@ func TestRefusedMessageShowsAtOnce(t *testing.T) {
 	h.want(`→ ghost6 ping ✗ no user "ghost6"`, " 2:ghost6 (1)")
 	h.wantNot("ping …")
 	h.press('2', tea.ModAlt)
-	h.want(`alice ping ✗ no user "ghost6"`, `! not sent to ghost6: no user "ghost6"`)
-	h.wantNot("(1)")
+	h.want(`alice ping ✗ no user "ghost6"`)
+	h.wantNot("(1)", "! not sent to ghost6") // one line says it, not two
+	h.typeText("/msg gho")
+	h.press(tea.KeyTab) // the ring said there is no ghost6: no completion
+	if got := h.m.input.Value(); got != "/msg gho" {
+		t.Errorf("Tab completed %q to %q", "/msg gho", got)
+	}
 }

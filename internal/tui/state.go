@@ -16,6 +16,8 @@ import (
 type savedState struct {
 	Open    []string `json:"open"`
 	Current string   `json:"current,omitempty"`
+	// Unread: the unread counts of the conversations that have some.
+	Unread map[string]int `json:"unread,omitempty"`
 }
 
 // StateFile is the file keeping user's open conversations under dir
@@ -41,6 +43,9 @@ func (m *Model) restore() tea.Cmd {
 			continue // not a conversation: skipped, and dropped at the next save
 		}
 		cmds = append(cmds, m.loadOnOpen(to))
+		if n := st.Unread[k]; n > 0 && k != st.Current {
+			m.convs[k].unread = n
+		}
 	}
 	if c := m.convs[st.Current]; c != nil {
 		m.cur = st.Current
@@ -74,8 +79,15 @@ func (m *Model) saveState() {
 	}
 	st := savedState{Open: []string{}, Current: m.cur}
 	for _, k := range m.order {
-		if k != "" {
-			st.Open = append(st.Open, k)
+		if k == "" {
+			continue
+		}
+		st.Open = append(st.Open, k)
+		if n := m.convs[k].unread; n > 0 {
+			if st.Unread == nil {
+				st.Unread = map[string]int{}
+			}
+			st.Unread[k] = n
 		}
 	}
 	if err := writeFileAtomic(path, st); err != nil {

@@ -90,13 +90,13 @@ func TestPageUpLoadsOlder(t *testing.T) {
 	h.want("msg 119")
 	h.press(tea.KeyPgUp)
 	h.want("── 20 earlier messages ──", "msg 100")
-	top := h.lines()[1]
+	top := h.lines()[2]  // under the rule
 	h.press(tea.KeyPgUp) // at the top: 50 older messages, the view stays
-	if h.lines()[1] != top {
-		t.Fatalf("the view moved: %q, was %q\n%s", h.lines()[1], top, h.screen())
+	if h.lines()[2] != top {
+		t.Fatalf("the view moved: %q, was %q\n%s", h.lines()[2], top, h.screen())
 	}
 	h.press(tea.KeyPgUp)
-	h.want("msg 99")
+	h.want("msg 90")
 	h.wantNot("── 20 earlier")
 	for range 20 {
 		h.press(tea.KeyPgUp)
@@ -116,7 +116,9 @@ func TestPageUpAtTheStart(t *testing.T) {
 	for range 4 {
 		h.press(tea.KeyPgUp)
 	}
-	h.want("── no older messages with bob ──", "── 5 earlier messages ──", "msg 0")
+	// One rule above the earlier messages, however many pages came.
+	h.want("── no older messages with bob ──", "── 25 earlier messages ──", "msg 0")
+	h.wantNot("── 5 earlier", "── 20 earlier")
 	calls := h.b.historyCalls
 	h.press(tea.KeyPgUp) // nothing more is asked for
 	if h.b.historyCalls != calls {

@@ -249,17 +249,40 @@ func (m *Model) typingStatus() string {
 }
 
 // markRead tells the other user of a direct conversation on screen how far
-// I have read their messages, when that moved.
+// I have read their messages, when that moved: up to the newest of them
+// that is on screen or was scrolled past, never one below the view (the
+// pane scrolled up) or while the terminal says its window has not the
+// focus.
 func (m *Model) markRead(c *conversation) tea.Cmd {
-	if m.cfg.NoReceipts || c.to.Group || c.to.Name == "" || c.to.Name == m.me || c.lastIn <= c.readSent || key(c.to) != m.cur {
+	if m.cfg.NoReceipts || m.blurred || c.to.Group || c.to.Name == "" || c.to.Name == m.me || c.lastIn <= c.readSent || key(c.to) != m.cur {
 		return nil
 	}
-	c.readSent = c.lastIn
-	b, user, seq := m.cfg.Backend, c.to.Name, c.lastIn
+	seq := m.shownIn(c)
+	if seq <= c.readSent {
+		return nil
+	}
+	c.readSent = seq
+	b, user := m.cfg.Backend, c.to.Name
 	return m.request(func(ctx context.Context) tea.Msg {
 		_ = b.Read(ctx, user, seq) // offline: the next one says it
 		return nil
 	})
+}
+
+// shownIn is the newest sequence of the other user's messages in c, the
+// current conversation, that the pane shows or has shown above its view.
+func (m *Model) shownIn(c *conversation) int64 {
+	bottom := m.pane.YOffset() + m.pane.Height() // the first line below the view
+	var seq int64
+	for i, e := range c.entries {
+		if i >= len(m.lineOf) || m.lineOf[i] >= bottom {
+			break
+		}
+		if e.kind == kindChat && e.from == c.to.Name && e.seq > seq {
+			seq = e.seq
+		}
+	}
+	return seq
 }
 
 // sendTyping tells the user of the current direct conversation that I am

@@ -126,7 +126,7 @@ func (m *Model) stamp(t time.Time) string {
 func (m *Model) render(e *entry) []string {
 	st := m.st
 	prefix := st.time.Render(m.stamp(e.at)) + " "
-	body := Clean(e.text)
+	body := cleanLines(e.text)
 	style := lipgloss.NewStyle()
 	var mark string
 	switch e.kind {
@@ -139,7 +139,7 @@ func (m *Model) render(e *entry) []string {
 		}
 		from := st.sender(e.from, m.me).Render(Clean(e.from)) + " "
 		if act, ok := actionOf(e.text); ok {
-			from, body = st.info.Render("*")+" "+from, Clean(act)
+			from, body = st.info.Render("*")+" "+from, cleanLines(act)
 		}
 		prefix += from
 		if e.kind == kindOwn {
@@ -150,7 +150,7 @@ func (m *Model) render(e *entry) []string {
 	case kindRoute:
 		prefix += st.sender(e.to.Name, m.me).Render("→ "+Clean(e.to.String())) + " "
 		if act, ok := actionOf(e.text); ok {
-			body = "* " + Clean(m.me) + " " + Clean(act)
+			body = "* " + Clean(m.me) + " " + cleanLines(act)
 		}
 		mark = m.receipt(e.out)
 	case kindInfo:
@@ -179,6 +179,16 @@ func (m *Model) render(e *entry) []string {
 	return out
 }
 
+// cleanLines is text made safe to print as Clean does, its line breaks
+// kept: a message of several lines shows as lines.
+func cleanLines(text string) string {
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		lines[i] = Clean(strings.TrimSuffix(l, "\r"))
+	}
+	return strings.Join(lines, "\n")
+}
+
 // receipt is the mark after my message: … on its way, ✓ stored in the
 // ring, ✓✓ shown to its recipient (READ) or delivered (to myself), ✗
 // refused.
@@ -200,6 +210,7 @@ func (m *Model) View() tea.View {
 	rows := []string{m.tabs(), m.pane.View(), m.statusBar(), m.input.View()}
 	v := tea.NewView(strings.Join(rows, "\n"))
 	v.AltScreen = true
+	v.ReportFocus = true // no read mark while the window is not in front (markRead)
 	v.WindowTitle = m.title()
 	if c := m.input.Cursor(); c != nil {
 		c.Y = m.height - 1

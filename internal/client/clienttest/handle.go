@@ -70,6 +70,7 @@ type loginV2Echo struct {
 	Node        int64      `json:"node"`
 	Features    []string   `json:"features,omitempty"`
 	Nodes       []nodeAddr `json:"nodes,omitempty"`
+	MaxMessage  int        `json:"maxMessageBytes,omitempty"`
 	ID          string     `json:"id,omitempty"`
 }
 
@@ -536,6 +537,9 @@ func (s *Server) loginEchoLocked(c *sconn, name string, m message) loginV2Echo {
 		for _, n := range s.nodes {
 			echo.Nodes = append(echo.Nodes, nodeAddr{n.id, n.addr})
 		}
+	}
+	if slices.Contains(m.Features, "limits") && s.maxMessage > 0 {
+		echo.Features, echo.MaxMessage = append(echo.Features, "limits"), s.maxMessage
 	}
 	return echo
 }

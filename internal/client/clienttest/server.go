@@ -71,6 +71,17 @@ type Server struct {
 	away     map[string]string    // away messages, by user
 	// noFailover: LOGIN grants no "failover" (an older node).
 	noFailover bool
+	// maxMessage, if set, is the largest message a protocol-2 LOGIN
+	// asking for "limits" is told (SetMaxMessage).
+	maxMessage int
+}
+
+// SetMaxMessage makes protocol-2 LOGINs that ask for "limits" say n bytes
+// is the largest message (0: LOGIN does not say, as an older node).
+func (s *Server) SetMaxMessage(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.maxMessage = n
 }
 
 // node is one client port of the fake ring.
