@@ -68,13 +68,16 @@ type rawMsg struct {
 // user is one chat client: a goroutine that sends at a steady rate with
 // one message in flight, and one reader per connection.
 type user struct {
-	w      *workload
-	name   string
-	idx    int
-	groups []string
-	rng    *rand.Rand
-	seen   *client.Seen
-	kick   chan kickReq
+	w    *workload
+	name string
+	// leaving: the node whose Notice sent this user elsewhere (the next
+	// login replaces the presence there); 0 once logged in again.
+	leaving int64
+	idx     int
+	groups  []string
+	rng     *rand.Rand
+	seen    *client.Seen
+	kick    chan kickReq
 
 	mu         sync.Mutex
 	conn       *client.Conn
@@ -335,11 +338,15 @@ func (u *user) dial(ctx context.Context, idx int) error {
 		u.raw[id] = append(u.raw[id], rawMsg{Conn: connN, At: time.Now()})
 		u.mu.Unlock()
 	}}
-	c := client.NewConn(tap, client.Options{Timeout: 5 * time.Second, KeepAlive: 10 * time.Second, AutoAck: true, Seen: u.seen})
+	c := client.NewConn(tap, client.Options{Timeout: 5 * time.Second, KeepAlive: 10 * time.Second, AutoAck: true, Seen: u.seen,
+		Features: []string{client.FeatureFailover}})
 	done := make(chan struct{})
 	go u.read(c, connN, node, done)
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	err = c.LoginV2(lctx, u.name, "")
+	u.mu.Lock()
+	leaving := u.leaving
+	u.mu.Unlock()
+	err = c.LoginV2Leaving(lctx, u.name, "", leaving)
 	cancel()
 	if err != nil {
 		c.Close()
@@ -347,6 +354,7 @@ func (u *user) dial(ctx context.Context, idx int) error {
 	}
 	u.mu.Lock()
 	u.conn, u.connAt, u.connDead, u.connDone = c, idx, false, done
+	u.leaving = 0
 	u.conns[connN-1].LoggedIn = time.Now()
 	u.curN = connN
 	u.logins++
@@ -376,6 +384,17 @@ func (u *user) read(c *client.Conn, connN int, node int64, done chan struct{}) {
 			}
 			u.mu.Unlock()
 			u.poke()
+		case client.Notice:
+			if !ev.OK() {
+				// The node cannot reach the store or is out of the ring:
+				// log in elsewhere at once, replacing the presence there
+				// (as ringchat does).
+				u.w.note("%s: node %d says %s: logging in elsewhere", u.name, node, ev.Code)
+				u.mu.Lock()
+				u.leaving = node
+				u.mu.Unlock()
+				c.Close()
+			}
 		case client.ErrorMessage:
 			u.mu.Lock()
 			if ev.ID != "" {
