@@ -360,7 +360,9 @@ func loadPhases(ctx context.Context, b *ringBench, o allOpts, res *results) erro
 	if err != nil {
 		return err
 	}
-	addr := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", list[i%len(list)].ClientPort) }
+	addr := func(i int) string {
+		return net.JoinHostPort(list[i%len(list)].Host, strconv.Itoa(list[i%len(list)].ClientPort))
+	}
 	clientAddrs := make([]string, len(list))
 	for i := range list {
 		clientAddrs[i] = addr(i)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -104,7 +105,7 @@ func runChatBench(cmd *cobra.Command, o chatBenchOpts) error {
 	defer stop()
 	addr := func(i int) string {
 		n := list[i%len(list)]
-		return fmt.Sprintf("127.0.0.1:%d", n.ClientPort)
+		return net.JoinHostPort(n.Host, strconv.Itoa(n.ClientPort))
 	}
 	b := &chatBench{o: o, lat: make([][]time.Duration, o.clients)}
 	if err := b.connect(ctx, addr); err != nil {

@@ -29,7 +29,13 @@ func main() {
 }
 
 func newRoot() *cobra.Command {
-	root := &cobra.Command{Use: "ringbench", Short: "Measure a ringchat ring", SilenceUsage: true, SilenceErrors: true}
+	var lab string
+	root := &cobra.Command{Use: "ringbench", Short: "Measure a ringchat ring", SilenceUsage: true, SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) (err error) {
+			benchLab, err = parseLab(lab)
+			return err
+		}}
+	root.PersistentFlags().StringVar(&lab, "lab", "", `run node ID on lab host ID of scripts/netlab.sh's lab NAME:SUBNET (as rclab:198.18.0; root), with --auth open; give --db the lab's store, as root:PASSWORD@tcp(198.18.0.254:3307)/`)
 	root.AddCommand(newRingCmd(), newFloorCmd(), newEchoServerCmd(), newElectionCmd(), newFailoverCmd())
 	root.AddCommand(newChatCmd(), newMemoryCmd(), newAllCmd(), newScaleCmd())
 	return root

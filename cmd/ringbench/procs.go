@@ -42,7 +42,15 @@ func newProcRing(bin, dir, dsn string, n int, flags []string) (*procRing, error)
 		return nil, err
 	}
 	for id := 1; id <= n; id++ {
+		if benchLab != nil {
+			fmt.Fprintf(&b, "%d,%s,%d,%d\n", id, benchLab.host(int64(id)), labCoordPort, labClientPort)
+			continue
+		}
 		fmt.Fprintf(&b, "%d,127.0.0.1,%d,%d\n", id, ports[2*id-2], ports[2*id-1])
+	}
+	if benchLab != nil {
+		// Protocol-2 clients without passwords, as on loopback.
+		flags = append(flags, "--auth", "open")
 	}
 	path := filepath.Join(dir, "nodes.csv")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
@@ -72,7 +80,11 @@ func (r *procRing) start(id int64) error {
 		args = append(args, r.nodeFlags(id)...)
 	}
 	out := &procutil.Buffer{}
-	p, err := r.sup.Start(id, procutil.Spec{Path: r.bin, Args: args, Dir: r.dir, Log: out,
+	path := r.bin
+	if benchLab != nil {
+		path, args = benchLab.wrap(id, r.bin, args)
+	}
+	p, err := r.sup.Start(id, procutil.Spec{Path: path, Args: args, Dir: r.dir, Log: out,
 		Env: append(os.Environ(), "RINGNODE_CLUSTER_KEY=ringbench-cluster-key-0123456789abcdef")})
 	if err != nil {
 		return err

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -216,7 +218,7 @@ func runConversationBench(cmd *cobra.Command, o chatBenchOpts) error {
 	defer stop()
 	addrs := make([]string, len(list))
 	for i, n := range list {
-		addrs[i] = fmt.Sprintf("127.0.0.1:%d", n.ClientPort)
+		addrs[i] = net.JoinHostPort(n.Host, strconv.Itoa(n.ClientPort))
 	}
 	pi, po := conversationNodes(len(list))
 	fmt.Fprintf(cmd.ErrOrStderr(), "%d nodes; %s at node %d and %s at node %d: %d messages (%s)\n",
