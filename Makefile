@@ -65,19 +65,25 @@ bench-scale:
 	@bash scripts/mariadb.sh start >/dev/null || { echo "make: bench needs MariaDB at 127.0.0.1:3306 (make db)" >&2; exit 1; }
 	$(BIN)/ringbench scale $(SCALE_ARGS)
 
-## chaos: fault injection on a real ring (DURATION=10m NODES=5 CLIENTS=20 SEED=0 DB=private; NET=1: network faults with nft, as root; ARGS=more ringchaos flags); docs/RELIABILITY.md
+## chaos: fault injection on a real ring (DURATION=10m NODES=5 CLIENTS=20 SEED=0 DB=private; NET=1: network faults with nft, as root; NET=lab: on the lab hosts of scripts/netlab.sh, made if missing, left up; ARGS=more ringchaos flags); docs/RELIABILITY.md
 DURATION ?= 10m
 NODES    ?= 5
 CLIENTS  ?= 20
 SEED     ?= 0
 DB       ?= private
 NET      ?=
+NETLAB_NAME   ?= rclab
+NETLAB_SUBNET ?= 198.18.0
+NETLAB_DIR    ?= /tmp/ringchat-netlab-$(NETLAB_NAME)
+LABENV := NETLAB_NAME=$(NETLAB_NAME) NETLAB_SUBNET=$(NETLAB_SUBNET) NETLAB_DIR=$(NETLAB_DIR) NETLAB_HOSTS=$(NODES)
 .PHONY: chaos
 chaos:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ringnode ./cmd/ringnode
 	$(GO) build -o $(BIN)/ringchaos ./cmd/ringchaos
+	$(if $(filter lab,$(NET)),$(LABENV) bash scripts/netlab.sh up)
 	$(BIN)/ringchaos --ringnode $(BIN)/ringnode --duration $(DURATION) --nodes $(NODES) --clients $(CLIENTS) \
-		--seed $(SEED) --db '$(DB)' $(if $(filter 1 yes true,$(NET)),--net) $(ARGS)
+		--seed $(SEED) $(if $(filter lab,$(NET)),--db "$$(cat $(NETLAB_DIR)/db.dsn)" --lab $(NETLAB_NAME):$(NETLAB_SUBNET),--db '$(DB)') \
+		$(if $(filter 1 yes true lab,$(NET)),--net) $(ARGS)
 
 ## adversary: the simulation's adversary (a key holder forging any frame) on many more schedules than make test (ADVERSARY_CHECKS=100000: about 4 minutes here)
 ADVERSARY_CHECKS ?= 100000

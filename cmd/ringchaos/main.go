@@ -136,6 +136,7 @@ check failed (the seed is printed to replay it), 2 the run could not be made.`,
 	fs.StringVar(&faults, "faults", "all", "fault kinds, comma-separated: all, or some of "+kindNames()+"; -KIND removes one (all,-net-delay)")
 	fs.BoolVar(&cfg.Hostile, "hostile", d.Hostile, "run the hostile-input barrage")
 	fs.BoolVar(&cfg.Net, "net", d.Net, "network faults (the net-* kinds) with nft: nodes on 127.0.0.11.., each under its own group id; needs root and nftables, else the run says so and goes on without them")
+	fs.StringVar(&cfg.Lab, "lab", "", "with --net: run node ID on lab host ID of scripts/netlab.sh's lab NAME:SUBNET (as rclab:198.18.0), cut links on its bridge and take hosts off it (net-host-down); --db must be the lab's store (make chaos NET=lab)")
 	fs.StringVar(&netHold[0], "net-hold-min", d.NetHold[0].String(), "shortest time a network cut or split stays")
 	fs.StringVar(&netHold[1], "net-hold-max", d.NetHold[1].String(), "longest such time")
 	fs.DurationVar(&cfg.NetLong, "net-long", d.NetLong, "how long packet loss and a flapping link last")

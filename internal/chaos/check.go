@@ -269,7 +269,7 @@ func (r *runner) gather() evidence {
 // repairPhases are the phases whose repair times the report gives, in its
 // order.
 func repairPhases() []string {
-	return append(slicesOf(RingKinds), PhaseSigcont, PhaseRestart, PhaseGaleraRejoin, string(ClientMove), "restore")
+	return append(slicesOf(append(slices.Clone(RingKinds), LabKinds...)), PhaseSigcont, PhaseRestart, PhaseGaleraRejoin, string(ClientMove), "restore")
 }
 
 // repairTimes are the repair times of the faults repaired, sorted, by
@@ -483,7 +483,7 @@ func (r *runner) faultFigures(rep *Report) {
 	rep.Injected = maps.Clone(r.injected)
 	var inj []string
 	total := 0
-	for _, k := range AllKinds {
+	for _, k := range append(slices.Clone(AllKinds), LabKinds...) {
 		if n := r.injected[k]; n > 0 {
 			inj = append(inj, fmt.Sprintf("%s %d", k, n))
 			total += n

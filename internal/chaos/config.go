@@ -119,6 +119,10 @@ type Config struct {
 	// the run says so and goes on without them): the nodes listen on
 	// loopback aliases 127.0.0.11.. and run under group ids of their own.
 	Net bool
+	// Lab, with Net, runs node ID on lab host ID of scripts/netlab.sh's lab
+	// NAME:SUBNET (labnet.go) and makes the faults on its bridge; DB must
+	// then be the lab's store.
+	Lab string
 	// NetHold bounds how long a cut or split stays; NetLong is how long
 	// packet loss and a flapping link last; NetFlapEvery how often the
 	// flapping link changes.

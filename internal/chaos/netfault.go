@@ -53,6 +53,8 @@ type Link struct{ From, To int64 }
 type NetFault struct {
 	Drop    []Link
 	LossPct int
+	// Down are lab hosts whose link goes down (labnet.go; lab runs only).
+	Down []int64
 }
 
 // Both returns the links a↔b, both ways.
@@ -67,6 +69,17 @@ type netLayout struct {
 	Nodes   []int64 // node ids, ascending (1..254)
 	// Stores are the store's addresses (IPv4:port), several for Galera.
 	Stores []string
+	// Lab, if set, puts the nodes on lab hosts (labnet.go): addresses,
+	// processes and rules are the lab's.
+	Lab *LabNet
+}
+
+// addr is node id's address.
+func (l netLayout) addr(id int64) string {
+	if l.Lab != nil {
+		return l.Lab.Addr(id)
+	}
+	return NodeAddr(id)
 }
 
 // newLayout is the layout of a run in process pid.
@@ -116,6 +129,9 @@ func (l netLayout) validate() error {
 // left by a killed run whose pid this run reuses) with its mark rules and
 // an empty faults chain.
 func (l netLayout) setupScript() string {
+	if l.Lab != nil {
+		return l.labSetupScript()
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "add table inet %s\ndelete table inet %s\n", l.Table, l.Table)
 	fmt.Fprintf(&b, "table inet %s {\n", l.Table)
@@ -141,6 +157,9 @@ func (l netLayout) setupScript() string {
 // From opened to To (original direction) and on those To opened to From
 // (reply direction). The store opens no connections.
 func (l netLayout) faultScript(f NetFault) string {
+	if l.Lab != nil {
+		return l.labFaultScript(f)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "flush chain inet %s faults\n", l.Table)
 	loss := ""
@@ -164,7 +183,12 @@ func (l netLayout) faultScript(f NetFault) string {
 }
 
 // healScript removes every fault rule.
-func (l netLayout) healScript() string { return fmt.Sprintf("flush chain inet %s faults\n", l.Table) }
+func (l netLayout) healScript() string {
+	if l.Lab != nil {
+		return l.labHealScript()
+	}
+	return fmt.Sprintf("flush chain inet %s faults\n", l.Table)
+}
 
 // netLab is the nf_tables table of a run.
 type netLab struct {
@@ -259,7 +283,10 @@ func (n *netLab) Apply(f NetFault) error {
 		return errors.New("chaos: network lab closed")
 	}
 	n.dropped += n.countLocked()
-	return nft(n.layout.faultScript(f))
+	if err := nft(n.layout.faultScript(f)); err != nil {
+		return err
+	}
+	return n.layout.Lab.links(n.layout.Nodes, f.Down)
 }
 
 // total is the packets the lab dropped so far (rules in place included).
@@ -280,12 +307,12 @@ func (n *netLab) Heal() (int64, error) {
 		return n.dropped, nil
 	}
 	n.dropped += n.countLocked()
-	return n.dropped, nft(n.layout.healScript())
+	return n.dropped, errors.Join(nft(n.layout.healScript()), n.layout.Lab.links(n.layout.Nodes, nil))
 }
 
 // countLocked reads the fault rules' counters.
 func (n *netLab) countLocked() int64 {
-	out, err := exec.Command("nft", "-j", "list", "chain", "inet", n.layout.Table, "faults").Output()
+	out, err := exec.Command("nft", "-j", "list", "table", n.layout.family(), n.layout.Table).Output()
 	if err != nil {
 		return 0
 	}
@@ -333,8 +360,8 @@ func (n *netLab) Close() {
 	if n.stopSig != nil {
 		go n.stopSig() // not under n.mu: the signal path calls Close
 	}
-	if err := nft(fmt.Sprintf("delete table inet %s\n", n.layout.Table)); err != nil {
-		fmt.Fprintf(os.Stderr, "ringchaos: REMOVE BY HAND: nft delete table inet %s (%v)\n", n.layout.Table, err)
+	if err := errors.Join(nft(fmt.Sprintf("delete table %s %s\n", n.layout.family(), n.layout.Table)), n.layout.Lab.links(n.layout.Nodes, nil)); err != nil {
+		fmt.Fprintf(os.Stderr, "ringchaos: REMOVE BY HAND: nft delete table %s %s (%v)\n", n.layout.family(), n.layout.Table, err)
 	}
 }
 

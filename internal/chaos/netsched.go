@@ -44,12 +44,19 @@ func (r *runner) openLab(kinds *[]Kind) *netLayout {
 		return nil
 	}
 	stores, err := r.storeAddrs()
-	var lab *netLab
 	if err == nil {
 		lay := newLayout(os.Getpid(), r.nodeIDs(), stores)
-		if lab, err = openNetLab(lay); err == nil {
+		var lab *netLab
+		if lay.Lab, err = r.cfg.lab(); err == nil {
+			lab, err = openNetLab(lay)
+		}
+		if err == nil {
 			r.lab = lab
 			r.addCleanup(lab.Close)
+			if lay.Lab != nil {
+				r.labOn(kinds, lay)
+				return &lay
+			}
 			r.note("network faults ON: nft table inet %s; nodes on 127.0.0.11-%d, each under group %d+ID; store at %s",
 				lay.Table, 10+r.cfg.Nodes, lay.GIDBase, strings.Join(stores, ", "))
 			return &lay
@@ -129,6 +136,15 @@ func (s *scheduler) planNet(k Kind, order []int64) netEvent {
 	case NetSplit, NetSplitStore:
 		ev.Victim = 0
 		ev.Fault.Drop, ev.Detail = s.split(ids, k == NetSplitStore)
+	case NetHostDown:
+		ev.Fault.Down = []int64{v}
+		// The rules say the same as the link down, for the checks.
+		for _, j := range append([]int64{StoreEnd}, ids...) {
+			if j != v {
+				ev.Fault.Drop = append(ev.Fault.Drop, Both(v, j)...)
+			}
+		}
+		ev.Detail = fmt.Sprintf("lab host %d off the network (its link down)", v)
 	case NetLoss1, NetLoss5, NetLoss20:
 		ev.Fault.LossPct = map[Kind]int{NetLoss1: 1, NetLoss5: 5, NetLoss20: 20}[k]
 		for _, j := range append([]int64{StoreEnd}, ids...) {
@@ -491,7 +507,7 @@ func (r *runner) stallWhere(s stall) string {
 // moving) p50 and max, the longest gap during and after.
 func netKindLines(vs []netVerdict) []string {
 	var out []string
-	for _, k := range NetKinds {
+	for _, k := range append(slices.Clone(NetKinds), LabKinds...) {
 		var reps []time.Duration
 		var during, after time.Duration
 		n, bad := 0, 0

@@ -74,7 +74,7 @@ func newProcs(bin, dir string, dsnOf func(int64) string, key string, n int, metr
 	for id := int64(1); id <= int64(n); id++ {
 		a := nodeAddr{Host: "127.0.0.1"}
 		if lay != nil {
-			a.Host = NodeAddr(id)
+			a.Host = lay.addr(id)
 		}
 		var err error
 		if a.Coord, err = freePort(); err != nil {
@@ -126,7 +126,11 @@ func (p *procs) start(id int64) error {
 		// network faults tell the node's packets by this group.
 		attr.Credential = &syscall.Credential{Uid: 0, Gid: p.net.GID(id), Groups: []uint32{}}
 	}
-	_, err := p.sup.Start(id, procutil.Spec{Path: p.bin, Args: args, Dir: p.dir, LogDir: p.dir,
+	path := p.bin
+	if p.net != nil && p.net.Lab != nil {
+		path, args = p.net.Lab.wrap(id, p.bin, args)
+	}
+	_, err := p.sup.Start(id, procutil.Spec{Path: path, Args: args, Dir: p.dir, LogDir: p.dir,
 		Env: append(os.Environ(), "RINGNODE_CLUSTER_KEY="+p.key), SysProcAttr: attr})
 	return err
 }

@@ -118,10 +118,12 @@ func ms(d time.Duration) string {
 // Replay is the command that runs cfg again.
 func Replay(cfg Config) string {
 	s := fmt.Sprintf("make chaos SEED=%d DURATION=%s NODES=%d CLIENTS=%d", cfg.Seed, cfg.Duration, cfg.Nodes, cfg.Clients)
-	if cfg.DB != "private" {
+	if cfg.DB != "private" && cfg.Lab == "" { // NET=lab: the lab's store
 		s += " DB='" + cfg.DB + "'"
 	}
-	if cfg.Net {
+	if cfg.Net && cfg.Lab != "" {
+		s += " NET=lab" // the lab's name and subnet: make's NETLAB_NAME and NETLAB_SUBNET
+	} else if cfg.Net {
 		s += " NET=1"
 	}
 	var extra []string
@@ -234,7 +236,8 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	lay := r.openLab(&kinds)
 
 	// The ring.
-	r.metrics = hasFlag(cfg.Ringnode, "--metrics-addr")
+	// On lab hosts a node's loopback metrics address is its host's own.
+	r.metrics = hasFlag(cfg.Ringnode, "--metrics-addr") && (lay == nil || lay.Lab == nil)
 	pprof := r.metrics && hasFlag(cfg.Ringnode, "--pprof") // goroutine counts come from pprof
 	perIP := hasFlag(cfg.Ringnode, "--max-clients-per-ip")
 	key := "ringchaos-cluster-key-" + hex.EncodeToString(binary.BigEndian.AppendUint64(nil, cfg.Seed))
@@ -250,6 +253,10 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 		flags[id] = []string{"--election", m}
 		if pprof {
 			flags[id] = append(flags[id], "--pprof")
+		}
+		if lay != nil && lay.Lab != nil {
+			// Off loopback a node asks for passwords; the clients have none.
+			flags[id] = append(flags[id], "--auth", "open")
 		}
 		if perIP {
 			// Every client is on 127.0.0.1, and after kills most of them
