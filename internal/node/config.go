@@ -69,7 +69,7 @@ func DefaultConfig(id int64) Config {
 		Ring:         ring.DefaultConfig(id),
 		PeerRefresh:  10 * time.Second,       // nodes added to the table at run time are seen within 10 s
 		StoreTimeout: 5 * time.Second,        // a store slower than this is treated as unavailable and retried
-		CheckTimeout: 250 * time.Millisecond, // a one-row read takes about a millisecond; a token waits at most this for it
+		CheckTimeout: 200 * time.Millisecond, // a one-row read takes about a millisecond; a token (and its sender, waiting 300 ms for the ack) waits at most this
 		Log:          zerolog.Nop(),
 	}
 }

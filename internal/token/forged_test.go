@@ -51,8 +51,8 @@ func visitAndPass(t *testing.T, m *Machine, tok Token) {
 	m.Ack(sent[0].Token.Stamp, false)
 }
 
-// A token of a generation above the one the store confirmed is
-// acknowledged and held back while the store is asked; forged, it is
+// A token of a generation above the one the store confirmed is held back
+// while the store is asked, and acknowledged with the answer; forged, it is
 // discarded and the real token is taken next, with no store visit in
 // between (a node without clients never runs one).
 func TestForgedGenerationIsCheckedNotRecorded(t *testing.T) {
@@ -61,7 +61,7 @@ func TestForgedGenerationIsCheckedNotRecorded(t *testing.T) {
 		visitAndPass(t, m, real(3, 5))
 		forged := real(gen, 7)
 		m.Receive(forged)
-		want := []Action{{Kind: SendAck, Stamp: forged.Stamp}, {Kind: Check, Token: forged}}
+		want := []Action{{Kind: Check, Token: forged}} // acknowledged with the store's answer
 		if diff := cmp.Diff(want, m.Drain()); diff != "" {
 			t.Fatalf("gen %d: a token of an unconfirmed generation (-want +got):\n%s", gen, diff)
 		}
@@ -69,7 +69,7 @@ func TestForgedGenerationIsCheckedNotRecorded(t *testing.T) {
 			t.Fatalf("gen %d: taken before the store answered (holding %v, last %s)", gen, m.Holding(), m.Last())
 		}
 		m.Checked(3, secretOf(3))
-		if diff := cmp.Diff([]Action{{Kind: Forged, Token: forged}}, m.Drain()); diff != "" {
+		if diff := cmp.Diff([]Action{{Kind: SendAck, Stamp: forged.Stamp, Stale: true}, {Kind: Forged, Token: forged}}, m.Drain()); diff != "" {
 			t.Fatalf("gen %d: the store never issued it (-want +got):\n%s", gen, diff)
 		}
 		visitAndPass(t, m, real(3, 10))
@@ -105,11 +105,11 @@ func TestNewGenerationTakenAfterOneCheck(t *testing.T) {
 	m := storeAt(3)
 	visitAndPass(t, m, real(3, 5))
 	m.Receive(real(4, 2))
-	if got := kinds(m.Drain()); !cmp.Equal(got, []ActionKind{SendAck, Check}) {
+	if got := kinds(m.Drain()); !cmp.Equal(got, []ActionKind{Check}) {
 		t.Fatalf("got %v", got)
 	}
 	m.Checked(4, secretOf(4))
-	if got := kinds(m.Drain()); !cmp.Equal(got, []ActionKind{Visit}) {
+	if got := kinds(m.Drain()); !cmp.Equal(got, []ActionKind{SendAck, Visit}) {
 		t.Fatalf("after the store confirmed generation 4: %v, want a visit", got)
 	}
 	m.VisitDone(real(4, 2), true)
@@ -147,14 +147,14 @@ func TestChecksAreRateLimited(t *testing.T) {
 		t.Fatalf("%d more questions while one was out", checks)
 	}
 	m.Checked(4, secretOf(4))
-	if got := kinds(m.Drain()); !cmp.Equal(got, []ActionKind{Visit}) {
+	if got := kinds(m.Drain()); !cmp.Equal(got, []ActionKind{SendAck, Visit}) {
 		t.Fatalf("the real token of generation 4 was pushed out: %v", got)
 	}
 	m.VisitDone(real(4, 1), true)
 	m.Drain()
 	m.Ack(Stamp{Gen: 4, Seq: 2}, false)
 	m.Receive(real(9, 1))
-	if got := kinds(m.Drain()); !cmp.Equal(got, []ActionKind{SendAck}) {
+	if got := kinds(m.Drain()); len(got) != 0 {
 		t.Fatalf("asked again within the gap: %v", got)
 	}
 	for range checkGapTicks {
@@ -175,8 +175,9 @@ func TestUncheckedTokenPassedOn(t *testing.T) {
 	m.Drain()
 	m.CheckFailed()
 	got := m.Drain()
-	if len(got) != 1 || got[0].Kind != SendToken || got[0].Token.Stamp != tok.Stamp || got[0].Token.Proof != tok.Proof {
-		t.Fatalf("got %+v, want the token sent on as it came", got)
+	if len(got) != 2 || got[0].Kind != SendAck || got[0].Stale || got[1].Kind != SendToken ||
+		got[1].Token.Stamp != tok.Stamp || got[1].Token.Proof != tok.Proof {
+		t.Fatalf("got %+v, want it acknowledged and sent on as it came", got)
 	}
 	if m.Last() != (Stamp{}) {
 		t.Fatalf("recorded %s", m.Last())
@@ -237,7 +238,7 @@ func TestFencedVisitDropsToken(t *testing.T) {
 	}
 	m.Receive(real(4, 8))
 	m.Checked(4, secretOf(4))
-	if got := kinds(m.Drain()); !cmp.Equal(got, []ActionKind{SendAck, Check, Visit}) {
+	if got := kinds(m.Drain()); !cmp.Equal(got, []ActionKind{Check, SendAck, Visit}) {
 		t.Fatalf("the store's generation after the fence read: %v", got)
 	}
 }
@@ -256,7 +257,7 @@ func TestFencedCopyEndsTheGeneration(t *testing.T) {
 		t.Fatalf("a copy of the ended generation: %+v", a)
 	}
 	m.Receive(real(4, 0))
-	if got := kinds(m.Drain()); !cmp.Equal(got, []ActionKind{SendAck, Check}) {
+	if got := kinds(m.Drain()); !cmp.Equal(got, []ActionKind{Check}) {
 		t.Fatalf("the next generation: %v, want it checked", got)
 	}
 }
@@ -370,7 +371,7 @@ func TestProofExample(t *testing.T) {
 func TestLostCheckAskedAgain(t *testing.T) {
 	m := storeAt(3)
 	m.Receive(real(4, 1))
-	if got := kinds(m.Drain()); !cmp.Equal(got, []ActionKind{SendAck, Check}) {
+	if got := kinds(m.Drain()); !cmp.Equal(got, []ActionKind{Check}) {
 		t.Fatalf("got %v", got)
 	}
 	for i := 1; i <= checkLostTicks+checkGapTicks; i++ {
@@ -383,7 +384,7 @@ func TestLostCheckAskedAgain(t *testing.T) {
 				t.Fatalf("tick %d: %v", m.now, got)
 			}
 			m.Checked(4, secretOf(4))
-			if got := kinds(m.Drain()); !cmp.Equal(got, []ActionKind{Visit}) {
+			if got := kinds(m.Drain()); !cmp.Equal(got, []ActionKind{SendAck, Visit}) {
 				t.Fatalf("after the second answer: %v", got)
 			}
 			return

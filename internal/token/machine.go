@@ -164,14 +164,17 @@ func (m *Machine) drop() {
 }
 
 // Receive handles a token from the predecessor. The token is acknowledged
-// before anything else. A token not newer than the newest seen is a
-// duplicate (acknowledged, ignored) or stale (acknowledged as stale, so its
-// sender drops it). A token of a generation the store has not confirmed to
-// this node is acknowledged and held back while the store is asked
-// (Check): only a generation the store issued is taken (see Checked). A
+// before anything else is done with it, and an acknowledgement that is not
+// stale means the node took it. A token not newer than the newest seen is
+// a duplicate (acknowledged, ignored) or stale (acknowledged as stale, so
+// its sender drops it). A token of a generation the store has not
+// confirmed to this node is held back while the store is asked (Check), and
+// acknowledged with the answer: taken if the store issued the generation
+// (see Checked), refused as stale otherwise; the question takes about a
+// millisecond, well within the sender's wait for the acknowledgement. A
 // token of the confirmed generation whose proof does not match its stamp
-// was not made by a node that knows the generation's secret: it is
-// refused as stale and discarded.
+// was not made by a node that knows the generation's secret: it is refused
+// as stale and discarded.
 func (m *Machine) Receive(t Token) {
 	if t.Gen < m.minGen || (t.Gen <= m.known && !t.Newer(m.last)) {
 		m.emit(Action{Kind: SendAck, Stamp: t.Stamp, Stale: t.Stamp != m.last})
@@ -182,12 +185,21 @@ func (m *Machine) Receive(t Token) {
 		m.emit(Action{Kind: Forged, Token: t})
 		return
 	}
-	m.emit(Action{Kind: SendAck, Stamp: t.Stamp})
 	if t.Gen > m.known {
-		m.hold(t)
+		m.hold(t) // acknowledged once the store has answered
 		return
 	}
+	m.emit(Action{Kind: SendAck, Stamp: t.Stamp})
 	m.accept(t)
+}
+
+// refuse acknowledges t as stale (its sender drops it) and, if it was
+// forged, reports it.
+func (m *Machine) refuse(t Token, forged bool) {
+	m.emit(Action{Kind: SendAck, Stamp: t.Stamp, Stale: true})
+	if forged {
+		m.emit(Action{Kind: Forged, Token: t})
+	}
 }
 
 // proven reports whether t carries the proof of its stamp under the
@@ -241,10 +253,10 @@ func (m *Machine) hold(t Token) {
 			return // the same token again (resent on a new link)
 		}
 		if c.Gen < t.Gen || (c.Gen == t.Gen && !t.Newer(c.Stamp)) {
-			m.emit(Action{Kind: Forged, Token: t})
+			m.refuse(t, true)
 			return
 		}
-		m.emit(Action{Kind: Forged, Token: *c})
+		m.refuse(*c, true)
 	}
 	m.checking = &t
 	m.ask()
@@ -275,10 +287,11 @@ func (m *Machine) Checked(gen int64, secret string) {
 	m.checking = nil
 	switch {
 	case c.Gen > m.known || (c.Gen == m.known && !m.proven(*c)):
-		m.emit(Action{Kind: Forged, Token: *c})
+		m.refuse(*c, true)
 	case c.Gen < m.minGen || !c.Newer(m.last):
-		// superseded while the store was asked
+		m.refuse(*c, false) // superseded while the store was asked
 	default:
+		m.emit(Action{Kind: SendAck, Stamp: c.Stamp})
 		m.accept(*c)
 	}
 }
@@ -296,10 +309,12 @@ func (m *Machine) CheckFailed() {
 	}
 	m.checking = nil
 	if m.held != nil {
-		return // a confirmed token is here: it goes on, not this one
+		m.refuse(*c, false) // a confirmed token is here: it goes on, not this one
+		return
 	}
 	// Without the secret this node cannot prove a next hop: the token goes
 	// on with its stamp and proof as they came.
+	m.emit(Action{Kind: SendAck, Stamp: c.Stamp})
 	m.held = c
 	if !m.linkUp {
 		m.setPhase(phaseBlocked)
@@ -406,6 +421,7 @@ func (m *Machine) raiseMinGen(g int64) {
 		m.drop()
 	}
 	if m.checking != nil && m.checking.Gen < g {
+		m.refuse(*m.checking, false)
 		m.checking = nil
 	}
 }
@@ -591,7 +607,7 @@ func (m *Machine) Generated(s Stamp, secret string) {
 	if c := m.checking; c != nil && c.Gen <= s.Gen {
 		// It came before the store issued s's generation: not the store's.
 		m.checking = nil
-		m.emit(Action{Kind: Forged, Token: *c})
+		m.refuse(*c, true)
 	}
 	m.Confirm(s.Gen, secret)
 	m.last = s
@@ -619,7 +635,10 @@ func (m *Machine) Reset() {
 			m.lossDeadline = m.now // it knows the token is gone: a new one at once
 		}
 	}
-	m.checking = nil
+	if m.checking != nil {
+		m.refuse(*m.checking, false)
+		m.checking = nil
+	}
 	m.linkUp = false
 	m.leave = false
 }
