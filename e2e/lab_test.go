@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,6 +65,18 @@ func newTestLab(t *testing.T) *testLab {
 		}
 		t.Skipf("SKIPPING the lab test (scripts/netlab.sh, lab.sh over a real sshd): %s", why)
 	}
+	// One lab test at a time on this machine (another checkout's make test
+	// may run it too): an abstract unix socket is the lock, released when
+	// the process ends, and leaves no file.
+	var lock net.Listener
+	if !testutil.WaitFor(5*time.Minute, 200*time.Millisecond, func() bool {
+		var err error
+		lock, err = net.Listen("unix", "@ringchat-netlab-rctest")
+		return err == nil
+	}) {
+		t.Fatal("another lab test held the lab for 5 minutes")
+	}
+	t.Cleanup(func() { lock.Close() })
 	root := testutil.ModuleRoot()
 	l := &testLab{
 		t:      t,
