@@ -438,7 +438,7 @@ do_env() {
 	printf 'NETLAB_BRIDGE=%s\n' "$BR"
 	local i
 	for i in $(seq 1 "$HOSTS"); do
-		printf 'NETLAB_HOST_%d=%s netns=%s veth=%s\n' "$i" "$(ip_of "$i")" "$(ns "$i")" "$(veth "$i")"
+		printf 'NETLAB_HOST_%d=%s NETLAB_NETNS_%d=%s NETLAB_VETH_%d=%s\n' "$i" "$(ip_of "$i")" "$i" "$(ns "$i")" "$i" "$(veth "$i")"
 	done
 }
 
