@@ -108,6 +108,19 @@ lint:
 fmt:
 	gofmt -w .
 
+## models: install spin and gcc if missing, then model-check the token protocol (models/check.sh: seconds; make test runs it too)
+.PHONY: models models-deep
+SPIN_INSTALL = command -v spin >/dev/null && command -v gcc >/dev/null || \
+	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq spin gcc >/dev/null; }
+models:
+	@$(SPIN_INSTALL)
+	bash models/check.sh
+
+## models-deep: the model check with larger fault budgets and member checks at any time (minutes; docs/ARCHITECTURE.md "Model check")
+models-deep:
+	@$(SPIN_INSTALL)
+	bash models/check.sh --deep
+
 ## db: install (if missing) and start MariaDB, open root over TCP for the tests
 db:
 	bash scripts/mariadb.sh ensure
