@@ -96,9 +96,19 @@ func newTestLab(t *testing.T) *testLab {
 			t.Errorf("netlab.sh down: %v\n%s", err, out)
 		}
 		l.checkGone()
+		if out, err := l.run("status"); err == nil || !strings.Contains(out, "missing") {
+			t.Errorf("netlab.sh status after down: %v\n%s", err, out)
+		}
 	})
 	if out, err := l.run("up"); err != nil {
 		t.Fatalf("netlab.sh up: %v\n%s", err, out)
+	}
+	// up again changes nothing: the same sshd on every host; status
+	// says all is there.
+	before := l.netlab("status")
+	l.netlab("up")
+	if after := l.netlab("status"); after != before || strings.Count(after, " sshd ") != labHosts {
+		t.Fatalf("netlab.sh status before and after a second up:\n%s\n%s", before, after)
 	}
 	return l
 }
