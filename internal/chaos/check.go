@@ -795,9 +795,9 @@ func (r *runner) checkHostile(logs allLogs) Check {
 		if h.sent[id][hUDPUnusable] > 0 && unusable == 0 {
 			bad = append(bad, fmt.Sprintf("node %d: %d authenticated unusable frames sent, none counted", id, h.sent[id][hUDPUnusable]))
 		}
-		if n := h.failed[id][hTCPNotPred]; n > 0 {
-			bad = append(bad, fmt.Sprintf("node %d: %d of %d TOKENs from a node that is not its predecessor acknowledged (%s)",
-				id, n, h.sent[id][hTCPNotPred], h.lastFail[id][hTCPNotPred]))
+		if n, excused := r.takenStrangerTokens(id); n > 0 {
+			bad = append(bad, fmt.Sprintf("node %d: %d of %d TOKENs from a node that is not its predecessor taken (acknowledged, not stale), besides %d while its store was in trouble",
+				id, n, h.sent[id][hTCPNotPred], excused))
 		}
 		for _, k := range []string{hClientBad, hClientLong, hClientFlood, hTCPNotPred} {
 			sent := h.sent[id][k]
@@ -844,6 +844,9 @@ func (r *runner) hostileCounters(reasons []string) (bad, detail []string) {
 		for k, n := range h.byPid[in.Pid] {
 			want[reasonOf(k)] += n
 		}
+		// A forged token that came while the node could not read its
+		// store went on unchecked (and uncounted), as the ring needs.
+		want[reasonOf(hTCPForgedToken)] -= r.troubledProbes(in.Pid, hTCPForgedToken)
 		var parts []string
 		for _, reason := range append(reasons, "unusable") {
 			if want[reason] == 0 {
@@ -885,4 +888,62 @@ func (r *runner) checkPauses(records []faultRecord, phase span) (c Check, fig st
 		fig = fmt.Sprintf("longest ring-wide pause (no node committed a visit) outside the repairs: under %s (target <= %s)", ms(keep), ms(MaxPause))
 	}
 	return c, fig
+}
+
+// storeTrouble reports whether at falls in or near a fault that can keep
+// a node from reading its store (the database restarted or killed, a node
+// cut from the store, packet loss): from a second before it until 3 s
+// after it settled (or healed).
+func (r *runner) storeTrouble(at time.Time) bool {
+	if r.sched == nil {
+		return false
+	}
+	r.sched.mu.Lock()
+	defer r.sched.mu.Unlock()
+	near := func(from, to time.Time) bool {
+		return !at.Before(from.Add(-time.Second)) && at.Before(to.Add(3*time.Second))
+	}
+	for _, f := range r.sched.records {
+		if (f.Kind == DBRestart || f.Kind == GaleraKill) && near(f.At, f.At.Add(max(f.Settle, f.Repair))) {
+			return true
+		}
+	}
+	for _, ev := range r.sched.nets {
+		switch ev.Kind {
+		case NetCutStore, NetSplitStore, NetLoss1, NetLoss5, NetLoss20:
+			if heal := ev.Heal; near(ev.At, heal) || (heal.IsZero() && near(ev.At, time.Now())) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// takenStrangerTokens counts node id's acknowledgements that took a
+// stranger's token: outside store trouble (a failure), and within it.
+// The caller holds r.host.mu.
+func (r *runner) takenStrangerTokens(id int64) (taken, excused int) {
+	for _, p := range r.host.probes {
+		if p.ID != id || p.Kind != hTCPNotPred || !p.Taken {
+			continue
+		}
+		if r.storeTrouble(p.At) {
+			excused++
+		} else {
+			taken++
+		}
+	}
+	return taken, excused
+}
+
+// troubledProbes counts the probes of kind sent to process pid while its
+// store was in trouble. The caller holds r.host.mu.
+func (r *runner) troubledProbes(pid int, kind string) int {
+	n := 0
+	for _, p := range r.host.probes {
+		if p.Pid == pid && p.Kind == kind && r.storeTrouble(p.At) {
+			n++
+		}
+	}
+	return n
 }
