@@ -300,7 +300,7 @@ func (m *Machine) Checked(gen int64, secret string) {
 // token is passed straight on without a critical section (this node could
 // not run one anyway) and without being recorded: the next node asks the
 // store in turn, and a node that cannot reach its store never stops the
-// ring. It is acknowledged as stale (not taken: its sender drops its copy).
+// ring.
 func (m *Machine) CheckFailed() {
 	m.checkOut = false
 	c := m.checking
@@ -313,10 +313,8 @@ func (m *Machine) CheckFailed() {
 		return
 	}
 	// Without the secret this node cannot prove a next hop: the token goes
-	// on with its stamp and proof as they came. The node did not take it
-	// (nothing recorded, no critical section): the acknowledgement says
-	// stale, so that its sender drops its copy, and only this one goes on.
-	m.emit(Action{Kind: SendAck, Stamp: c.Stamp, Stale: true})
+	// on with its stamp and proof as they came.
+	m.emit(Action{Kind: SendAck, Stamp: c.Stamp})
 	m.held = c
 	if !m.linkUp {
 		m.setPhase(phaseBlocked)
