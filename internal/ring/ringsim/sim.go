@@ -478,18 +478,8 @@ func (s *Sim) connect(p *Proc, target int64) {
 	}
 	p.succ, p.succGen = target, gen
 	// The peer accepts: its old inbound link is closed.
-	if q.pred != 0 && q.pred != p.ID {
-		if o := s.Procs[q.pred]; o != nil && o.succ == target && o.succGen == q.predGen {
-			ogen := o.succGen
-			s.deliverIn(o, 1, fmt.Sprintf("succ-replaced %d", target), func(o *Proc) {
-				if o.succGen == ogen {
-					o.succ, o.succGen = 0, 0
-					o.Node.SuccessorReplaced(target)
-				}
-			})
-		}
-		old := q.pred
-		s.deliverIn(q, 1, fmt.Sprintf("pred-down %d", old), func(q *Proc) { q.Node.PredecessorDown(old) })
+	if q.pred != p.ID {
+		s.replacePred(q)
 	}
 	q.pred, q.predGen = p.ID, gen
 	from := p.ID
@@ -606,19 +596,7 @@ func (s *Sim) DialAs(to, as int64) {
 		return
 	}
 	s.tracef("dial %d as %d", to, as)
-	if q.pred != 0 {
-		if o := s.Procs[q.pred]; o != nil && o.succ == to && o.succGen == q.predGen {
-			ogen := o.succGen
-			s.deliverIn(o, 1, fmt.Sprintf("succ-replaced %d", to), func(o *Proc) {
-				if o.succGen == ogen {
-					o.succ, o.succGen = 0, 0
-					o.Node.SuccessorReplaced(to)
-				}
-			})
-		}
-		old := q.pred
-		s.deliverIn(q, 1, fmt.Sprintf("pred-down %d", old), func(q *Proc) { q.Node.PredecessorDown(old) })
-	}
+	s.replacePred(q)
 	s.linkGen++
 	gen := s.linkGen
 	q.pred, q.predGen = as, gen
@@ -627,6 +605,27 @@ func (s *Sim) DialAs(to, as int64) {
 			q.Node.PredecessorUp(as)
 		}
 	})
+}
+
+// replacePred closes q's inbound link, as a node does when it accepts
+// another predecessor: the old peer is told (UNLINK: SuccessorReplaced),
+// and q sees the link go.
+func (s *Sim) replacePred(q *Proc) {
+	if q.pred == 0 {
+		return
+	}
+	to := q.ID
+	if o := s.Procs[q.pred]; o != nil && o.succ == to && o.succGen == q.predGen {
+		ogen := o.succGen
+		s.deliverIn(o, 1, fmt.Sprintf("succ-replaced %d", to), func(o *Proc) {
+			if o.succGen == ogen {
+				o.succ, o.succGen = 0, 0
+				o.Node.SuccessorReplaced(to)
+			}
+		})
+	}
+	old := q.pred
+	s.deliverIn(q, 1, fmt.Sprintf("pred-down %d", old), func(q *Proc) { q.Node.PredecessorDown(old) })
 }
 
 // Live returns the running node ids, ascending.
