@@ -178,7 +178,6 @@ func (n *Machine) Coordinator() (id, epoch int64) { return n.coord, n.epoch }
 func (n *Machine) IsCoordinator() bool            { return n.isCoord }
 func (n *Machine) Successor() (id int64, up bool) { return n.succ, n.succUp }
 func (n *Machine) Predecessor() int64             { return n.pred }
-func (n *Machine) RingPredecessor() int64         { return n.ringPred }
 func (n *Machine) HoldsToken() bool               { return n.tok.Holding() }
 func (n *Machine) HeldToken() (token.Token, bool) { return n.tok.Held() }
 func (n *Machine) LastStamp() token.Stamp         { return n.tok.Last() }
@@ -1034,7 +1033,18 @@ type linkFail struct {
 // linkFailed records that the link from a to its successor b failed (a
 // repair asked for). A link that keeps failing is avoided: a node cut off
 // from one neighbour is placed elsewhere rather than behind it again.
-func (n *Machine) linkFailed(a, b int64) {
+func (n *Machine) linkFailed(a, b int64) { n.noteLink(a, b, 1) }
+
+// avoidLink makes the link between a and b avoided at once (a node asked
+// through another because it cannot reach this one).
+func (n *Machine) avoidLink(a, b int64) { n.noteLink(a, b, avoidAfter) }
+
+// avoidAfter is how many failures within linkMemoryTicks make a link
+// avoided.
+const avoidAfter = 2
+
+// noteLink counts failures of the link between a and b.
+func (n *Machine) noteLink(a, b int64, failures int) {
 	if a == 0 || b == 0 || a == b {
 		return
 	}
@@ -1046,7 +1056,7 @@ func (n *Machine) linkFailed(a, b int64) {
 	if n.now-f.last > linkMemoryTicks {
 		f.count = 0
 	}
-	f.count++
+	f.count += failures
 	f.last = n.now
 	n.linkFails[k] = f
 	for len(n.linkFails) > maxLinkFails {
@@ -1066,7 +1076,7 @@ func (n *Machine) linkFailed(a, b int64) {
 func (n *Machine) avoidedLinks() [][2]int64 {
 	var out [][2]int64
 	for p, f := range n.linkFails {
-		if f.count >= 2 && n.now-f.last <= linkMemoryTicks {
+		if f.count >= avoidAfter && n.now-f.last <= linkMemoryTicks {
 			out = append(out, p)
 		}
 	}
@@ -1078,9 +1088,6 @@ func (n *Machine) avoidedLinks() [][2]int64 {
 	})
 	return out
 }
-
-// AvoidedLinks lists the links the coordinator avoids (for status).
-func (n *Machine) AvoidedLinks() [][2]int64 { return n.avoidedLinks() }
 
 // placeFromStore: a node that cannot reach its coordinator (relay) takes
 // its place in the ring from the store, where the coordinator wrote it (its

@@ -111,13 +111,12 @@ func (n *Machine) stepRequest(m Msg) {
 
 // stepRelayed handles a request another node passed on for m.For, which
 // cannot reach this coordinator: the link between them is avoided from
-// now on (as if it had failed twice), and the node is placed where it
+// now on, and the node is placed where it
 // uses no failed link: a JOIN as usual, a SUCCESSOR_REQUEST naming the
 // coordinator (or none) by taking it out and placing it again.
 func (n *Machine) stepRelayed(m Msg) {
 	who := m.For
-	n.linkFailed(n.id, who)
-	n.linkFailed(n.id, who)
+	n.avoidLink(n.id, who)
 	if m.Type == MsgSuccessorRequest && (m.Failed == n.id || m.Failed == 0) {
 		n.enqueue(Op{Kind: OpLeave, Node: who})
 		n.enqueue(Op{Kind: OpJoin, Node: who})
