@@ -385,12 +385,11 @@ func (m *Machine) VisitFenced(t Token, cur *Stamp) {
 			return
 		}
 	}
-	switch {
-	case t.Gen > m.known:
-		m.drop() // not confirmed (cannot happen: only confirmed tokens visit)
-	case t.Gen == maxGen:
-		m.drop() // no generation above it: nothing to refuse
-	default:
+	if t.Gen > m.known || t.Gen == maxGen {
+		// An unconfirmed generation (only confirmed tokens visit) must
+		// not raise the bar; above the largest there is nothing to refuse.
+		m.drop()
+	} else {
 		m.raiseMinGen(t.Gen + 1)
 	}
 	if m.coordinator {
