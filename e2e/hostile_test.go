@@ -384,30 +384,11 @@ func TestHostilePeer(t *testing.T) {
 		coord, order, _ := h.state()
 		victim := others(order, coord.NodeID)[0]
 		pred := predOf(order, victim)
-		hello, _ := json.Marshal(map[string]int64{"to": victim})
-		tok := []byte(fmt.Sprintf(`{"token":{"gen":%d,"seq":0}}`, int64(math.MaxInt64)))
-		var lines [][]byte
-		for _, f := range []wire.Frame{
-			{Type: "HELLO", Src: pred, Payload: hello},
-			{Type: "TOKEN", Src: pred, Epoch: coord.Epoch, Payload: tok},
-		} {
-			b, err := h.codec.Encode(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lines = append(lines, append(b, '\n'))
-		}
-		conn, err := net.Dial("tcp", h.coordPort(victim))
-		if err != nil {
-			t.Fatal(err)
-		}
+		conn := h.dialAs(victim, pred)
 		defer conn.Close()
 		at := time.Now()
-		for _, l := range lines {
-			if _, err := conn.Write(l); err != nil {
-				t.Fatal(err)
-			}
-		}
+		h.write(conn, wire.Frame{Type: "TOKEN", Src: pred, Epoch: coord.Epoch,
+			Payload: []byte(fmt.Sprintf(`{"token":{"gen":%d,"seq":0}}`, int64(math.MaxInt64)))})
 		h.recovered(at, coord, true, live...)
 	})
 
