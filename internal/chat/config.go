@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -50,9 +51,20 @@ type Config struct {
 	// SocketBuffer is the kernel send buffer of a client socket (0: the
 	// system's default, which on Linux grows to megabytes per socket).
 	SocketBuffer int
-	// IdleTimeout closes a connection that sent nothing (not even ALIVE)
-	// for this long: half-open connections do not hold a slot forever.
+	// IdleTimeout closes a protocol-2 session that sent nothing (not even
+	// ALIVE) for this long: half-open connections do not hold a slot
+	// forever. A protocol-1 session is never closed for silence: the
+	// original client sends no ALIVE, so its silence says nothing about
+	// it; KeepAlive finds its dead peers.
 	IdleTimeout time.Duration
+	// KeepAlive is the TCP keep-alive of accepted client connections (the
+	// TCP connection under TLS included): after Idle with nothing from the
+	// peer, a probe every Interval; Count probes unanswered and the socket
+	// fails, which closes the connection as a reset does. It is what
+	// notices a dead peer of a protocol-1 session (never closed for
+	// silence), or of a protocol-2 one before IdleTimeout. It must be
+	// enabled, with positive values.
+	KeepAlive net.KeepAliveConfig
 	// LoginTimeout bounds the time from accepting a connection to its
 	// login (the TLS handshake included). The deadline is fixed at accept:
 	// blank lines, ALIVE or failed logins do not extend it, so connections
@@ -163,6 +175,19 @@ func DefaultThrottle() ThrottleConfig {
 	}
 }
 
+// DefaultKeepAlive is the TCP keep-alive of DefaultConfig: a peer that
+// answers nothing for 60 s is probed every 15 s, and dropped after 4
+// unanswered probes, so a dead peer is noticed within 2 minutes of its
+// last sign of life, for one probe segment a minute on a quiet connection.
+func DefaultKeepAlive() net.KeepAliveConfig {
+	return net.KeepAliveConfig{
+		Enable:   true,
+		Idle:     60 * time.Second,
+		Interval: 15 * time.Second,
+		Count:    4,
+	}
+}
+
 // DefaultConfig returns defaults for node id; Store and Addr must be set.
 func DefaultConfig(id int64) Config {
 	return Config{
@@ -173,7 +198,8 @@ func DefaultConfig(id int64) Config {
 		WriteQueue:        1024,             // a burst of deliveries to one client fits; a stuck one fills it in seconds
 		WriteTimeout:      10 * time.Second, // a client that reads nothing for 10 s is gone
 		SocketBuffer:      256 << 10,        // kernel memory per client stays bounded with hundreds of clients
-		IdleTimeout:       5 * time.Minute,  // our client sends ALIVE every 30 s; an original client idle for 5 min is gone
+		IdleTimeout:       5 * time.Minute,  // protocol 2 only: our client sends ALIVE every 30 s
+		KeepAlive:         DefaultKeepAlive(),
 		LoginTimeout:      30 * time.Second, // a person types a name in less
 		RateLimit:         50,               // lines a second: far above a person typing, far below a flood
 		RateBurst:         200,              // pasting or a reconnect's resends fit in the burst
@@ -229,6 +255,8 @@ func (c Config) validateClients() error {
 		return errors.New("chat: the TLS configuration has no certificate")
 	case c.WriteTimeout <= 0 || c.IdleTimeout <= 0 || c.LoginTimeout <= 0 || c.StoreTimeout <= 0:
 		return errors.New("chat: WriteTimeout, IdleTimeout, LoginTimeout and StoreTimeout must be positive")
+	case !c.KeepAlive.Enable || c.KeepAlive.Idle <= 0 || c.KeepAlive.Interval <= 0 || c.KeepAlive.Count < 1:
+		return fmt.Errorf("chat: KeepAlive %+v must be enabled with a positive Idle, Interval and Count: it finds the dead peers of protocol-1 sessions, never closed for silence", c.KeepAlive)
 	case c.RateLimit < 0 || (c.RateLimit > 0 && (c.RateBurst < 1 || c.FloodLimit < 1)):
 		return fmt.Errorf("chat: rate %v/s needs a positive burst and flood limit", c.RateLimit)
 	}

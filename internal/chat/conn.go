@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ringchat/ringchat/internal/store"
@@ -297,10 +298,16 @@ func (c *conn) requestID(line []byte) string {
 }
 
 // readDeadline is when the next read gives up: the fixed login deadline
-// before a login, then IdleTimeout from now.
+// before a login; then IdleTimeout from now for a protocol-2 session, and
+// never for a protocol-1 one (the zero time: no deadline). The original
+// client sends no ALIVE, so its silence says nothing: TCP keep-alive
+// (Config.KeepAlive) finds its dead peers.
 func (c *conn) readDeadline() time.Time {
-	if c.sess == nil {
+	switch {
+	case c.sess == nil:
 		return c.loginBy
+	case c.version < V2:
+		return time.Time{}
 	}
 	return time.Now().Add(c.s.cfg.IdleTimeout)
 }
@@ -318,6 +325,12 @@ func (c *conn) readFailed(err error) {
 	switch {
 	case errors.Is(err, errLineTooLong):
 		c.closeWith(errorf(CodeLineTooLong, "line longer than %d bytes", MaxLineBytes))
+	case errors.Is(err, syscall.ETIMEDOUT):
+		// The peer stopped answering: keep-alive probes (or a write's
+		// retransmissions) went unanswered. A "timeout", but not our
+		// deadline: the peer is gone, as with a reset.
+		c.s.log.Debug().Err(err).Str("remote", c.remote).Msg("chat: the client stopped answering; closing")
+		c.closeWith(nil)
 	case errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
 		if c.sess == nil {
 			c.closeWith(errorf(CodeIdle, "not logged in after %v", c.idleTimeout()))

@@ -5,7 +5,10 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"net"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -96,6 +99,48 @@ func TestConfigRejectsBadLimits(t *testing.T) {
 	cfg.TLS = &tls.Config{}
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "no certificate") {
 		t.Errorf("TLS without a certificate: %v", err)
+	}
+	// Keep-alive is what finds the dead peers of protocol-1 sessions.
+	for _, ka := range []net.KeepAliveConfig{{}, {Enable: true}, {Enable: true, Idle: time.Minute, Interval: time.Second}} {
+		cfg = testConfig(t, 1, st)
+		cfg.KeepAlive = ka
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "KeepAlive") {
+			t.Errorf("KeepAlive %+v: %v", ka, err)
+		}
+	}
+}
+
+// A socket whose peer stopped answering keep-alive probes fails with
+// ETIMEDOUT: the peer is gone, and the connection closes as for a reset,
+// not as an IDLE_TIMEOUT of ours (a protocol-1 session has no idle limit,
+// and "nothing received for 5m0s" would be untrue). Our own read deadline
+// still closes with IDLE_TIMEOUT.
+func TestPeerGoneIsNotIdle(t *testing.T) {
+	s, err := New(testConfig(t, 1, newStore(t, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		err  error
+		want Code // "": closed without a reason, not counted as dropped
+	}{
+		{&net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ETIMEDOUT)}, ""},
+		{&net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}, CodeIdle},
+	} {
+		server, client := net.Pipe()
+		c := newConn(s, server, "127.0.0.1")
+		c.sess, c.version = &session{name: "u", version: V2}, V2
+		dropped := s.stats.dropped.Load()
+		c.readFailed(tc.err)
+		var got Code
+		if c.final != nil {
+			got = c.final.Code
+		}
+		if !c.closed() || got != tc.want || (s.stats.dropped.Load() != dropped) != (tc.want != "") {
+			t.Errorf("%v: closed %v with %q (dropped %d more), want %q", tc.err, c.closed(), got, s.stats.dropped.Load()-dropped, tc.want)
+		}
+		server.Close()
+		client.Close()
 	}
 }
 

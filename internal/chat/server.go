@@ -204,7 +204,10 @@ func (s *Server) Listen(ctx context.Context) error {
 	if s.ln != nil {
 		return errors.New("chat: already listening")
 	}
-	var lc net.ListenConfig // TCP keep-alive on by default: dead peers are noticed
+	// Every accepted connection gets the keep-alive (a TLS one under its
+	// TLS layer): dead peers are noticed, of sessions never closed for
+	// silence too.
+	lc := net.ListenConfig{KeepAliveConfig: s.cfg.KeepAlive}
 	ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("chat: listen on %s: %w", s.cfg.Addr, err)

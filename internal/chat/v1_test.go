@@ -426,14 +426,15 @@ func TestRateLimitedRequestsAreAnswered(t *testing.T) {
 	})
 }
 
-// TestIdleTimeout: a connection that sends nothing is closed with a reason;
-// ALIVE keeps it open.
+// TestIdleTimeout: a protocol-2 session that sends nothing is closed with
+// a reason, and so is a connection that does not log in; ALIVE keeps a
+// protocol-2 session open.
 func TestIdleTimeout(t *testing.T) {
 	r := newRing(t, 1, func(c *Config) { c.IdleTimeout, c.LoginTimeout = 300*time.Millisecond, 200*time.Millisecond })
 	alive := dialRaw(t, r.addr(1))
-	alive.login("alive")
+	alive.loginV2("alive", "")
 	idle := dialRaw(t, r.addr(1))
-	idle.login("idle")
+	idle.loginV2("idle", "")
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
@@ -450,7 +451,7 @@ func TestIdleTimeout(t *testing.T) {
 	}()
 	silent := dialRaw(t, r.addr(1))
 	lines := idle.closed()
-	if len(lines) != 1 || !strings.Contains(lines[0], "nothing received for 300ms") {
+	if len(lines) != 1 || !strings.Contains(lines[0], `"code":"IDLE_TIMEOUT"`) || !strings.Contains(lines[0], "nothing received for 300ms") {
 		t.Fatalf("idle got %q", lines)
 	}
 	if lines := silent.closed(); len(lines) != 1 || !strings.Contains(lines[0], "not logged in after 200ms") {
@@ -460,9 +461,43 @@ func TestIdleTimeout(t *testing.T) {
 		on, _ := r.st.Online(context.Background())
 		return len(on) == 1 && on[0].UserName == "alive"
 	})
-	alive.send(chatTo("alive", "still open"))
-	if m := alive.obj(); m["messageContent"] != "still open" {
-		t.Fatalf("alive got %v", m)
+	alive.send(`{"messageType":"ALIVE","id":"still-open"}`)
+	alive.expect(`{"messageType":"ALIVE","id":"still-open"}`)
+}
+
+// TestV1NeverClosedForSilence: the original client sends no ALIVE, so a
+// protocol-1 session is not closed however long it is quiet (TCP
+// keep-alive finds its dead peers): idle for several times the idle
+// limit that closes a protocol-2 session meanwhile, it still gets what is
+// sent to it, and its next request is answered.
+func TestV1NeverClosedForSilence(t *testing.T) {
+	const limit = 200 * time.Millisecond
+	r := newRing(t, 1, func(c *Config) { c.IdleTimeout = limit })
+	old := dialRaw(t, r.addr(1))
+	old.login("old")
+	quietSince := time.Now()
+	v2 := dialRaw(t, r.addr(1))
+	v2.loginV2("new", "")
+	// The protocol-2 session, as quiet, is closed: the limit is in force.
+	if lines := v2.closed(); len(lines) != 1 || !strings.Contains(lines[0], "nothing received for 200ms") {
+		t.Fatalf("the quiet protocol-2 session got %q, want IDLE_TIMEOUT", lines)
+	}
+	eventually(t, "five idle limits without a line from the protocol-1 session", func() bool {
+		return time.Since(quietSince) > 5*limit
+	})
+	if st := r.servers[0].Stats(); st.Sessions != 1 || st.Dropped != 1 {
+		t.Fatalf("after the quiet: %+v, want the protocol-1 session alone and one connection dropped", st)
+	}
+	sender := dialRaw(t, r.addr(1))
+	sender.login("sender")
+	sender.send(chatTo("old", "still there?"))
+	if m := old.obj(); m["messageType"] != "CHAT_MESSAGE" || m["messageContent"] != "still there?" || m["fromName"] != "sender" {
+		t.Fatalf("the quiet protocol-1 session got %v", m)
+	}
+	old.join("g")
+	on, err := r.st.Online(context.Background())
+	if err != nil || len(on) != 2 {
+		t.Fatalf("online after the quiet: %v %v, want old and sender", on, err)
 	}
 }
 
