@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"path/filepath"
 	"slices"
@@ -44,9 +45,12 @@ type cluster struct {
 
 func newCluster(t *testing.T, n int) *cluster {
 	t.Helper()
+	// The client ports are free ones the servers listen on, so that the
+	// store's node table (which LOGIN answers list, read again every
+	// HealthConfig.NodesEvery) names ports a client can reach.
 	var list []nodelist.Entry
 	for id := int64(1); id <= int64(n); id++ {
-		list = append(list, nodelist.Entry{ID: id, Host: "127.0.0.1", CoordPort: 5000 + int(id), ClientPort: 8000 + int(id)})
+		list = append(list, nodelist.Entry{ID: id, Host: "127.0.0.1", CoordPort: 5000 + int(id), ClientPort: testutil.FreePort(t)})
 	}
 	dsn, err := store.ParseDSN("sqlite:" + filepath.Join(t.TempDir(), "ring.db"))
 	if err != nil {
@@ -87,7 +91,7 @@ func (c *cluster) start(id int64) {
 	ncfg.Ring.Token.MaxHoldTicks = 50
 	ncfg.PeerRefresh = 100 * time.Millisecond
 	ccfg := chat.DefaultConfig(id)
-	ccfg.Addr, ccfg.Auth, ccfg.ShutdownDrain = "127.0.0.1:0", chat.AuthOpen, 200*time.Millisecond
+	ccfg.Addr, ccfg.Auth, ccfg.ShutdownDrain = c.clientAddr(id), chat.AuthOpen, 200*time.Millisecond
 	log := zerolog.New(zerolog.NewTestWriter(c.t)).Level(zerolog.WarnLevel)
 	s, err := New(context.Background(), Config{Store: c.st, Table: c.table, Transport: c.net.Transport(id),
 		Node: ncfg, Chat: ccfg, Log: log, Health: HealthConfig{Every: 20 * time.Millisecond}})
@@ -122,6 +126,17 @@ func (c *cluster) crash(id int64) {
 }
 
 func (c *cluster) addr(id int64) string { return c.servers[id].ClientAddr().String() }
+
+// clientAddr is the client port of node id in the node table.
+func (c *cluster) clientAddr(id int64) string {
+	for _, n := range c.table {
+		if n.ID == id {
+			return fmt.Sprintf("%s:%d", n.Host, n.ClientPort)
+		}
+	}
+	c.t.Fatalf("node %d is not in the table", id)
+	return ""
+}
 
 // coordinator waits until the ring of the running servers has formed
 // (every one in it, following the store's coordinator) and returns the

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ringchat/ringchat/internal/chat"
 	"github.com/ringchat/ringchat/internal/client"
 	"github.com/ringchat/ringchat/internal/ring"
 	"github.com/ringchat/ringchat/internal/testutil"
@@ -47,15 +46,6 @@ func TestRingWatch(t *testing.T) {
 func TestOutOfRingMovesClients(t *testing.T) {
 	c := newCluster(t, 3)
 	c.coordinator()
-	// The table's client ports are those of nodes.csv; these servers
-	// listen on ports of their own.
-	var nodes []chat.NodeAddr
-	for id := int64(1); id <= 3; id++ {
-		nodes = append(nodes, chat.NodeAddr{Node: id, Addr: c.addr(id)})
-	}
-	for _, s := range c.servers {
-		s.Chat().SetNodes(nodes)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	s, err := client.StartSession(ctx, client.SessionConfig{Addrs: []string{c.addr(2)}, User: "alice",
