@@ -310,13 +310,29 @@ func (s *Sim) Step() {
 		}
 		switch {
 		case !s.Lazy:
-			p.Node.Tick()
+			s.apply(p, s.tickEager(p))
 		case p.Node.NextDeadline() <= p.clock(s.Now) || len(p.visits) > 0:
 			p.Node.AdvanceTo(p.clock(s.Now))
 		}
 		s.flush(p)
 		s.finishVisits(p)
 	}
+}
+
+// tickEager ticks p and checks NextDeadline's promise on the way: a tick
+// that acts (sends, dials, asks the store, visits, notes an event) comes
+// no sooner than the deadline the node gave just before it. A late
+// deadline would make a lazy runtime, which sleeps until it, act late or
+// never; every eager schedule of every test checks it, not only the lazy
+// ones (TestLazyEqualsEager).
+func (s *Sim) tickEager(p *Proc) ring.Ready {
+	due := p.Node.NextDeadline()
+	p.Node.Tick()
+	r := p.Node.Ready()
+	if now := p.Node.Now(); !r.Empty() && now < due {
+		panic(fmt.Sprintf("ringsim: node %d acted at tick %d before its deadline %d (NextDeadline is late): %+v", p.ID, now, due, r))
+	}
+	return r
 }
 
 func (s *Sim) finishVisits(p *Proc) {
@@ -400,7 +416,11 @@ func (s *Sim) flush(p *Proc) {
 	if p.State != Running {
 		return
 	}
-	r := p.Node.Ready()
+	s.apply(p, p.Node.Ready())
+}
+
+// apply carries out what node p asked for.
+func (s *Sim) apply(p *Proc, r ring.Ready) {
 	for _, note := range r.Notes {
 		s.tracef("node %d: %s peer=%d epoch=%d", p.ID, note.Event, note.Peer, note.Epoch)
 	}
