@@ -47,12 +47,15 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/shim"
 cat >"$tmp/shim/go" <<'EOF'
 #!/usr/bin/env bash
-# gremlins' "go test ... ./..." becomes "go test -count=1 ... $MUTATION_TESTS".
+# gremlins' "go test ... ./..." becomes
+# "go test -count=1 -failfast ... $MUTATION_TESTS".
 # -count=1: a cached coverage run would set gremlins' per-mutant timeout
 # (a multiple of that run's time) too short to compile a mutant.
+# -failfast: a mutant is killed by its first failing test; the rest of the
+# package's tests are not run for it (the score is the same, sooner).
 if [ "${1-}" = test ]; then
 	shift
-	args=(test -count=1)
+	args=(test -count=1 -failfast)
 	for a in "$@"; do
 		if [ "$a" = ./... ]; then
 			read -r -a more <<<"$MUTATION_TESTS"
