@@ -35,7 +35,7 @@ func addChatFlags(fs *pflag.FlagSet, o *chatOpts) {
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve the client port over TLS with this certificate (PEM; with --tls-key)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "the private key (PEM) of --tls-cert")
 	fs.Float64Var(&o.rate, "client-rate", d.RateLimit, "lines a second one client may send (a burst of four seconds' worth is allowed); 0: no limit")
-	fs.DurationVar(&o.idle, "client-idle-timeout", d.IdleTimeout, "close a client connection silent this long (clients send ALIVE)")
+	fs.DurationVar(&o.idle, "client-idle-timeout", d.IdleTimeout, "close a protocol-2 session silent this long (its client sends ALIVE); protocol 1 is never closed for silence (TCP keep-alive finds its dead peers)")
 	fs.DurationVar(&o.retention, "history-retention", d.Retention, "keep delivered messages this long for HISTORY; 0: forever")
 	fs.StringVar(&o.auth, "auth", "", "login policy: open (protocol-1 clients and names without passwords; the default when every node and the client port are on loopback) or password (protocol 2 and a password for every login; the default otherwise)")
 }

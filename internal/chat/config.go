@@ -241,6 +241,12 @@ func (c Config) Validate() error {
 
 // validateClients checks the node, its store and the client port: the
 // connections' bounds, timeouts, rate limit and TLS.
+// validKeepAlive reports whether k turns TCP keep-alive on with every
+// value set.
+func validKeepAlive(k net.KeepAliveConfig) bool {
+	return k.Enable && k.Idle > 0 && k.Interval > 0 && k.Count >= 1
+}
+
 func (c Config) validateClients() error {
 	switch {
 	case c.Store == nil:
@@ -255,7 +261,7 @@ func (c Config) validateClients() error {
 		return errors.New("chat: the TLS configuration has no certificate")
 	case c.WriteTimeout <= 0 || c.IdleTimeout <= 0 || c.LoginTimeout <= 0 || c.StoreTimeout <= 0:
 		return errors.New("chat: WriteTimeout, IdleTimeout, LoginTimeout and StoreTimeout must be positive")
-	case !c.KeepAlive.Enable || c.KeepAlive.Idle <= 0 || c.KeepAlive.Interval <= 0 || c.KeepAlive.Count < 1:
+	case !validKeepAlive(c.KeepAlive):
 		return fmt.Errorf("chat: KeepAlive %+v must be enabled with a positive Idle, Interval and Count: it finds the dead peers of protocol-1 sessions, never closed for silence", c.KeepAlive)
 	case c.RateLimit < 0 || (c.RateLimit > 0 && (c.RateBurst < 1 || c.FloodLimit < 1)):
 		return fmt.Errorf("chat: rate %v/s needs a positive burst and flood limit", c.RateLimit)
