@@ -440,10 +440,21 @@ func (n *Machine) tickLinks() {
 		n.now-n.downSince > int64(2*n.cfg.FailTicks) {
 		n.downSince = n.now
 		n.note(EventSuccessorWatchdog, n.succ)
+		// A successor assigned whose link has not come up in all that
+		// time failed as a link, whether its dial was refused or still
+		// hangs (a cut drops the SYN: the dial would time out only after
+		// a new assignment had abandoned it). Named as failed, the
+		// coordinator takes it out, and places it elsewhere once the link
+		// keeps failing; asked without it, the coordinator would assign
+		// the same successor again, for as long as the cut lasts.
+		failed := n.failedSucc
+		if failed == 0 {
+			failed = n.succ
+		}
 		if n.isCoord {
-			n.enqueue(Op{Kind: OpRepair, Node: n.id, Failed: n.failedSucc})
+			n.enqueue(Op{Kind: OpRepair, Node: n.id, Failed: failed})
 		} else {
-			n.request(MsgSuccessorRequest, n.failedSucc)
+			n.request(MsgSuccessorRequest, failed)
 		}
 	}
 	if n.succ != 0 && n.succUp && (n.phase == PhaseInRing || n.phase == PhaseLeaving) {
@@ -690,7 +701,20 @@ func (n *Machine) tickAlive() {
 		n.enqueue(Op{Kind: OpReadCoordinator})
 		return
 	}
+	if !n.inTouch() {
+		// Cut off from both neighbours: the lease runs out, and the nodes
+		// that still reach each other take the role over, instead of
+		// waiting while this node splices them out one by one.
+		return
+	}
 	n.enqueue(Op{Kind: OpAlive, LeaseTTL: n.aliveTTL()})
+}
+
+// inTouch reports whether the coordinator reaches its ring: its successor
+// link works, or its predecessor was heard within a heartbeat and a
+// failure timeout (an idle predecessor PINGs every HeartbeatTicks).
+func (n *Machine) inTouch() bool {
+	return n.succUp || (n.pred != 0 && n.now-n.predHeard <= int64(n.cfg.HeartbeatTicks+n.cfg.FailTicks))
 }
 
 // maxParked bounds the commands waiting for the store to confirm their

@@ -12,8 +12,10 @@ import (
 // PING not answered, a dial that times out, a store operation that fails).
 
 // dialTimeoutTicks is how long a dial across a cut takes to fail (the
-// SYN or its answer is dropped).
-const dialTimeoutTicks = 10
+// SYN or its answer is dropped): longer than a node's successor watchdog
+// (2 × FailTicks), as the transport's 2-s DialTimeout is against the
+// product's 600-ms watchdog. A newer dial (a new assignment) abandons it.
+const dialTimeoutTicks = 40
 
 // rtoTicks is what one lost packet on a TCP link costs: the frame arrives
 // after a retransmission (about 200 ms at the 20-ms tick).

@@ -35,6 +35,7 @@ type Proc struct {
 	// link state as the transport would have it
 	succ, succGen int64 // outbound link target and its generation
 	pred, predGen int64 // inbound link source and its generation
+	dialGen       int64 // the newest dial (a dial's failure counts only if no newer one began)
 	visits        []visit
 	Visits        int // critical sections committed
 	Failed        int // critical sections failed (the store down)
@@ -492,8 +493,13 @@ func (s *Sim) connect(p *Proc, target int64) {
 		s.deliverIn(p, 1, fmt.Sprintf("dial %d refused", target), func(p *Proc) { p.Node.SuccessorDown(target) })
 		return
 	}
+	p.dialGen = gen
 	if s.blocked(p.ID, target) || s.blocked(target, p.ID) {
-		s.deliverIn(p, dialTimeoutTicks, fmt.Sprintf("dial %d timed out", target), func(p *Proc) { p.Node.SuccessorDown(target) })
+		s.deliverIn(p, dialTimeoutTicks, fmt.Sprintf("dial %d timed out", target), func(p *Proc) {
+			if p.dialGen == gen { // not abandoned for a newer dial
+				p.Node.SuccessorDown(target)
+			}
+		})
 		return
 	}
 	p.succ, p.succGen = target, gen
