@@ -557,14 +557,17 @@ func (n *Node) storeWorker(ctx context.Context) {
 // visitWorker runs the critical sections of token visits.
 func (n *Node) visitWorker(ctx context.Context) {
 	maxHold := time.Duration(n.cfg.Ring.Token.MaxHoldTicks) * n.cfg.Ring.Tick
+	stretch := 1
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case tok := <-n.visits:
-			vctx, cancel := context.WithTimeout(ctx, maxHold)
+			vctx, cancel := context.WithTimeout(ctx, time.Duration(stretch)*maxHold)
 			res := n.runSections(vctx, tok)
+			over := res.err != nil && errors.Is(vctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 			cancel()
+			stretch = nextStretch(stretch, res.err == nil, over)
 			if res.fenced {
 				res.fence = n.readFence(ctx)
 			}
@@ -575,6 +578,32 @@ func (n *Node) visitWorker(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// maxStretch bounds how many times MaxHold a visit may take after visits
+// cancelled at their budget: 4 × 100 ms covers a lost packet to the store
+// (TCP retransmits after 200 ms at the least), where a visit held to 100 ms
+// fails whenever one of its packets is lost, and on a lossy link would
+// fail again and again.
+const maxStretch = 4
+
+// nextStretch is the next visit's budget, in MaxHolds, after a visit at
+// stretch that committed (ok) or was cancelled at its budget (over): twice
+// as long after one cut short, up to maxStretch; back to one MaxHold once a
+// visit commits; a visit that failed otherwise (the store refused, a newer
+// token fenced it) changes nothing. The coordinator makes a new token only
+// after a lap in which every node could have held it for MaxHold
+// (token.Config.LossBound): in a ring of four or more a stretched visit
+// fits in that; in a smaller one it may be fenced off by a new token,
+// which costs what the failure it replaces does.
+func nextStretch(stretch int, ok, over bool) int {
+	switch {
+	case ok:
+		return 1
+	case over:
+		return min(2*stretch, maxStretch)
+	}
+	return stretch
 }
 
 func (n *Node) runSections(ctx context.Context, tok token.Token) visitResult {

@@ -345,3 +345,30 @@ func TestRecordsDatabaseServerChange(t *testing.T) {
 	st.server.Store("db-2:3306")
 	testutil.Eventually(t, testutil.WaitLimit, "db-2 recorded after the change", recorded("db-2:3306"))
 }
+
+// TestVisitBudgetStretchesAfterCutShortVisits: a visit cancelled at its
+// budget gives the next one twice the time, up to maxStretch; a committed
+// visit brings it back to one MaxHold; other failures change nothing.
+func TestVisitBudgetStretchesAfterCutShortVisits(t *testing.T) {
+	for _, tc := range []struct {
+		stretch  int
+		ok, over bool
+		want     int
+	}{
+		{1, false, true, 2},
+		{2, false, true, 4},
+		{4, false, true, 4},
+		{3, false, true, 4},
+		{4, true, false, 1},
+		{1, true, false, 1},
+		{2, false, false, 2},
+		{1, false, false, 1},
+	} {
+		if got := nextStretch(tc.stretch, tc.ok, tc.over); got != tc.want {
+			t.Errorf("nextStretch(%d, ok=%v, over=%v) = %d, want %d", tc.stretch, tc.ok, tc.over, got, tc.want)
+		}
+	}
+	if maxStretch*100*time.Millisecond < 2*200*time.Millisecond {
+		t.Errorf("maxStretch %d: a stretched visit must outlast a lost packet's retransmission (200 ms) with room for the rest", maxStretch)
+	}
+}
