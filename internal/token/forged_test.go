@@ -392,3 +392,146 @@ func TestLostCheckAskedAgain(t *testing.T) {
 	}
 	t.Fatal("never asked again")
 }
+
+// askedAfterTheGap ticks m through the gap between two questions and
+// checks that exactly one question, about want, is asked, at the tick
+// NextDeadline names and not before.
+func askedAfterTheGap(t *testing.T, m *Machine, want Token) {
+	t.Helper()
+	at := m.NextDeadline()
+	if at != m.checkAt || at <= m.now {
+		t.Fatalf("NextDeadline %d at tick %d, want the end of the gap %d", at, m.now, m.checkAt)
+	}
+	for m.now < at-1 {
+		m.Tick()
+		if got := m.Drain(); len(got) != 0 {
+			t.Fatalf("tick %d: %+v within the gap", m.now, got)
+		}
+	}
+	m.Tick()
+	if diff := cmp.Diff([]Action{{Kind: Check, Token: want}}, m.Drain()); diff != "" {
+		t.Fatalf("tick %d: the question about %s (-want +got):\n%s", m.now, want.Stamp, diff)
+	}
+}
+
+// An answer judges only the token it was asked about. A real token of a
+// newer generation that came while the question about another was out
+// (that one was replaced, or cleared by the store's word) may be of a
+// generation issued after the read: it is asked about again, not dropped
+// as forged, and taken with the second answer.
+func TestAnswerDoesNotJudgeATokenThatCameAfterIt(t *testing.T) {
+	cases := []struct {
+		name   string
+		before func(m *Machine) // A is held back and asked about; then this
+		old    int64            // the answer to the question about A
+		real   Token            // B, real, comes after the question
+		wait   int              // ticks before the answer comes
+	}{
+		{
+			// The trail of the model: a member check raises the minimum
+			// generation past A while the question is out.
+			name:   "cleared",
+			before: func(m *Machine) { m.Receive(real(4, 1)); m.Confirm(5, secretOf(5)) },
+			old:    4,
+			real:   real(6, 2),
+		},
+		{
+			// A forged token far ahead is replaced by the real new
+			// generation (the lower one stays), issued after the read.
+			name:   "replaced",
+			before: func(m *Machine) { m.Receive(Token{Stamp: Stamp{Gen: math.MaxInt64, Seq: 1}}) },
+			old:    3,
+			real:   real(4, 2),
+		},
+		{
+			// The answer comes after the gap: B is asked about at once.
+			name:   "late",
+			before: func(m *Machine) { m.Receive(real(4, 1)); m.Confirm(5, secretOf(5)) },
+			old:    4,
+			real:   real(6, 2),
+			wait:   checkGapTicks,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := storeAt(3)
+			c.before(m)
+			if got := kinds(m.Drain()); len(got) == 0 || got[0] != Check {
+				t.Fatalf("the first token was not asked about: %v", got)
+			}
+			m.Receive(c.real)
+			if got := kinds(m.Drain()); len(got) != 0 && !cmp.Equal(got, []ActionKind{SendAck, Forged}) {
+				t.Fatalf("the real token came: %v, want it held back (and A refused if it was there)", got)
+			}
+			for range c.wait {
+				m.Tick()
+			}
+			m.Checked(c.old, secretOf(c.old))
+			var want []Action // asked about at once if the gap has passed
+			if c.wait >= checkGapTicks {
+				want = []Action{{Kind: Check, Token: c.real}}
+			}
+			if diff := cmp.Diff(want, m.Drain()); diff != "" {
+				t.Fatalf("the answer about the first token, for %s (-want +got):\n%s", c.real.Stamp, diff)
+			}
+			if m.Holding() {
+				t.Fatal("taken on an answer that does not confirm its generation")
+			}
+			if want == nil {
+				askedAfterTheGap(t, m, c.real)
+			}
+			m.Checked(c.real.Gen, secretOf(c.real.Gen))
+			want = []Action{{Kind: SendAck, Stamp: c.real.Stamp}, {Kind: Visit, Token: c.real}}
+			if diff := cmp.Diff(want, m.Drain()); diff != "" {
+				t.Fatalf("the answer about %s (-want +got):\n%s", c.real.Stamp, diff)
+			}
+		})
+	}
+}
+
+// An answer that settles a token that came after the question (it
+// confirms the token's generation: the read ran after that came) judges
+// it at once: taken if it proves its stamp, forged otherwise. And the token
+// the question was about is judged by its answer as before.
+func TestAnswerSettlesATokenThatCameAfterIt(t *testing.T) {
+	b := real(6, 2)
+	forged := Token{Stamp: b.Stamp, Proof: Prove(secretOf(5), b.Stamp)}
+	for _, c := range []struct {
+		name string
+		tok  Token
+		want []Action
+	}{
+		{"real", b, []Action{{Kind: SendAck, Stamp: b.Stamp}, {Kind: Visit, Token: b}}},
+		{"forged", forged, []Action{{Kind: SendAck, Stamp: b.Stamp, Stale: true}, {Kind: Forged, Token: forged}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := storeAt(3)
+			m.Receive(real(4, 1))
+			m.Confirm(5, secretOf(5)) // clears 4/1
+			m.Drain()
+			m.Receive(c.tok)
+			if got := m.Drain(); len(got) != 0 {
+				t.Fatalf("%+v while a question is out", got)
+			}
+			m.Checked(6, secretOf(6))
+			if diff := cmp.Diff(c.want, m.Drain()); diff != "" {
+				t.Fatalf("an answer that confirms its generation (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// The token asked about, of a generation the answer does not
+	// confirm, is forged: dropped, not asked about again.
+	m := storeAt(3)
+	m.Receive(real(6, 2))
+	m.Drain()
+	m.Checked(5, secretOf(5))
+	if got := kinds(m.Drain()); !cmp.Equal(got, []ActionKind{SendAck, Forged}) {
+		t.Fatalf("the token asked about, above the answer: %v, want it refused as forged", got)
+	}
+	for range checkGapTicks + 1 {
+		m.Tick()
+	}
+	if got := m.Drain(); len(got) != 0 {
+		t.Fatalf("after the gap: %+v", got)
+	}
+}

@@ -93,10 +93,12 @@ type Machine struct {
 	minGen int64  // tokens of older generations are stale (fenced off in the store)
 	// checking is a token of an unconfirmed generation (acknowledged, not
 	// yet taken) while the store is asked; checkOut says the question is
-	// out, and checkAt is the first tick a new one may be asked (one read
-	// per checkGapTicks, however many tokens a peer forges).
+	// out, asked is the stamp of the token it was asked about, and checkAt
+	// is the first tick a new one may be asked (one read per
+	// checkGapTicks, however many tokens a peer forges).
 	checking *Token
 	checkOut bool
+	asked    Stamp
 	checkAt  int64
 	held     *Token // the token this node holds (in any phase but none)
 	phase    phase
@@ -239,7 +241,9 @@ const checkGapTicks = 5
 
 // checkLostTicks is how long a question to the store may stay unanswered
 // before it is asked again (its operation was lost: the node stepped
-// down, the runtime restarted its worker).
+// down, the runtime restarted its worker). An answer to the lost one that
+// still comes is taken as the new one's: answers do not say which
+// question they answer.
 const checkLostTicks = 50
 
 // hold keeps t, of a generation the store has not confirmed here, while the
@@ -269,6 +273,7 @@ func (m *Machine) ask() {
 		return
 	}
 	m.checkOut = true
+	m.asked = m.checking.Stamp
 	m.checkAt = m.now + checkGapTicks
 	m.emit(Action{Kind: Check, Token: *m.checking})
 }
@@ -277,11 +282,20 @@ func (m *Machine) ask() {
 // issued, and secret its secret. The held-back token is taken if the store
 // issued its generation, it proves its stamp, and it is newer than any
 // seen; it is discarded as forged otherwise.
+//
+// A token that came after the question (the one asked about was cleared or
+// replaced while it was out) may be of a generation issued after the read:
+// unless the answer settles it (its generation is confirmed now), it is not
+// judged but asked about again.
 func (m *Machine) Checked(gen int64, secret string) {
 	m.checkOut = false
 	m.Confirm(gen, secret)
 	c := m.checking
 	if c == nil {
+		return
+	}
+	if c.Stamp != m.asked && c.Gen > m.known {
+		m.ask() // now, or at Tick once the gap has passed
 		return
 	}
 	m.checking = nil
@@ -300,7 +314,8 @@ func (m *Machine) Checked(gen int64, secret string) {
 // token is passed straight on without a critical section (this node could
 // not run one anyway) and without being recorded: the next node asks the
 // store in turn, and a node that cannot reach its store never stops the
-// ring.
+// ring. A token that came after the question is passed on too: it is not
+// judged by the failure.
 func (m *Machine) CheckFailed() {
 	m.checkOut = false
 	c := m.checking
