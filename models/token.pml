@@ -7,7 +7,7 @@
  *
  *   Node(i)          one ringnode: its token state machine
  *                    (internal/token/machine.go: Receive, accept, hold,
- *                    Checked, CheckFailed, VisitDone, VisitFenced, Ack,
+ *                    ask, Checked, CheckFailed, VisitDone, VisitFenced, Ack,
  *                    forward, Generated, Confirm/raiseMinGen), the ring
  *                    machine's link rules for TOKEN (internal/ring/step.go:
  *                    Step, onItsLink, checkPred/settleToken) and the
@@ -77,7 +77,7 @@
 #define GMAX 9          /* generations the store may issue in one run */
 #endif
 #ifndef REGEN_PER_FAULT
-#define REGEN_PER_FAULT 3  /* regenerations one fault may cost (2 fails: see ARCHITECTURE.md) */
+#define REGEN_PER_FAULT 2  /* regenerations one fault may cost (1 fails: see ARCHITECTURE.md) */
 #endif
 #define MAXG (GMAX+1)   /* stands for 2^63-1: above anything issued */
 #define FAULT credit = credit + REGEN_PER_FAULT
@@ -109,6 +109,7 @@ byte ming[N];                /* m.minGen: older generations are stale */
 byte chk_g[N], chk_s[N];     /* m.checking: a token held back while the store is asked */
 bit  chkout[N];              /* m.checkOut: the fence read is out */
 byte chkans[N];              /* the generation that read returned */
+byte ask_g[N], ask_s[N];     /* m.asked: the token that read was asked about (0: none out) */
 bit  vstarted[N];            /* the held token's Visit was handed to the worker */
 byte vs_g[N], vs_s[N];       /* the visit worker's token (gen 0: idle) */
 byte vleft[N];               /* fenced sections left in that visit */
@@ -146,7 +147,8 @@ extern void (*Uerror)(char *);   /* pan's error report, declared further down in
 #define C_STAMPS(OP) \
 	for (j = 0; j < N; j++) { \
 		OP(now.last_g[j], now.last_s[j]); OP(now.held_g[j], now.held_s[j]); \
-		OP(now.chk_g[j], now.chk_s[j]); OP(now.vs_g[j], now.vs_s[j]); \
+		OP(now.chk_g[j], now.chk_s[j]); OP(now.ask_g[j], now.ask_s[j]); \
+		OP(now.vs_g[j], now.vs_s[j]); \
 		OP(now.rg_g[j], now.rg_s[j]); OP(now.tok_g[j], now.tok_s[j]); \
 		OP(now.ack_g[j], now.ack_s[j]); OP(now.fz_g[j], now.fz_s[j]); \
 	} \
@@ -300,6 +302,19 @@ inline send_ack(x, g, s, honest) {
 	fi
 }
 
+/* ask: OpReadFence about the held-back token, unless one is out (the
+   read's answer is the store's generation when it ran: now, or when it is
+   handled). It remembers which token it asked about (m.asked; the model
+   forgets it once answered: it is read only while a question is out). */
+inline ask(x) {
+	if
+	:: !chkout[x] ->
+		chkout[x] = 1; chkans[x] = fg; ask_g[x] = chk_g[x]; ask_s[x] = chk_s[x];
+		printf("MSC: n%d asks the store about %d/%d (now at %d)\n", x, chk_g[x], chk_s[x], fg)
+	:: else -> skip
+	fi
+}
+
 /* hold: keep a token of an unconfirmed generation while the store is
    asked; of two, the lower generation (of one generation, the newer)
    stays. */
@@ -311,12 +326,7 @@ inline hold(x, g, s) {
 		printf("MSC: n%d holds %d/%d back\n", x, g, s);
 		chk_g[x] = g; chk_s[x] = s
 	fi;
-	/* ask: OpReadFence, unless one is out (the read's answer is the
-	   store's generation when it ran: now, or when it is handled) */
-	if
-	:: !chkout[x] -> chkout[x] = 1; chkans[x] = fg; printf("MSC: n%d asks the store (now at %d)\n", x, fg)
-	:: else -> skip
-	fi
+	ask(x)
 }
 
 /* Receive (token.Machine.Receive). */
@@ -444,12 +454,21 @@ inline got_ack(x) {
 	ack_g[x] = 0; ack_s[x] = 0
 }
 
-/* Checked: the fence read answered generation a. */
+/* Checked: the fence read answered generation a. A token that came after
+   the question (not the one asked about) and of a generation above the
+   answer is not judged: it is asked about again (the rate limit is a
+   delay, free here). */
 inline checked(x, a) {
 	chkout[x] = 0;
 	confirm(x, a);
 	if
-	:: chk_g[x] > 0 ->
+	:: chk_g[x] > 0 && (chk_g[x] != ask_g[x] || chk_s[x] != ask_s[x]) && chk_g[x] > known[x] ->
+		printf("MSC: n%d: store at %d, asks again: %d/%d came after the question\n", x, a, chk_g[x], chk_s[x]);
+		ask(x)
+	:: else -> ask_g[x] = 0; ask_s[x] = 0
+	fi;
+	if
+	:: chk_g[x] > 0 && !chkout[x] ->
 		g = chk_g[x]; s = chk_s[x]; chk_g[x] = 0; chk_s[x] = 0;
 		if
 		:: g > known[x] -> printf("MSC: n%d: store at %d, drops %d/%d as forged\n", x, a, g, s)
@@ -464,7 +483,7 @@ inline checked(x, a) {
 /* CheckFailed: the store could not be read: the held-back token goes on
    as it came, neither recorded nor visited. */
 inline check_failed(x) {
-	chkout[x] = 0;
+	chkout[x] = 0; ask_g[x] = 0; ask_s[x] = 0;
 	if
 	:: chk_g[x] > 0 && held_g[x] == 0 ->
 		printf("MSC: n%d: store read failed, passes %d/%d on\n", x, chk_g[x], chk_s[x]);
@@ -587,7 +606,10 @@ end:
 		:: chkans[i] != fg -> checked(i, fg)
 		:: readfails > 0 -> readfails--; FAULT; check_failed(i)
 		fi;
-		chkans[i] = 0;
+		if
+		:: !chkout[i] -> chkans[i] = 0
+		:: else -> skip                  /* asked again: the new read's answer */
+		fi;
 		normalize()
 	}
 #endif
@@ -754,7 +776,7 @@ end:
 		fi;
 		printf("MSC: n%d crashes and restarts\n", j);
 		held_g[j] = 0; held_s[j] = 0; phase[j] = NONE;
-		chk_g[j] = 0; chk_s[j] = 0; chkout[j] = 0; chkans[j] = 0;
+		chk_g[j] = 0; chk_s[j] = 0; chkout[j] = 0; chkans[j] = 0; ask_g[j] = 0; ask_s[j] = 0;
 		vs_g[j] = 0; vs_s[j] = 0; vleft[j] = 0; vstarted[j] = 0; closed[j] = 0;
 		last_g[j] = 0; last_s[j] = 0; known[j] = 0; ming[j] = 0;
 		regp[j] = 0; rg_g[j] = 0; rg_s[j] = 0;
