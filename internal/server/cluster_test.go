@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"path/filepath"
 	"slices"
@@ -131,7 +130,7 @@ func (c *cluster) addr(id int64) string { return c.servers[id].ClientAddr().Stri
 func (c *cluster) clientAddr(id int64) string {
 	for _, n := range c.table {
 		if n.ID == id {
-			return fmt.Sprintf("%s:%d", n.Host, n.ClientPort)
+			return n.ClientAddr()
 		}
 	}
 	c.t.Fatalf("node %d is not in the table", id)
