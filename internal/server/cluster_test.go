@@ -291,8 +291,11 @@ func TestClientFailsOver(t *testing.T) {
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, node, ok := s.Where(); !ok || node != 2 {
-		t.Errorf("alice's session at node %d (connected %v), want node 2", node, ok)
+	// The next node of its list is node 2, or node 3, which the login
+	// answer listed: node 2 may refuse for a moment while the ring
+	// repairs around node 1.
+	if _, node, ok := s.Where(); !ok || (node != 2 && node != 3) {
+		t.Errorf("alice's session at node %d (connected %v), want node 2 or 3", node, ok)
 	}
 }
 
