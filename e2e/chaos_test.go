@@ -46,8 +46,11 @@ func TestChaos(t *testing.T) {
 	cfg.Gap = [2]time.Duration{500 * time.Millisecond, 3 * time.Second}
 	cfg.Hold = [2]time.Duration{500 * time.Millisecond, 2 * time.Second}
 	cfg.Rate = 1
-	out := &testWriter{t: t}
-	cfg.Out = out
+	// The run's log is kept and shown after the verdict, so that a
+	// failure's reason comes first in the test's output (CI shows the
+	// head of a long log).
+	var log bytes.Buffer
+	cfg.Out = &syncWriter{w: &log}
 	rep, err := chaos.Run(context.Background(), cfg)
 	if errors.Is(err, chaos.ErrNoMariaDB) {
 		if os.Getenv("CI") != "" {
@@ -56,20 +59,22 @@ func TestChaos(t *testing.T) {
 		t.Skipf("!!! SKIPPING THE CHAOS TEST: %v", err)
 	}
 	if rep != nil {
-		_ = rep.Write(out)
+		_ = rep.Write(cfg.Out)
 	}
-	out.flush()
 	if err != nil {
-		t.Fatalf("chaos run could not be made: %v", err)
-	}
-	if !rep.OK() {
+		t.Errorf("chaos run could not be made: %v", err)
+	} else if !rep.OK() {
 		var failed []string
 		for _, c := range rep.Checks {
 			if !c.OK {
-				failed = append(failed, c.Name)
+				failed = append(failed, c.Name+"\n\t"+strings.Join(c.Detail, "\n\t"))
 			}
 		}
-		t.Fatalf("chaos checks failed: %s; replay: %s", strings.Join(failed, "; "), rep.Replay)
+		t.Errorf("chaos checks failed; replay: %s\n%s", rep.Replay, strings.Join(failed, "\n"))
+	}
+	if t.Failed() {
+		t.Logf("the run's log:\n%s", log.String())
+		t.FailNow()
 	}
 	// Every fault kind was injected: a schedule that skipped one would
 	// pass without testing it.
@@ -78,6 +83,18 @@ func TestChaos(t *testing.T) {
 			t.Errorf("fault kind %s was never injected in %v (injected: %v)", k, cfg.Duration, rep.Injected)
 		}
 	}
+}
+
+// syncWriter serialises writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
 }
 
 // testWriter hands whole lines to t.Log.

@@ -798,6 +798,7 @@ func (r *runner) checkHostile(logs allLogs) Check {
 		if n, excused := r.takenStrangerTokens(id); n > 0 {
 			bad = append(bad, fmt.Sprintf("node %d: %d of %d TOKENs from a node that is not its predecessor taken (acknowledged, not stale), besides %d while its store was in trouble",
 				id, n, h.sent[id][hTCPNotPred], excused))
+			bad = append(bad, r.takenStrangerDetail(id)...)
 		}
 		for _, k := range []string{hClientBad, hClientLong, hClientFlood, hTCPNotPred} {
 			sent := h.sent[id][k]
@@ -934,6 +935,20 @@ func (r *runner) takenStrangerTokens(id int64) (taken, excused int) {
 		}
 	}
 	return taken, excused
+}
+
+// takenStrangerDetail says when each stranger's token node id took outside
+// store trouble was sent, and what the node answered. The caller holds
+// r.host.mu.
+func (r *runner) takenStrangerDetail(id int64) []string {
+	var out []string
+	for _, p := range r.host.probes {
+		if p.ID == id && p.Kind == hTCPNotPred && p.Taken && !r.storeTrouble(p.At) {
+			out = append(out, fmt.Sprintf("  sent at %.1fs (%s), answered %s", p.At.Sub(r.start).Seconds(),
+				p.At.UTC().Format("15:04:05.000"), strings.Join(p.Answers, ", ")))
+		}
+	}
+	return out
 }
 
 // troubledProbes counts the probes of kind sent to process pid while its

@@ -93,11 +93,12 @@ type hostile struct {
 
 // tokenProbe is one forged TOKEN sent to node ID (process Pid).
 type tokenProbe struct {
-	ID    int64
-	Pid   int
-	Kind  string
-	At    time.Time
-	Taken bool // acknowledged, not stale (hTCPNotPred)
+	ID      int64
+	Pid     int
+	Kind    string
+	At      time.Time
+	Taken   bool     // its own stamp acknowledged, not stale (hTCPNotPred)
+	Answers []string // what the node wrote back (hTCPNotPred)
 }
 
 func newHostile(p *procs, st store.Store, key []byte, seed uint64) (*hostile, error) {
@@ -318,11 +319,15 @@ func (h *hostile) forgedTokens(ctx context.Context, id int64, pid int, addr stri
 	// the faults, the "stranger" may have become the predecessor since
 	// the read, and its token, lacking the generation's proof, is refused
 	// as stale.
+	// Taken means a TOKEN_ACK of this very token that is not stale: the
+	// node also acknowledges on this link, its predecessor's for the
+	// moment, a real token it held back for a store read before the
+	// stranger linked in, and that acknowledgement names the real stamp.
 	at := time.Now()
 	if answers, ok := tcpAnswers(ctx, addr, hb, t); ok {
 		h.sentTo(id, pid, hTCPNotPred, 1)
-		taken := slices.Contains(answers, "TOKEN_ACK")
-		h.probe(tokenProbe{ID: id, Pid: pid, Kind: hTCPNotPred, At: at, Taken: taken})
+		taken := slices.Contains(answers, fmt.Sprintf("TOKEN_ACK %d/%d", max(f.Generation-1, 1), f.Seq+1000))
+		h.probe(tokenProbe{ID: id, Pid: pid, Kind: hTCPNotPred, At: at, Taken: taken, Answers: answers})
 		if !taken {
 			h.count(h.answered, id, hTCPNotPred, 1)
 		}
@@ -337,7 +342,8 @@ func (h *hostile) probe(p tokenProbe) {
 
 // tcpAnswers dials addr, writes lines and returns the types of the frames
 // the node writes back until it closes the connection (or 3 s pass); a
-// TOKEN_ACK that says stale is "TOKEN_ACK stale".
+// TOKEN_ACK is "TOKEN_ACK G/S" with the stamp it names, "TOKEN_ACK G/S
+// stale" when it says stale.
 func tcpAnswers(ctx context.Context, addr string, lines ...[]byte) ([]string, bool) {
 	d := net.Dialer{Timeout: 2 * time.Second}
 	c, err := d.DialContext(ctx, "tcp", addr)
@@ -359,12 +365,19 @@ func tcpAnswers(ctx context.Context, addr string, lines ...[]byte) ([]string, bo
 			H struct {
 				T string `json:"t"`
 				P struct {
+					Stamp *struct {
+						Gen int64 `json:"gen"`
+						Seq int64 `json:"seq"`
+					} `json:"stamp"`
 					Stale bool `json:"stale"`
 				} `json:"p"`
 			} `json:"h"`
 		}
 		if json.Unmarshal(sc.Bytes(), &f) == nil {
 			t := f.H.T
+			if s := f.H.P.Stamp; s != nil {
+				t += fmt.Sprintf(" %d/%d", s.Gen, s.Seq)
+			}
 			if f.H.P.Stale {
 				t += " stale"
 			}
