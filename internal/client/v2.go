@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -558,11 +559,22 @@ func loginRefused(err error, refused, nodes int, failFast bool, start time.Time)
 	}
 }
 
+// countUntrusted returns the count of nodes in a row whose certificate did
+// not verify, after err: one more if err is such a failure, 0 otherwise.
+func countUntrusted(err error, untrusted int) int {
+	var ve *tls.CertificateVerificationError
+	if errors.As(err, &ve) {
+		return untrusted + 1
+	}
+	return 0
+}
+
 // DialV2 connects to the first of addrs that lets user log in with
 // protocol 2, trying them in turn until ctx ends: a node that is down, or a
 // login refused because the user's previous connection is still being
 // closed (USER_ONLINE, SHUTTING_DOWN, UNAVAILABLE), is tried again after a
-// short pause. Wrong passwords and other refusals end it at once. Pass the
+// short pause. Wrong passwords and other refusals end it at once, and so
+// does a certificate that does not verify on every node in a row. Pass the
 // previous connection's Options (its Seen) to keep deduplicating, and
 // Resend its Unstored messages.
 func DialV2(ctx context.Context, addrs []string, user, password string, opts Options) (*Conn, error) {
@@ -572,8 +584,9 @@ func DialV2(ctx context.Context, addrs []string, user, password string, opts Opt
 	pause := 50 * time.Millisecond
 	start := time.Now()
 	var last error
-	refused := 0 // nodes in a row that refused the connection (full)
-	silent := 0  // nodes in a row on which nothing listens
+	refused := 0   // nodes in a row that refused the connection (full)
+	silent := 0    // nodes in a row on which nothing listens
+	untrusted := 0 // nodes in a row whose certificate did not verify
 	for i := 0; ; i++ {
 		addr := addrs[i%len(addrs)]
 		c, err := Dial(ctx, addr, opts)
@@ -583,6 +596,9 @@ func DialV2(ctx context.Context, addrs []string, user, password string, opts Opt
 			}
 		} else {
 			silent = 0
+		}
+		if untrusted = countUntrusted(err, untrusted); untrusted >= len(addrs) {
+			return nil, err // waiting cannot make a certificate verify
 		}
 		if err == nil {
 			if err = c.LoginV2(ctx, user, password); err == nil {
