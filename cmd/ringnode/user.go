@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ringchat/ringchat/internal/chat"
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/store"
 )
 
@@ -105,7 +106,7 @@ func readNewPassword(cmd *cobra.Command, name string) (string, error) {
 		}
 		return first, nil
 	}
-	line, err := bufio.NewReaderSize(in, chat.MaxPassword+2).ReadString('\n')
+	line, err := bufio.NewReaderSize(in, protocol.MaxPassword+2).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return "", fmt.Errorf("read the password from standard input: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/protocol"
 )
 
 // TestAccountsWithClient drives REGISTER, SET_PASSWORD, invite-only groups
@@ -24,7 +25,7 @@ func TestAccountsWithClient(t *testing.T) {
 		}
 	}
 	var se *client.ServerError
-	if err := c.Register(ctx, "ann", "x"); !errors.As(err, &se) || se.Code != string(CodeNameTaken) {
+	if err := c.Register(ctx, "ann", "x"); !errors.As(err, &se) || se.Code != string(protocol.CodeNameTaken) {
 		t.Fatalf("second REGISTER of ann: %v", err)
 	}
 	if err := c.LoginV2(ctx, "ann", "ann-pw"); err != nil {
@@ -37,7 +38,7 @@ func TestAccountsWithClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	ben := dialV2(t, r.addr(2), "ben", "ben-pw", client.Options{AutoAck: true})
-	if err := ben.Join(ctx, "club"); !errors.As(err, &se) || se.Code != string(CodeNotInvited) {
+	if err := ben.Join(ctx, "club"); !errors.As(err, &se) || se.Code != string(protocol.CodeNotInvited) {
 		t.Fatalf("ben joins club uninvited: %v", err)
 	}
 	if err := c.Invite(ctx, "club", "ben"); err != nil {
@@ -57,7 +58,7 @@ func TestAccountsWithClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	if err := d.LoginV2(ctx, "ann", "ann-pw"); !errors.As(err, &se) || se.Code != string(CodeBadPassword) {
+	if err := d.LoginV2(ctx, "ann", "ann-pw"); !errors.As(err, &se) || se.Code != string(protocol.CodeBadPassword) {
 		t.Fatalf("old password: %v", err)
 	}
 	again, err := client.DialV2(ctx, []string{r.addr(2)}, "ann", "new-pw", client.Options{Timeout: waitLimit})

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/store/storetest"
 	"github.com/ringchat/ringchat/internal/testutil"
@@ -56,9 +57,9 @@ func TestUsedNameCannotBeClaimed(t *testing.T) {
 
 	stranger := dialRaw(t, r.addr(2))
 	stranger.send(login2("alice_s", "mine now", "s1"))
-	stranger.expectError(CodePasswordNotSet, "SET_PASSWORD")
+	stranger.expectError(protocol.CodePasswordNotSet, "SET_PASSWORD")
 	stranger.send(`{"messageType":"HISTORY","toGroup":"g"}`)
-	stranger.expectError(CodeNotLoggedIn, "log in first")
+	stranger.expectError(protocol.CodeNotLoggedIn, "log in first")
 
 	// The owner still logs in the original way and gets the message.
 	alice = dialRaw(t, r.addr(1))
@@ -77,7 +78,7 @@ func TestUsedNameCannotBeClaimed(t *testing.T) {
 	a2.send(`{"messageType":"SET_PASSWORD","password":"hunter2","id":"p1"}`)
 	a2.expect(`{"messageType":"SET_PASSWORD","username":"alice_s","id":"p1"}`)
 	a2.send(`{"messageType":"SET_PASSWORD","id":"p2"}`)
-	a2.expectError(CodeBadRequest, "SET_PASSWORD needs a password")
+	a2.expectError(protocol.CodeBadRequest, "SET_PASSWORD needs a password")
 	a2.nc.Close()
 	eventually(t, "alice logged out", func() bool {
 		on, err := r.st.Online(context.Background())
@@ -103,14 +104,14 @@ func TestFailedLoginsThrottled(t *testing.T) {
 	c := dialRaw(t, r.addr(1))
 	for i := range 3 {
 		c.send(login2("carol", "wrong", fmt.Sprint("w", i)))
-		c.expectError(CodeBadPassword, "wrong password")
+		c.expectError(protocol.CodeBadPassword, "wrong password")
 	}
 	// The 4th wrong password is not checked: a check would say "wrong
 	// password".
 	c.send(login2("carol", "wrong", "w3"))
 	c.expect(`{"messageType":"ERROR","code":"LOGIN_THROTTLED","errorMessage":"too many failed logins for \"carol\" or from your address: try again in 1s","id":"w3"}`)
 	c.send(login2("carol", "right", "r1"))
-	c.expectError(CodeThrottled, "too many failed logins")
+	c.expectError(protocol.CodeThrottled, "too many failed logins")
 	// The delay passes (1 s after the third failure); attempts meanwhile
 	// are refused and do not count.
 	var m map[string]any
@@ -122,7 +123,7 @@ func TestFailedLoginsThrottled(t *testing.T) {
 		if m["messageType"] == "LOGIN" {
 			return true
 		}
-		if m["code"] != string(CodeThrottled) && m["code"] != string(CodeUserOnline) {
+		if m["code"] != string(protocol.CodeThrottled) && m["code"] != string(protocol.CodeUserOnline) {
 			t.Fatalf("login after the delay: %v", m)
 		}
 		return false
@@ -142,7 +143,7 @@ func TestAddressThrottled(t *testing.T) {
 	// REGISTER counts as one attempt of the address; after two the next
 	// waits.
 	c.send(login2("nobody", "guess", "g"))
-	c.expectError(CodeNoAccount, "REGISTER")
+	c.expectError(protocol.CodeNoAccount, "REGISTER")
 	c.send(login2("dave", "pw", "d"))
 	c.expect(`{"messageType":"ERROR","code":"LOGIN_THROTTLED","errorMessage":"too many failed logins for \"dave\" or from your address: try again in 1s","id":"d"}`)
 }
@@ -161,7 +162,7 @@ func TestHashSlotHonoursContext(t *testing.T) {
 	}()
 	c := dialRaw(t, r.addr(1))
 	c.send(login2("erin", "pw", "e1"))
-	c.expectError(CodeBusy, "try again")
+	c.expectError(protocol.CodeBusy, "try again")
 	if userExists(t, r.st, "erin") {
 		t.Error("a login that failed created its user")
 	}
@@ -177,7 +178,7 @@ func TestHashSlotHonoursContext(t *testing.T) {
 		if m["messageType"] == "LOGIN" {
 			return true
 		}
-		if m["code"] != string(CodeBusy) && m["code"] != string(CodeUnavailable) {
+		if m["code"] != string(protocol.CodeBusy) && m["code"] != string(protocol.CodeUnavailable) {
 			t.Fatalf("login with a free slot: %v", m)
 		}
 		return false
@@ -196,20 +197,20 @@ func TestPasswordMode(t *testing.T) {
 	c.send(`{"messageType":"LOGIN","username":"frank"}`)
 	c.expect(`{"messageType":"ERROR","errorMessage":"this node requires a password for every login: log in with protocol version 2 and your password (REGISTER creates an account)"}`)
 	c.send(login2("frank", "", "a"))
-	c.expectError(CodePasswordNeeded, "requires a password")
+	c.expectError(protocol.CodePasswordNeeded, "requires a password")
 	c.send(login2("frank", "pw", "b"))
 	c.expect(`{"messageType":"ERROR","code":"NO_ACCOUNT","errorMessage":"no account \"frank\": send REGISTER with a username and a password first","id":"b"}`)
 	if userExists(t, r.st, "frank") {
 		t.Fatal("a refused login created its user")
 	}
 	c.send(`{"messageType":"REGISTER","username":"frank","id":"r1"}`)
-	c.expectError(CodeBadRequest, "REGISTER needs a password")
+	c.expectError(protocol.CodeBadRequest, "REGISTER needs a password")
 	c.send(`{"messageType":"REGISTER","username":"frank","password":"pw","id":"r2"}`)
 	c.expect(`{"messageType":"REGISTER","username":"frank","id":"r2"}`)
 	c.send(`{"messageType":"REGISTER","username":"frank","password":"other","id":"r3"}`)
-	c.expectError(CodeNameTaken, "taken")
+	c.expectError(protocol.CodeNameTaken, "taken")
 	c.send(login2("frank", "bad", "c"))
-	c.expectError(CodeBadPassword, "wrong password")
+	c.expectError(protocol.CodeBadPassword, "wrong password")
 	if on, err := r.st.Online(context.Background()); err != nil || len(on) != 0 {
 		t.Fatalf("online after a refused login: %v, %v", on, err)
 	}
@@ -237,9 +238,9 @@ func TestInviteOnlyGroup(t *testing.T) {
 	bob.send(`{"messageType":"GROUPS","id":"l"}`)
 	bob.expect(`{"messageType":"GROUPS","groups":[],"id":"l"}`)
 	bob.send(`{"messageType":"INVITE","group":"secret","username":"old","id":"i"}`)
-	bob.expectError(CodeNotMember, "only its members can invite")
+	bob.expectError(protocol.CodeNotMember, "only its members can invite")
 	alice.send(`{"messageType":"INVITE","group":"secret","username":"nobody","id":"i"}`)
-	alice.expectError(CodeUnknownUser, "no user")
+	alice.expectError(protocol.CodeUnknownUser, "no user")
 	alice.send(`{"messageType":"INVITE","group":"secret","username":"bob","id":"i"}`)
 	alice.expect(`{"messageType":"INVITE","group":"secret","username":"bob","id":"i"}`)
 	bob.send(`{"messageType":"GROUPS","id":"l"}`)
@@ -264,7 +265,7 @@ func TestInviteOnlyGroup(t *testing.T) {
 	alice.send(`{"messageType":"JOIN_GROUP","group":"public","id":"p"}`)
 	alice.expect(`{"messageType":"JOIN_GROUP","group":"public","id":"p"}`)
 	bob.send(`{"messageType":"JOIN_GROUP","group":"public","inviteOnly":true,"id":"p"}`)
-	bob.expectError(CodeBadRequest, "already exists and is open")
+	bob.expectError(protocol.CodeBadRequest, "already exists and is open")
 }
 
 // TestGroupHistorySinceJoin: a member reads the group's history from the

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/protocol"
 )
 
 // 200,000 acknowledgements of messages a client never got (made-up ids,
@@ -29,7 +30,7 @@ func TestStrayAcksBounded(t *testing.T) {
 	x := dialRaw(t, r.addr(1))
 	x.loginV2("x", "")
 
-	const lines, perLine = 200, MaxAckIDs
+	const lines, perLine = 200, protocol.MaxAckIDs
 	flooded := make(chan struct{})
 	go func() {
 		defer close(flooded)
@@ -70,7 +71,7 @@ func TestStrayAcksBounded(t *testing.T) {
 		if m["id"] == "after" {
 			break
 		}
-		if m["code"] != string(CodeBusy) {
+		if m["code"] != string(protocol.CodeBusy) {
 			t.Fatalf("unexpected answer to the flood %v", m)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/store"
 
 	"github.com/ringchat/ringchat/internal/wire"
@@ -74,7 +75,7 @@ func newConn(s *Server, nc net.Conn, ip string) *conn {
 		out:        make(chan outItem, s.cfg.WriteQueue),
 		quit:       make(chan struct{}),
 		writerDone: make(chan struct{}),
-		version:    V1,
+		version:    protocol.V1,
 		limiter:    newBucket(s.cfg.RateLimit, s.cfg.RateBurst, now),
 	}
 }
@@ -92,7 +93,7 @@ func (c *conn) send(it outItem) bool {
 		return true
 	default:
 		c.s.log.Info().Str("remote", c.remote).Int("queued", cap(c.out)).Msg("chat: dropping a client that does not read")
-		c.closeWith(errorf(CodeSlowConsumer, "too many messages waiting (%d): the client does not read fast enough", cap(c.out)))
+		c.closeWith(errorf(protocol.CodeSlowConsumer, "too many messages waiting (%d): the client does not read fast enough", cap(c.out)))
 		return false
 	}
 }
@@ -115,7 +116,7 @@ func (c *conn) closeWith(reason *Error) {
 			// A write in progress to a client that does not read fails
 			// soon instead of after WriteTimeout.
 			_ = c.nc.SetWriteDeadline(time.Now().Add(finalWriteTimeout))
-			if reason.Code != CodeShutdown {
+			if reason.Code != protocol.CodeShutdown {
 				c.s.stats.dropped.Add(1)
 			}
 		}
@@ -172,7 +173,7 @@ func (c *conn) writeLoop() {
 			if err != nil {
 				if errors.Is(err, os.ErrDeadlineExceeded) && !c.closed() {
 					c.s.log.Info().Str("remote", c.remote).Dur("timeout_ms", c.s.cfg.WriteTimeout).Msg("chat: dropping a client that does not read")
-					c.closeWith(errorf(CodeSlowConsumer, "nothing read for %v", c.s.cfg.WriteTimeout))
+					c.closeWith(errorf(protocol.CodeSlowConsumer, "nothing read for %v", c.s.cfg.WriteTimeout))
 				} else if !c.closed() {
 					c.s.log.Debug().Err(err).Str("remote", c.remote).Msg("chat: write failed; closing")
 				}
@@ -234,7 +235,7 @@ func (c *conn) finalVersion() int {
 	if sess := c.sessPtr.Load(); sess != nil {
 		return sess.version
 	}
-	return V1
+	return protocol.V1
 }
 
 // readLoop is the connection's one reader: it owns the session state.
@@ -243,7 +244,7 @@ func (c *conn) readLoop() {
 	br := bufio.NewReaderSize(c.nc, 16<<10)
 	for !c.closed() {
 		_ = c.nc.SetReadDeadline(c.readDeadline())
-		line, err := wire.ReadTextLine(br, MaxLineBytes, errLineTooLong)
+		line, err := wire.ReadTextLine(br, protocol.MaxLineBytes, errLineTooLong)
 		if err != nil {
 			c.readFailed(err)
 			break
@@ -270,14 +271,14 @@ func (c *conn) overRate(line []byte) {
 	c.refused++
 	if c.refused >= c.s.cfg.FloodLimit {
 		c.s.log.Info().Str("remote", c.remote).Int("refused", c.refused).Msg("chat: closing a flooding client")
-		c.closeWith(errorf(CodeFlood, "too many messages: over %v lines a second, %d refused in a row", c.s.cfg.RateLimit, c.refused))
+		c.closeWith(errorf(protocol.CodeFlood, "too many messages: over %v lines a second, %d refused in a row", c.s.cfg.RateLimit, c.refused))
 		return
 	}
 	id := c.requestID(line)
 	if c.refused > 1 && id == "" {
 		return
 	}
-	e := errorf(CodeRateLimited, "too many messages: over %v lines a second; lines are dropped until you slow down", c.s.cfg.RateLimit)
+	e := errorf(protocol.CodeRateLimited, "too many messages: over %v lines a second; lines are dropped until you slow down", c.s.cfg.RateLimit)
 	e.ID = id
 	c.reply(e)
 }
@@ -285,13 +286,13 @@ func (c *conn) overRate(line []byte) {
 // requestID is the id of a protocol-2 request line, or "" if the
 // connection speaks protocol 1 or the line names no valid id.
 func (c *conn) requestID(line []byte) string {
-	if c.version < V2 {
+	if c.version < protocol.V2 {
 		return ""
 	}
 	var in struct {
 		ID string `json:"id"`
 	}
-	if json.Unmarshal(line, &in) != nil || len(in.ID) > MaxRequestID || !printable(in.ID) {
+	if json.Unmarshal(line, &in) != nil || len(in.ID) > protocol.MaxRequestID || !printable(in.ID) {
 		return ""
 	}
 	return in.ID
@@ -306,7 +307,7 @@ func (c *conn) readDeadline() time.Time {
 	switch {
 	case c.sess == nil:
 		return c.loginBy
-	case c.version < V2:
+	case c.version < protocol.V2:
 		return time.Time{}
 	}
 	return time.Now().Add(c.s.cfg.IdleTimeout)
@@ -324,7 +325,7 @@ func (c *conn) readFailed(err error) {
 	var ne net.Error
 	switch {
 	case errors.Is(err, errLineTooLong):
-		c.closeWith(errorf(CodeLineTooLong, "line longer than %d bytes", MaxLineBytes))
+		c.closeWith(errorf(protocol.CodeLineTooLong, "line longer than %d bytes", protocol.MaxLineBytes))
 	case errors.Is(err, syscall.ETIMEDOUT):
 		// The peer stopped answering: keep-alive probes (or a write's
 		// retransmissions) went unanswered. A "timeout", but not our
@@ -333,10 +334,10 @@ func (c *conn) readFailed(err error) {
 		c.closeWith(nil)
 	case errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
 		if c.sess == nil {
-			c.closeWith(errorf(CodeIdle, "not logged in after %v", c.idleTimeout()))
+			c.closeWith(errorf(protocol.CodeIdle, "not logged in after %v", c.idleTimeout()))
 			return
 		}
-		c.closeWith(errorf(CodeIdle, "nothing received for %v (send ALIVE to keep an idle connection)", c.idleTimeout()))
+		c.closeWith(errorf(protocol.CodeIdle, "nothing received for %v (send ALIVE to keep an idle connection)", c.idleTimeout()))
 	default: // EOF, reset, or the writer closed the socket
 		c.closeWith(nil)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/store"
 )
 
@@ -28,14 +29,14 @@ func (c *conn) handleLine(line []byte) {
 		c.refuseLine(req, derr)
 		return
 	}
-	if c.version < V2 && (req.Type != TypeLogin || req.Version < V2) && (req.Type != TypeRegister || c.sess != nil) {
+	if c.version < protocol.V2 && (req.Type != protocol.TypeLogin || req.Version < protocol.V2) && (req.Type != protocol.TypeRegister || c.sess != nil) {
 		req.ID = "" // protocol 1 has no ids; ours are made here
 	}
 	if c.serveAnonymous(req) {
 		return
 	}
 	if c.sess == nil {
-		c.reply(&Error{Code: CodeNotLoggedIn, Message: "log in first: send LOGIN with your username", ID: req.ID})
+		c.reply(&Error{Code: protocol.CodeNotLoggedIn, Message: "log in first: send LOGIN with your username", ID: req.ID})
 		return
 	}
 	c.serveSession(req)
@@ -45,8 +46,8 @@ func (c *conn) handleLine(line []byte) {
 // REGISTER before login is answered in protocol 2, anything else in the
 // connection's protocol.
 func (c *conn) refuseLine(req Request, derr *Error) {
-	if ((req.Type == TypeLogin && req.Version >= V2) || req.Type == TypeRegister) && c.sess == nil {
-		c.sendLine(encodeError(V2, derr))
+	if ((req.Type == protocol.TypeLogin && req.Version >= protocol.V2) || req.Type == protocol.TypeRegister) && c.sess == nil {
+		c.sendLine(encodeError(protocol.V2, derr))
 		return
 	}
 	c.reply(derr)
@@ -57,16 +58,16 @@ func (c *conn) refuseLine(req Request, derr *Error) {
 // one of them.
 func (c *conn) serveAnonymous(req Request) bool {
 	switch req.Type {
-	case TypeAlive:
-		if c.version >= V2 && req.ID != "" {
-			c.sendLine(encode(aliveV2{TypeAlive, req.ID})) // a client checking that the node answers
+	case protocol.TypeAlive:
+		if c.version >= protocol.V2 && req.ID != "" {
+			c.sendLine(encode(protocol.AliveV2{MessageType: protocol.TypeAlive, ID: req.ID})) // a client checking that the node answers
 		}
 		return true
-	case TypeLogin:
+	case protocol.TypeLogin:
 		c.login(req)
 		return true
-	case TypeRegister:
-		if c.sess == nil || c.version >= V2 {
+	case protocol.TypeRegister:
+		if c.sess == nil || c.version >= protocol.V2 {
 			c.register(req)
 			return true
 		}
@@ -78,13 +79,13 @@ func (c *conn) serveAnonymous(req Request) bool {
 // requests in any protocol, the rest in protocol 2 only.
 func (c *conn) serveSession(req Request) {
 	switch req.Type {
-	case TypeJoinGroup, TypeLeaveGroup:
+	case protocol.TypeJoinGroup, protocol.TypeLeaveGroup:
 		c.group(req)
-	case TypeChat:
+	case protocol.TypeChatMessage:
 		c.chat(req)
 	default:
-		if c.version < V2 {
-			c.reply(errorf(CodeUnknownType, "unknown messageType %s", quote(req.Type)))
+		if c.version < protocol.V2 {
+			c.reply(errorf(protocol.CodeUnknownType, "unknown messageType %s", quote(string(req.Type))))
 			return
 		}
 		c.serveV2(req)
@@ -94,36 +95,36 @@ func (c *conn) serveSession(req Request) {
 // serveV2 serves a request that exists only in protocol 2.
 func (c *conn) serveV2(req Request) {
 	switch req.Type {
-	case TypeAck:
+	case protocol.TypeAck:
 		c.ack(req)
-	case TypeWho:
+	case protocol.TypeWho:
 		c.who(req)
-	case TypeGroups:
+	case protocol.TypeGroups:
 		c.groups(req)
-	case TypeHistory:
+	case protocol.TypeHistory:
 		c.history(req)
-	case TypeSetPassword:
+	case protocol.TypeSetPassword:
 		c.setPassword(req)
-	case TypeInvite:
+	case protocol.TypeInvite:
 		c.invite(req)
-	case TypeRegister:
+	case protocol.TypeRegister:
 		c.register(req)
-	case TypeAway:
+	case protocol.TypeAway:
 		c.away(req)
-	case TypeWhois:
+	case protocol.TypeWhois:
 		c.whois(req)
-	case TypeNames:
+	case protocol.TypeNames:
 		c.names(req)
-	case TypeRead:
+	case protocol.TypeRead:
 		c.read(req)
-	case TypeTyping:
+	case protocol.TypeTyping:
 		c.typing(req)
 	}
 }
 
 func (c *conn) unavailable(id string, err error) {
 	c.s.log.Warn().Err(err).Str("remote", c.remote).Msg("chat: store error serving a client")
-	c.reply(&Error{Code: CodeUnavailable, Message: "the store is unavailable; try again", ID: id})
+	c.reply(&Error{Code: protocol.CodeUnavailable, Message: "the store is unavailable; try again", ID: id})
 }
 
 // login serves LOGIN under the node's login policy (authenticate); a
@@ -140,7 +141,7 @@ func (c *conn) login(req Request) {
 		}
 	}
 	if c.sess != nil {
-		fail(errorf(CodeLoggedIn, "already logged in as %s on this connection", quote(c.sess.name)))
+		fail(errorf(protocol.CodeLoggedIn, "already logged in as %s on this connection", quote(c.sess.name)))
 		return
 	}
 	s := c.s
@@ -160,7 +161,7 @@ func (c *conn) login(req Request) {
 		fail(e)
 		return
 	}
-	if version >= V2 {
+	if version >= protocol.V2 {
 		sess.features = featuresOf(req.Features) // before ready: visits read it after
 	}
 	if e := s.claimPresence(ctx, u, leaving(req)); e != nil {
@@ -170,11 +171,12 @@ func (c *conn) login(req Request) {
 	}
 	c.sess, c.version = sess, version
 	c.sessPtr.Store(sess)
-	if version >= V2 {
+	if version >= protocol.V2 {
 		features, nodes, maxMessage := s.granted(sess.features)
-		c.sendLine(encode(loginV2{TypeLogin, u.Name, V2, s.cfg.NodeID, u.Away.Message, features, nodes, maxMessage, req.ID}))
+		c.sendLine(encode(protocol.LoginV2{MessageType: protocol.TypeLogin, Username: u.Name, Version: protocol.V2, Node: s.cfg.NodeID,
+			Away: u.Away.Message, Features: features, Nodes: nodes, MaxMessageBytes: maxMessage, ID: req.ID}))
 	} else {
-		c.sendLine(encode(loginV1{TypeLogin, u.Name}))
+		c.sendLine(encode(protocol.LoginV1{MessageType: protocol.TypeLogin, Username: u.Name}))
 	}
 	// After the echo: deliveries follow it.
 	s.mu.Lock()
@@ -190,7 +192,7 @@ func (c *conn) login(req Request) {
 
 func (s *Server) unavailableErr(what string, err error) *Error {
 	s.log.Warn().Err(err).Msg("chat: store error " + what)
-	return errorf(CodeUnavailable, "the store is unavailable; try again")
+	return errorf(protocol.CodeUnavailable, "the store is unavailable; try again")
 }
 
 // authenticate applies the login policy to req and returns the user. In
@@ -208,9 +210,9 @@ func (s *Server) authenticate(ctx context.Context, remote string, req Request) (
 	if d := s.guard.wait(time.Now(), akey); d > 0 {
 		return store.User{}, throttled(name, d)
 	}
-	withPassword := req.Version >= V2 && req.Password != ""
+	withPassword := req.Version >= protocol.V2 && req.Password != ""
 	if s.cfg.Auth == AuthPassword && !withPassword {
-		return store.User{}, errorf(CodePasswordNeeded,
+		return store.User{}, errorf(protocol.CodePasswordNeeded,
 			"this node requires a password for every login: log in with protocol version 2 and your password (REGISTER creates an account)")
 	}
 	var u store.User
@@ -229,15 +231,15 @@ func (s *Server) authenticate(ctx context.Context, remote string, req Request) (
 		return u, s.unavailableErr("at login", err)
 	case !found && s.cfg.Auth == AuthPassword:
 		s.guard.fail(time.Now(), akey, s.cfg.Throttle.AddressFree)
-		return u, errorf(CodeNoAccount, "no account %s: send REGISTER with a username and a password first", quote(name))
+		return u, errorf(protocol.CodeNoAccount, "no account %s: send REGISTER with a username and a password first", quote(name))
 	case !found:
 		return s.createOnLogin(ctx, name, req)
 	case u.PasswordHash != "":
 		if !withPassword {
-			return u, errorf(CodePasswordNeeded, "user %s is protected by a password: log in with protocol version 2 and the password", quote(u.Name))
+			return u, errorf(protocol.CodePasswordNeeded, "user %s is protected by a password: log in with protocol version 2 and the password", quote(u.Name))
 		}
 		if e := s.checkAccount(ctx, u, req.Password); e != nil {
-			if e.Code == CodeBadPassword {
+			if e.Code == protocol.CodeBadPassword {
 				s.guard.fail(time.Now(), akey, s.cfg.Throttle.AddressFree)
 				s.log.Info().Str("user", name).Str("remote", remote).Msg("chat: wrong password")
 			}
@@ -245,9 +247,9 @@ func (s *Server) authenticate(ctx context.Context, remote string, req Request) (
 		}
 		return u, nil
 	case s.cfg.Auth == AuthPassword:
-		return u, errorf(CodePasswordNotSet, "user %s has no password yet: ask the operator to set one (ringnode user passwd)", quote(u.Name))
+		return u, errorf(protocol.CodePasswordNotSet, "user %s has no password yet: ask the operator to set one (ringnode user passwd)", quote(u.Name))
 	case withPassword:
-		return u, errorf(CodePasswordNotSet,
+		return u, errorf(protocol.CodePasswordNotSet,
 			"user %s has been used without a password, so a password cannot claim it: log in as %s without one and send SET_PASSWORD, or ask the operator to set one (ringnode user passwd)",
 			quote(u.Name), quote(u.Name))
 	}
@@ -258,7 +260,7 @@ func (s *Server) authenticate(ctx context.Context, remote string, req Request) (
 // password's hash if one is given.
 func (s *Server) createOnLogin(ctx context.Context, name string, req Request) (store.User, *Error) {
 	var hash string
-	if req.Version >= V2 && req.Password != "" {
+	if req.Version >= protocol.V2 && req.Password != "" {
 		var e *Error
 		if hash, e = s.hash(ctx, req.Password); e != nil {
 			return store.User{}, e
@@ -278,13 +280,13 @@ func (s *Server) createOnLogin(ctx context.Context, name string, req Request) (s
 		s.log.Info().Str("user", name).Msg("chat: name claimed with a password at its first login")
 	case created:
 	case hash != "" || u.PasswordHash != "": // another login made the name first
-		return u, errorf(CodeNameTaken, "user %s has just been created by another login; log in again", quote(name))
+		return u, errorf(protocol.CodeNameTaken, "user %s has just been created by another login; log in again", quote(name))
 	}
 	return u, nil
 }
 
 func throttled(name string, d time.Duration) *Error {
-	return errorf(CodeThrottled, "too many failed logins for %s or from your address: try again in %v",
+	return errorf(protocol.CodeThrottled, "too many failed logins for %s or from your address: try again in %v",
 		quote(name), ceilSecond(d))
 }
 
@@ -298,18 +300,18 @@ func (c *conn) register(req Request) {
 	s := c.s
 	fail := func(e *Error) {
 		e.ID = req.ID
-		c.sendLine(encodeError(V2, e))
+		c.sendLine(encodeError(protocol.V2, e))
 	}
 	akey := addressKey(c.remote)
 	now := time.Now()
 	if d := s.guard.wait(now, akey); d > 0 {
-		fail(errorf(CodeThrottled, "too many attempts from your address: try again in %v", ceilSecond(d)))
+		fail(errorf(protocol.CodeThrottled, "too many attempts from your address: try again in %v", ceilSecond(d)))
 		return
 	}
 	s.guard.fail(now, akey, s.cfg.Throttle.AddressFree)
 	ctx, cancel := s.storeCtx()
 	defer cancel()
-	taken := errorf(CodeNameTaken, "the name %s is taken: choose another", quote(req.Username))
+	taken := errorf(protocol.CodeNameTaken, "the name %s is taken: choose another", quote(req.Username))
 	var exists bool
 	err := s.st.Update(ctx, func(tx store.Tx) error {
 		_, err := tx.UserByName(req.Username)
@@ -345,7 +347,7 @@ func (c *conn) register(req Request) {
 		fail(taken)
 	default:
 		s.log.Info().Str("user", req.Username).Str("remote", c.remote).Msg("chat: account registered")
-		c.sendLine(encode(accountV2{TypeRegister, req.Username, req.ID}))
+		c.sendLine(encode(protocol.AccountV2{MessageType: protocol.TypeRegister, Username: req.Username, ID: req.ID}))
 	}
 }
 
@@ -367,7 +369,7 @@ func (c *conn) setPassword(req Request) {
 		return
 	}
 	s.log.Info().Str("user", c.sess.name).Msg("chat: password set by the user")
-	c.sendLine(encode(accountV2{TypeSetPassword, c.sess.name, req.ID}))
+	c.sendLine(encode(protocol.AccountV2{MessageType: protocol.TypeSetPassword, Username: c.sess.name, ID: req.ID}))
 }
 
 // reserve makes c the user's only session at this node, waiting (within
@@ -377,7 +379,7 @@ func (s *Server) reserve(ctx context.Context, c *conn, u store.User, version int
 		s.mu.Lock()
 		if s.closing {
 			s.mu.Unlock()
-			return nil, errorf(CodeShutdown, "server shutting down")
+			return nil, errorf(protocol.CodeShutdown, "server shutting down")
 		}
 		old := s.sessions[u.ID]
 		if old == nil {
@@ -388,14 +390,14 @@ func (s *Server) reserve(ctx context.Context, c *conn, u store.User, version int
 		}
 		if !old.closing {
 			s.mu.Unlock()
-			return nil, errorf(CodeUserOnline, "user %s is already logged in (at node %d)", quote(u.Name), s.cfg.NodeID)
+			return nil, errorf(protocol.CodeUserOnline, "user %s is already logged in (at node %d)", quote(u.Name), s.cfg.NodeID)
 		}
 		gone := old.gone
 		s.mu.Unlock()
 		select {
 		case <-gone:
 		case <-ctx.Done():
-			return nil, errorf(CodeUserOnline, "user %s is still logging out at node %d; try again", quote(u.Name), s.cfg.NodeID)
+			return nil, errorf(protocol.CodeUserOnline, "user %s is still logging out at node %d; try again", quote(u.Name), s.cfg.NodeID)
 		}
 	}
 }
@@ -471,7 +473,7 @@ func (s *Server) replaceStale(ctx context.Context, u store.User, p store.Presenc
 		live = false
 	}
 	if live {
-		return errorf(CodeUserOnline, "user %s is already logged in at node %d", quote(u.Name), p.NodeID)
+		return errorf(protocol.CodeUserOnline, "user %s is already logged in at node %d", quote(u.Name), p.NodeID)
 	}
 	err = s.st.Update(ctx, func(tx store.Tx) error {
 		if _, err := tx.ClearPresence(u.ID, p.NodeID); err != nil {
@@ -481,7 +483,7 @@ func (s *Server) replaceStale(ctx context.Context, u store.User, p store.Presenc
 	})
 	switch {
 	case errors.Is(err, store.ErrUserOnline): // someone else was quicker
-		return errorf(CodeUserOnline, "user %s has just logged in elsewhere", quote(u.Name))
+		return errorf(protocol.CodeUserOnline, "user %s has just logged in elsewhere", quote(u.Name))
 	case err != nil:
 		return s.unavailableErr("replacing a stale presence", err)
 	}
@@ -520,8 +522,8 @@ func (c *conn) group(req Request) {
 	var g store.Group
 	err := s.st.Update(ctx, func(tx store.Tx) error {
 		refusal = nil
-		if req.Type == TypeJoinGroup {
-			inviteOnly := req.InviteOnly && c.version >= V2
+		if req.Type == protocol.TypeJoinGroup {
+			inviteOnly := req.InviteOnly && c.version >= protocol.V2
 			var created bool
 			var err error
 			g, created, err = tx.CreateGroup(req.Group, inviteOnly, uid)
@@ -540,7 +542,7 @@ func (c *conn) group(req Request) {
 		var err error
 		g, err = tx.GroupByName(req.Group)
 		if errors.Is(err, store.ErrNotFound) {
-			refusal = &Error{Code: CodeUnknownGroup, Message: fmt.Sprintf("no group %s", quote(req.Group))}
+			refusal = &Error{Code: protocol.CodeUnknownGroup, Message: fmt.Sprintf("no group %s", quote(req.Group))}
 			return nil
 		}
 		if err != nil {
@@ -548,16 +550,17 @@ func (c *conn) group(req Request) {
 		}
 		left, err := tx.LeaveGroup(g.ID, uid)
 		if !left {
-			refusal = &Error{Code: CodeNotMember, Message: fmt.Sprintf("not a member of %s", req.Group)}
+			refusal = &Error{Code: protocol.CodeNotMember, Message: fmt.Sprintf("not a member of %s", req.Group)}
 		}
 		return err
 	})
 	switch {
 	case c.failed(req.ID, err, refusal):
-	case c.version >= V2:
-		c.sendLine(encode(groupV2{req.Type, req.Group, g.InviteOnly && req.Type == TypeJoinGroup, req.ID}))
+	case c.version >= protocol.V2:
+		c.sendLine(encode(protocol.GroupV2{MessageType: req.Type, Group: req.Group,
+			InviteOnly: g.InviteOnly && req.Type == protocol.TypeJoinGroup, ID: req.ID}))
 	default:
-		c.sendLine(encode(groupV1{req.Type, req.Group}))
+		c.sendLine(encode(protocol.GroupV1{MessageType: req.Type, Group: req.Group}))
 	}
 }
 
@@ -581,7 +584,7 @@ func (c *conn) failed(id string, err error, refusal *Error) bool {
 // group under the name of an open one is refused.
 func (s *Server) mayJoin(tx store.Tx, g store.Group, uid int64, inviteOnly bool) (*Error, error) {
 	if inviteOnly && !g.InviteOnly {
-		return errorf(CodeBadRequest, "group %s already exists and is open to everyone: choose another name for an invite-only group", quote(g.Name)), nil
+		return errorf(protocol.CodeBadRequest, "group %s already exists and is open to everyone: choose another name for an invite-only group", quote(g.Name)), nil
 	}
 	if !g.InviteOnly {
 		return nil, nil
@@ -594,7 +597,7 @@ func (s *Server) mayJoin(tx store.Tx, g store.Group, uid int64, inviteOnly bool)
 	if err != nil || invited {
 		return nil, err
 	}
-	return errorf(CodeNotInvited, "group %s is invite-only: a member must invite you first", quote(g.Name)), nil
+	return errorf(protocol.CodeNotInvited, "group %s is invite-only: a member must invite you first", quote(g.Name)), nil
 }
 
 // invite serves INVITE: a member of an invite-only group lets a user join.
@@ -607,7 +610,7 @@ func (c *conn) invite(req Request) {
 		refusal = nil
 		g, err := tx.GroupByName(req.Group)
 		if errors.Is(err, store.ErrNotFound) {
-			refusal = errorf(CodeUnknownGroup, "no group %s", quote(req.Group))
+			refusal = errorf(protocol.CodeUnknownGroup, "no group %s", quote(req.Group))
 			return nil
 		}
 		if err != nil {
@@ -618,10 +621,10 @@ func (c *conn) invite(req Request) {
 		case err != nil:
 			return err
 		case !member:
-			refusal = errorf(CodeNotMember, "not a member of %s: only its members can invite to it", quote(g.Name))
+			refusal = errorf(protocol.CodeNotMember, "not a member of %s: only its members can invite to it", quote(g.Name))
 			return nil
 		case !g.InviteOnly:
-			refusal = errorf(CodeBadRequest, "group %s is open: anyone can join it without an invitation", quote(g.Name))
+			refusal = errorf(protocol.CodeBadRequest, "group %s is open: anyone can join it without an invitation", quote(g.Name))
 			return nil
 		}
 		u, err := tx.UserByName(req.Username)
@@ -640,7 +643,7 @@ func (c *conn) invite(req Request) {
 	})
 	if !c.failed(req.ID, err, refusal) {
 		s.log.Info().Str("user", c.sess.name).Str("invited", req.Username).Str("group", req.Group).Msg("chat: invitation")
-		c.sendLine(encode(inviteV2{TypeInvite, req.Group, req.Username, req.ID}))
+		c.sendLine(encode(protocol.InviteV2{MessageType: protocol.TypeInvite, Group: req.Group, Username: req.Username, ID: req.ID}))
 	}
 }
 
@@ -662,7 +665,7 @@ func (s *Server) mayPost(tx store.Tx, to Recipient, gid, uid int64) (*Error, err
 	if err != nil || member {
 		return nil, err
 	}
-	return errorf(CodeNotMember, "group %s is invite-only: only its members can write to it", quote(to.Name)), nil
+	return errorf(protocol.CodeNotMember, "group %s is invite-only: only its members can write to it", quote(to.Name)), nil
 }
 
 // groupSet is a bounded set of group ids.
@@ -729,9 +732,9 @@ func (c *conn) chat(req Request) {
 	s.mu.Lock()
 	switch {
 	case s.draining:
-		refusal = errorf(CodeShutdown, "server shutting down: message not accepted; send it again at another node")
+		refusal = errorf(protocol.CodeShutdown, "server shutting down: message not accepted; send it again at another node")
 	case len(s.outbox) >= s.cfg.OutboxLimit:
-		refusal = errorf(CodeBusy, "node busy: %d messages waiting to be stored; send again later", len(s.outbox))
+		refusal = errorf(protocol.CodeBusy, "node busy: %d messages waiting to be stored; send again later", len(s.outbox))
 	default:
 		s.outbox = append(s.outbox, m)
 	}
@@ -773,7 +776,7 @@ func (c *conn) ack(req Request) {
 	}
 	s.mu.Unlock()
 	if full {
-		c.reply(&Error{Code: CodeBusy, Message: "node busy: too many acknowledgements waiting; send them again later", ID: req.ID})
+		c.reply(&Error{Code: protocol.CodeBusy, Message: "node busy: too many acknowledgements waiting; send them again later", ID: req.ID})
 	}
 }
 
@@ -786,7 +789,7 @@ func (c *conn) who(req Request) {
 		c.unavailable(req.ID, err)
 		return
 	}
-	r := whoV2{MessageType: TypeWho, Users: make([]OnlineUser, 0, len(online)), ID: req.ID}
+	r := protocol.WhoV2{MessageType: protocol.TypeWho, Users: make([]protocol.OnlineUser, 0, len(online)), ID: req.ID}
 	size := 0
 	for _, p := range online {
 		size += len(p.UserName) + 40
@@ -794,7 +797,7 @@ func (c *conn) who(req Request) {
 			r.Truncated = true
 			break
 		}
-		r.Users = append(r.Users, OnlineUser{Username: p.UserName, Node: p.NodeID, Away: p.Away.Message})
+		r.Users = append(r.Users, protocol.OnlineUser{Username: p.UserName, Node: p.NodeID, Away: p.Away.Message})
 	}
 	c.sendLine(encode(r))
 }
@@ -842,7 +845,7 @@ func (c *conn) groups(req Request) {
 	for _, g := range invites {
 		invited[g.ID] = true
 	}
-	r := groupsV2{MessageType: TypeGroups, Groups: make([]GroupInfo, 0, len(all)), ID: req.ID}
+	r := protocol.GroupsV2{MessageType: protocol.TypeGroups, Groups: make([]protocol.GroupInfo, 0, len(all)), ID: req.ID}
 	size := 0
 	for i, g := range all {
 		if i == limit {
@@ -860,7 +863,7 @@ func (c *conn) groups(req Request) {
 			}
 			break
 		}
-		r.Groups = append(r.Groups, GroupInfo{Group: g.Name, Members: g.Members, Member: member[g.ID],
+		r.Groups = append(r.Groups, protocol.GroupInfo{Group: g.Name, Members: g.Members, Member: member[g.ID],
 			InviteOnly: g.InviteOnly, Invited: invited[g.ID] && !member[g.ID]})
 	}
 	c.sendLine(encode(r))
@@ -874,8 +877,8 @@ func (c *conn) history(req Request) {
 	switch {
 	case limit == 0:
 		limit = 50
-	case limit > MaxHistory:
-		limit = MaxHistory
+	case limit > protocol.MaxHistory:
+		limit = protocol.MaxHistory
 	}
 	msgs, readSeq, refusal, err := c.readHistory(req, limit)
 	if c.failed(req.ID, err, refusal) {
@@ -908,7 +911,7 @@ func (c *conn) readHistory(req Request, limit int) (msgs []store.Message, readSe
 				return err
 			}
 			if !member {
-				refusal = errorf(CodeNotMember, "not a member of %s: join it to read its history", req.To.Name)
+				refusal = errorf(protocol.CodeNotMember, "not a member of %s: join it to read its history", req.To.Name)
 				return nil
 			}
 		}
@@ -924,8 +927,8 @@ func (c *conn) readHistory(req Request, limit int) (msgs []store.Message, readSe
 
 // historyReply is the HISTORY reply of msgs (oldest first): the newest
 // that fit in a reply line.
-func historyReply(req Request, msgs []store.Message, readSeq int64) historyV2 {
-	r := historyV2{MessageType: TypeHistory, Messages: make([]ChatV2, 0, len(msgs)), ReadSeq: readSeq, ID: req.ID}
+func historyReply(req Request, msgs []store.Message, readSeq int64) protocol.HistoryV2 {
+	r := protocol.HistoryV2{MessageType: protocol.TypeHistory, Messages: make([]protocol.ChatV2, 0, len(msgs)), ReadSeq: readSeq, ID: req.ID}
 	if req.To.Group {
 		r.ToGroup = req.To.Name
 	} else {
@@ -947,8 +950,8 @@ func historyReply(req Request, msgs []store.Message, readSeq int64) historyV2 {
 }
 
 // chatV2Of is a stored message in protocol 2's shape.
-func chatV2Of(m store.Message) ChatV2 {
-	return ChatV2{MessageType: TypeChat, ID: m.ID, Seq: m.Seq, FromName: m.Sender, ToUsername: m.ToUser, ToGroup: m.ToGroup,
+func chatV2Of(m store.Message) protocol.ChatV2 {
+	return protocol.ChatV2{MessageType: protocol.TypeChatMessage, ID: m.ID, Seq: m.Seq, FromName: m.Sender, ToUsername: m.ToUser, ToGroup: m.ToGroup,
 		MessageContent: m.Content, SentAt: formatSentAt(m.SentAt), Time: formatTime(m.SentAt)}
 }
 
@@ -1112,7 +1115,7 @@ func (s *Server) restoreLost(ctx context.Context, lost []*session, elsewhere map
 		switch {
 		case errors.Is(err, store.ErrUserOnline):
 			s.log.Info().Str("user", sess.name).Int64("at", elsewhere[sess.userID]).Msg("chat: user logged in elsewhere while this node was out of the ring")
-			sess.c.closeWith(errorf(CodeUserOnline, "logged in at another node while this node was out of the ring"))
+			sess.c.closeWith(errorf(protocol.CodeUserOnline, "logged in at another node while this node was out of the ring"))
 		case err != nil:
 			s.mu.Lock()
 			s.markDirtyLocked()

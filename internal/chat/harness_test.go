@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ringchat/ringchat/internal/nodelist"
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/store/storetest"
 	"github.com/ringchat/ringchat/internal/testutil"
@@ -328,7 +329,7 @@ func (c *raw) obj() map[string]any {
 
 // expectError reads the next line: an ERROR whose text contains part (and,
 // for a protocol-2 error, whose code is code).
-func (c *raw) expectError(code Code, part string) map[string]any {
+func (c *raw) expectError(code protocol.Code, part string) map[string]any {
 	c.t.Helper()
 	m := c.obj()
 	msg, _ := m["errorMessage"].(string)

@@ -3,25 +3,8 @@ package chat
 import (
 	"fmt"
 	"slices"
-)
 
-// FeatureFailover (protocol 2, LOGIN "features") asks the node for what a
-// client needs to move to another node when this one cannot serve it: the
-// LOGIN answer lists the ring's nodes ("nodes") and the features granted
-// ("features"), an ALIVE with an id is answered, and NOTICE tells the
-// session at once when the node can no longer reach the store or is out
-// of the ring (and when it is well again).
-const FeatureFailover = "failover"
-
-// TypeNotice is the node's word about itself to a session that asked for
-// FeatureFailover.
-const TypeNotice = "NOTICE"
-
-// Notice codes (NOTICE "code").
-const (
-	NoticeStoreUnreachable = "STORE_UNREACHABLE" // the node cannot reach the store
-	NoticeOutOfRing        = "OUT_OF_RING"       // the node is not in the ring
-	NoticeNodeOK           = "NODE_OK"           // the node serves again
+	"github.com/ringchat/ringchat/internal/protocol"
 )
 
 // Health is what a node knows of itself that its clients must know: the
@@ -40,46 +23,28 @@ type Health struct {
 func (h Health) OK() bool { return !h.StoreDown && !h.OutOfRing }
 
 // notice is the NOTICE that tells h, from node id.
-func (h Health) notice(id int64) noticeNodeV2 {
+func (h Health) notice(id int64) protocol.NodeNoticeV2 {
 	switch {
 	case h.StoreDown:
-		return noticeNodeV2{TypeNotice, NoticeStoreUnreachable, id, fmt.Sprintf("node %d cannot reach the store: log in at another node", id)}
+		return protocol.NodeNoticeV2{MessageType: protocol.TypeNotice, Code: protocol.NoticeStoreUnreachable, Node: id,
+			Message: fmt.Sprintf("node %d cannot reach the store: log in at another node", id)}
 	case h.OutOfRing:
-		return noticeNodeV2{TypeNotice, NoticeOutOfRing, id, fmt.Sprintf("node %d is out of the ring: log in at another node", id)}
+		return protocol.NodeNoticeV2{MessageType: protocol.TypeNotice, Code: protocol.NoticeOutOfRing, Node: id,
+			Message: fmt.Sprintf("node %d is out of the ring: log in at another node", id)}
 	}
-	return noticeNodeV2{TypeNotice, NoticeNodeOK, id, fmt.Sprintf("node %d serves again", id)}
+	return protocol.NodeNoticeV2{MessageType: protocol.TypeNotice, Code: protocol.NoticeNodeOK, Node: id,
+		Message: fmt.Sprintf("node %d serves again", id)}
 }
 
 // refusal is the LOGIN refusal of a node in health h, or nil.
 func (h Health) refusal(id int64) *Error {
 	switch {
 	case h.StoreDown:
-		return errorf(CodeUnavailable, "node %d cannot reach the store; log in at another node", id)
+		return errorf(protocol.CodeUnavailable, "node %d cannot reach the store; log in at another node", id)
 	case h.OutOfRing:
-		return errorf(CodeUnavailable, "node %d is out of the ring; log in at another node", id)
+		return errorf(protocol.CodeUnavailable, "node %d is out of the ring; log in at another node", id)
 	}
 	return nil
-}
-
-// NodeAddr is a node of the ring as the LOGIN answer lists it: its id
-// and its client port.
-type NodeAddr struct {
-	Node int64  `json:"node"`
-	Addr string `json:"addr"`
-}
-
-// noticeNodeV2 is a NOTICE.
-type noticeNodeV2 struct {
-	MessageType string `json:"messageType"`
-	Code        string `json:"code"`
-	Node        int64  `json:"node"`
-	Message     string `json:"message"`
-}
-
-// aliveV2 answers an ALIVE that carries an id (protocol 2).
-type aliveV2 struct {
-	MessageType string `json:"messageType"`
-	ID          string `json:"id"`
 }
 
 // SetHealth records the node's health; on a change, every protocol-2
@@ -96,7 +61,7 @@ func (s *Server) SetHealth(h Health) {
 	line := encode(h.notice(s.cfg.NodeID))
 	n := 0
 	for _, sess := range s.sessions {
-		if sess.ready && sess.version >= V2 && sess.features&featFailover != 0 {
+		if sess.ready && sess.version >= protocol.V2 && sess.features&featFailover != 0 {
 			sess.c.sendLine(line)
 			n++
 		}
@@ -114,7 +79,7 @@ func (s *Server) Health() Health {
 }
 
 // SetNodes sets the ring's nodes the LOGIN answer lists (FeatureFailover).
-func (s *Server) SetNodes(nodes []NodeAddr) {
+func (s *Server) SetNodes(nodes []protocol.NodeAddr) {
 	nodes = slices.Clone(nodes)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -131,14 +96,14 @@ func (s *Server) loginRefusal() *Error {
 // granted is what a LOGIN answer adds for a session with features f: the
 // features granted, the ring's nodes (FeatureFailover) and the largest
 // message (FeatureLimits).
-func (s *Server) granted(f int) (features []string, nodes []NodeAddr, maxMessage int) {
+func (s *Server) granted(f int) (features []string, nodes []protocol.NodeAddr, maxMessage int) {
 	if f&featFailover != 0 {
 		s.mu.Lock()
-		features, nodes = append(features, FeatureFailover), s.nodes
+		features, nodes = append(features, protocol.FeatureFailover), s.nodes
 		s.mu.Unlock()
 	}
 	if f&featLimits != 0 {
-		features, maxMessage = append(features, FeatureLimits), MaxContentBytes
+		features, maxMessage = append(features, protocol.FeatureLimits), protocol.MaxContentBytes
 	}
 	return features, nodes, maxMessage
 }
@@ -152,7 +117,7 @@ func (s *Server) granted(f int) (features []string, nodes []NodeAddr, maxMessage
 // name with a password needs it to log in at all; a name without one is
 // open to anyone by the login policy (Accounts), this included.
 func leaving(req Request) int64 {
-	if req.Version < V2 || featuresOf(req.Features)&featFailover == 0 {
+	if req.Version < protocol.V2 || featuresOf(req.Features)&featFailover == 0 {
 		return 0
 	}
 	return req.Leaving

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ringchat/ringchat/internal/protocol"
 )
 
 const loginFailover = `{"messageType":"LOGIN","username":"alice","version":2,"features":["failover"],"id":"l1"}`
@@ -15,7 +17,7 @@ const loginFailover = `{"messageType":"LOGIN","username":"alice","version":2,"fe
 func TestFailoverLogin(t *testing.T) {
 	r := newRing(t, 1, nil)
 	srv := r.servers[0]
-	srv.SetNodes([]NodeAddr{{1, "127.0.0.1:8001"}, {2, "127.0.0.1:8002"}})
+	srv.SetNodes([]protocol.NodeAddr{{Node: 1, Addr: "127.0.0.1:8001"}, {Node: 2, Addr: "127.0.0.1:8002"}})
 
 	a := dialRaw(t, r.addr(1))
 	a.send(loginFailover)
@@ -59,7 +61,7 @@ func TestHealthNotices(t *testing.T) {
 		n := dialRaw(t, r.addr(1))
 		start := time.Now()
 		n.send(login)
-		n.expectError(CodeUnavailable, "node 1 cannot reach the store; log in at another node")
+		n.expectError(protocol.CodeUnavailable, "node 1 cannot reach the store; log in at another node")
 		if took := time.Since(start); took > time.Second {
 			t.Fatalf("refused after %v, want at once", took)
 		}
@@ -85,15 +87,15 @@ func TestLoginLeaving(t *testing.T) {
 
 	b := dialRaw(t, r.addr(2))
 	b.send(strings.Replace(loginFailover, `"id":"l1"`, `"id":"l2"`, 1))
-	b.expectError(CodeUserOnline, "already logged in at node 1")
+	b.expectError(protocol.CodeUserOnline, "already logged in at node 1")
 	b.send(`{"messageType":"LOGIN","username":"alice","version":2,"features":["failover"],"leaving":2,"id":"l3"}`)
-	b.expectError(CodeUserOnline, "already logged in at node 1") // not the node it was at
+	b.expectError(protocol.CodeUserOnline, "already logged in at node 1") // not the node it was at
 	b.send(`{"messageType":"LOGIN","username":"alice","version":2,"leaving":1,"id":"l4"}`)
-	b.expectError(CodeUserOnline, "already logged in at node 1") // "leaving" needs the feature
+	b.expectError(protocol.CodeUserOnline, "already logged in at node 1") // "leaving" needs the feature
 	b.send(`{"messageType":"LOGIN","username":"alice","version":2,"features":["failover"],"leaving":1,"id":"l5"}`)
 	if m := b.obj(); m["messageType"] != "LOGIN" || m["node"] != float64(2) {
 		t.Fatalf("login at node 2: %v", m)
 	}
 	r.servers[0].CheckPresence()
-	a.expectError(CodeUserOnline, "logged in at another node")
+	a.expectError(protocol.CodeUserOnline, "logged in at another node")
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/testutil"
 )
 
@@ -122,17 +123,17 @@ func TestPeerGoneIsNotIdle(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		err  error
-		want Code // "": closed without a reason, not counted as dropped
+		want protocol.Code // "": closed without a reason, not counted as dropped
 	}{
 		{&net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ETIMEDOUT)}, ""},
-		{&net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}, CodeIdle},
+		{&net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}, protocol.CodeIdle},
 	} {
 		server, client := net.Pipe()
 		c := newConn(s, server, "127.0.0.1")
-		c.sess, c.version = &session{name: "u", version: V2}, V2
+		c.sess, c.version = &session{name: "u", version: protocol.V2}, protocol.V2
 		dropped := s.stats.dropped.Load()
 		c.readFailed(tc.err)
-		var got Code
+		var got protocol.Code
 		if c.final != nil {
 			got = c.final.Code
 		}

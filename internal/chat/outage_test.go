@@ -15,6 +15,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/store"
 )
 
@@ -222,8 +223,8 @@ func TestPoisonMessageSetAsideNamesTheMessage(t *testing.T) {
 		t.Errorf("protocol-1 error with a code: %v", m)
 	}
 	refusal := waitRefusal(t, a)
-	if refusal.ID != id || refusal.Code != string(CodeNotStored) || !strings.Contains(refusal.Message, id) {
-		t.Fatalf("refusal %+v, want %s for %s", refusal, CodeNotStored, id)
+	if refusal.ID != id || refusal.Code != string(protocol.CodeNotStored) || !strings.Contains(refusal.Message, id) {
+		t.Fatalf("refusal %+v, want %s for %s", refusal, protocol.CodeNotStored, id)
 	}
 	if _, err := a.SendWait(ctx, client.ToUser("b"), "fine v2"); err != nil {
 		t.Fatal(err)

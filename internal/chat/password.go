@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/crypto/argon2"
 
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/store"
 )
 
@@ -75,8 +76,8 @@ func checkPassword(hash, password string) (bool, error) {
 // HashPassword returns the stored form of a password (argon2id, PHC
 // string), for the operator's tools.
 func HashPassword(password string) (string, error) {
-	if password == "" || len(password) > MaxPassword {
-		return "", fmt.Errorf("chat: a password is 1 to %d bytes", MaxPassword)
+	if password == "" || len(password) > protocol.MaxPassword {
+		return "", fmt.Errorf("chat: a password is 1 to %d bytes", protocol.MaxPassword)
 	}
 	return hashPassword(password)
 }
@@ -93,7 +94,7 @@ func (s *Server) hash(ctx context.Context, password string) (string, *Error) {
 	defer func() { <-s.hashSem }()
 	h, err := hashPassword(password)
 	if err != nil {
-		return "", errorf(CodeUnavailable, "could not hash the password: %v", err)
+		return "", errorf(protocol.CodeUnavailable, "could not hash the password: %v", err)
 	}
 	return h, nil
 }
@@ -122,9 +123,9 @@ func (s *Server) checkAccount(ctx context.Context, u store.User, password string
 	switch {
 	case err != nil:
 		s.log.Error().Err(err).Msg("chat: a stored password hash is unreadable")
-		return errorf(CodeUnavailable, "the stored password cannot be checked")
+		return errorf(protocol.CodeUnavailable, "the stored password cannot be checked")
 	case !ok:
-		return errorf(CodeBadPassword, "wrong password")
+		return errorf(protocol.CodeBadPassword, "wrong password")
 	}
 	if err := s.st.ClearLoginFailures(ctx, u.ID); err != nil {
 		// The password is right: the login goes on; the count stays
@@ -139,7 +140,7 @@ func (s *Server) hashSlot(ctx context.Context) *Error {
 	case s.hashSem <- struct{}{}:
 		return nil
 	case <-ctx.Done():
-		return errorf(CodeBusy, "node busy checking passwords; try again")
+		return errorf(protocol.CodeBusy, "node busy checking passwords; try again")
 	}
 }
 

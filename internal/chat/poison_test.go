@@ -11,6 +11,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/store"
 )
 
@@ -61,8 +62,8 @@ func TestMessageThatFailsAloneIsSetAside(t *testing.T) {
 	b := dialV2(t, r.addr(1), "b", "", client.Options{AutoAck: true})
 	if _, err := a.SendWait(ctx, client.ToUser("b"), "bad"); err == nil {
 		t.Fatal("the bad message was stored")
-	} else if se := (*client.ServerError)(nil); !errors.As(err, &se) || se.Code != string(CodeNotStored) {
-		t.Fatalf("refusal %v, want %s", err, CodeNotStored)
+	} else if se := (*client.ServerError)(nil); !errors.As(err, &se) || se.Code != string(protocol.CodeNotStored) {
+		t.Fatalf("refusal %v, want %s", err, protocol.CodeNotStored)
 	}
 	if _, err := a.SendWait(ctx, client.ToUser("b"), "fine"); err != nil {
 		t.Fatal(err)

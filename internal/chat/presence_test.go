@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/testutil"
 )
@@ -52,7 +53,7 @@ func TestPresenceClearedSoonAfterStoreReturns(t *testing.T) {
 		err = c.LoginV2(ctx, "u", "")
 		c.Close()
 		var se *client.ServerError
-		if err != nil && (!errors.As(err, &se) || se.Code != string(CodeUserOnline)) {
+		if err != nil && (!errors.As(err, &se) || se.Code != string(protocol.CodeUserOnline)) {
 			t.Fatalf("login at node 2: %v", err)
 		}
 		return err == nil
@@ -137,8 +138,8 @@ func TestLoginRacingALogoutSucceeds(t *testing.T) {
 	if err == nil {
 		t.Fatal("a presence that never settles let the login in")
 	}
-	if se := (*client.ServerError)(nil); !errors.As(err, &se) || se.Code != string(CodeUnavailable) {
-		t.Fatalf("login with a presence that keeps vanishing: %v, want %s", err, CodeUnavailable)
+	if se := (*client.ServerError)(nil); !errors.As(err, &se) || se.Code != string(protocol.CodeUnavailable) {
+		t.Fatalf("login with a presence that keeps vanishing: %v, want %s", err, protocol.CodeUnavailable)
 	}
 	if left := st.vanish.Load(); left != 100-presenceTries {
 		t.Fatalf("%d looks at the presence, want %d", 100-left, presenceTries)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/store"
 )
 
@@ -54,8 +55,8 @@ type Server struct {
 	dirty    bool          // a presence row of ours may be stale (a clear failed)
 	retry    chan struct{} // wakes the presence check soon after dirty is set
 	visited  chan struct{}
-	health   Health     // set by the node's assembly (SetHealth)
-	nodes    []NodeAddr // the ring's nodes, for the LOGIN answer (SetNodes)
+	health   Health              // set by the node's assembly (SetHealth)
+	nodes    []protocol.NodeAddr // the ring's nodes, for the LOGIN answer (SetNodes)
 
 	// Owned by the visit goroutine (visits of one node never overlap).
 	v visitState
@@ -277,7 +278,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	for _, c := range conns {
-		c.closeWith(errorf(CodeShutdown, "server shutting down"))
+		c.closeWith(errorf(protocol.CodeShutdown, "server shutting down"))
 	}
 	stopWork()
 	s.wg.Wait()
@@ -342,11 +343,11 @@ func (s *Server) acceptLoop() {
 			nc.Close()
 		case len(s.conns) >= s.cfg.MaxClients:
 			s.mu.Unlock()
-			s.refuse(nc, errorf(CodeServerFull, "server full: %d clients; try another node", s.cfg.MaxClients))
+			s.refuse(nc, errorf(protocol.CodeServerFull, "server full: %d clients; try another node", s.cfg.MaxClients))
 		case s.perIP[ip] >= s.cfg.MaxClientsPerIP:
 			s.mu.Unlock()
 			s.log.Info().Str("remote", ip).Int("limit", s.cfg.MaxClientsPerIP).Msg("chat: refusing a connection: too many from one address")
-			s.refuse(nc, errorf(CodeTooManyConns, "too many connections from %s: at most %d per address", ip, s.cfg.MaxClientsPerIP))
+			s.refuse(nc, errorf(protocol.CodeTooManyConns, "too many connections from %s: at most %d per address", ip, s.cfg.MaxClientsPerIP))
 		default:
 			if tc, ok := tcpConn(nc); ok && s.cfg.SocketBuffer > 0 {
 				_ = tc.SetWriteBuffer(s.cfg.SocketBuffer)
@@ -362,10 +363,6 @@ func (s *Server) acceptLoop() {
 	}
 }
 
-// CodeTooManyConns refuses a connection from an address that already has
-// MaxClientsPerIP open (the connection closes).
-const CodeTooManyConns Code = "TOO_MANY_CONNECTIONS"
-
 // refuse writes the reason to a connection that is not served, and closes
 // it. It never waits long: a fresh socket's buffer takes one line at once
 // (over TLS the handshake comes first, bounded by the same deadline).
@@ -376,7 +373,7 @@ func (s *Server) refuse(nc net.Conn, e *Error) {
 		// The code rides along (the connection's protocol is not known
 		// yet; the original client's JSON reader ignores a field it does
 		// not know), so a client can tell a full node from a lost one.
-		_, _ = nc.Write(encodeError(V2, e))
+		_, _ = nc.Write(encodeError(protocol.V2, e))
 		// Closing with the client's first lines unread would reset the
 		// connection, and the client could lose the reason: shut our side,
 		// read what comes (a little, within the deadline), then close.
@@ -513,9 +510,9 @@ func (n *nameCache) put(to Recipient, id int64) {
 // unknown is the refusal of a user or group name that does not exist.
 func unknown(to Recipient) *Error {
 	if to.Group {
-		return errorf(CodeUnknownGroup, "no group %s (a group is created when someone joins it)", quote(to.Name))
+		return errorf(protocol.CodeUnknownGroup, "no group %s (a group is created when someone joins it)", quote(to.Name))
 	}
-	return errorf(CodeUnknownUser, "no user %s (a user exists once they have logged in)", quote(to.Name))
+	return errorf(protocol.CodeUnknownUser, "no user %s (a user exists once they have logged in)", quote(to.Name))
 }
 
 // lookup resolves a recipient in tx: its id, or UNKNOWN_USER/UNKNOWN_GROUP.

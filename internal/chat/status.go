@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/section"
 	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/token"
@@ -105,11 +106,11 @@ func (s *Server) passNotices(in []notice) ([]notice, bool) {
 			continue
 		}
 		if sess.wants(n.Kind) {
-			kind := TypeRead
+			kind := protocol.TypeRead
 			if n.Kind == noticeTyping {
-				kind = TypeTyping
+				kind = protocol.TypeTyping
 			}
-			sess.c.sendLine(encode(noticeV2{kind, n.From, n.Seq}))
+			sess.c.sendLine(encode(protocol.UserNoticeV2{MessageType: kind, Username: n.From, Seq: n.Seq}))
 		}
 	}
 	take := min(len(s.notices), noticesPerVisit, max(0, maxHintNotices-len(out)))
@@ -164,15 +165,15 @@ func featuresOf(names []string) int {
 	f := 0
 	for _, n := range names {
 		switch n {
-		case FeatureAway:
+		case protocol.FeatureAway:
 			f |= featAway
-		case FeatureRead:
+		case protocol.FeatureRead:
 			f |= featRead
-		case FeatureTyping:
+		case protocol.FeatureTyping:
 			f |= featTyping
-		case FeatureFailover:
+		case protocol.FeatureFailover:
 			f |= featFailover
-		case FeatureLimits:
+		case protocol.FeatureLimits:
 			f |= featLimits
 		}
 	}
@@ -187,7 +188,7 @@ func namesCursor(after string) (int64, *Error) {
 	}
 	id, err := strconv.ParseInt(after, 10, 64)
 	if err != nil || id <= 0 {
-		return 0, errorf(CodeBadRequest, "after must be the \"next\" of an earlier NAMES reply")
+		return 0, errorf(protocol.CodeBadRequest, "after must be the \"next\" of an earlier NAMES reply")
 	}
 	return id, nil
 }
@@ -207,7 +208,7 @@ func (c *conn) away(req Request) {
 		return
 	}
 	s.aways.put(c.sess.name, a)
-	r := awayV2{MessageType: TypeAway, Message: a.Message, ID: req.ID}
+	r := protocol.AwayV2{MessageType: protocol.TypeAway, Message: a.Message, ID: req.ID}
 	if a.Message != "" {
 		r.Since = formatTime(a.Since)
 	}
@@ -233,7 +234,7 @@ func (c *conn) whois(req Request) {
 	if c.failed(req.ID, err, refusal) {
 		return
 	}
-	r := whoisV2{MessageType: TypeWhois, Username: st.Name, Online: st.NodeID != 0, Node: st.NodeID, Away: st.Away.Message, ID: req.ID}
+	r := protocol.WhoisV2{MessageType: protocol.TypeWhois, Username: st.Name, Online: st.NodeID != 0, Node: st.NodeID, Away: st.Away.Message, ID: req.ID}
 	if st.NodeID != 0 {
 		r.Since = formatTime(st.Since)
 	}
@@ -277,7 +278,7 @@ func (c *conn) names(req Request) {
 				return err
 			}
 			if !member {
-				refusal = errorf(CodeNotMember, "group %s is invite-only: only its members see who is in it", quote(req.Group))
+				refusal = errorf(protocol.CodeNotMember, "group %s is invite-only: only its members see who is in it", quote(req.Group))
 				return nil
 			}
 		}
@@ -287,7 +288,7 @@ func (c *conn) names(req Request) {
 	if c.failed(req.ID, err, refusal) {
 		return
 	}
-	r := namesV2{MessageType: TypeNames, Group: req.Group, Members: make([]NameEntry, 0, len(page)), ID: req.ID}
+	r := protocol.NamesV2{MessageType: protocol.TypeNames, Group: req.Group, Members: make([]protocol.Member, 0, len(page)), ID: req.ID}
 	size := 0
 	for i, m := range page {
 		size += len(m.Name) + len(m.Away.Message) + 60
@@ -295,7 +296,7 @@ func (c *conn) names(req Request) {
 			r.Truncated, r.Next = true, strconv.FormatInt(page[i-1].UserID, 10)
 			break
 		}
-		r.Members = append(r.Members, NameEntry{Username: m.Name, Node: m.NodeID, Away: m.Away.Message})
+		r.Members = append(r.Members, protocol.Member{Username: m.Name, Node: m.NodeID, Away: m.Away.Message})
 	}
 	c.sendLine(encode(r))
 }
@@ -379,7 +380,7 @@ func (c *conn) tellAway(to Recipient) {
 		c.toldAway = map[string]bool{}
 	}
 	c.toldAway[key] = true
-	c.sendLine(encode(awayV2{MessageType: TypeAway, Username: to.Name, Message: a.Message, Since: formatTime(a.Since)}))
+	c.sendLine(encode(protocol.AwayV2{MessageType: protocol.TypeAway, Username: to.Name, Message: a.Message, Since: formatTime(a.Since)}))
 }
 
 // awayCache holds users' away status for awayTTL, bounded.

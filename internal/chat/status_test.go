@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/store"
 )
 
@@ -50,7 +51,7 @@ func (c *raw) ask(line string) map[string]any {
 func TestAwayWhoisNames(t *testing.T) {
 	r := newRing(t, 2, nil)
 	alice, bob, carol := dialRaw(t, r.addr(1)), dialRaw(t, r.addr(2)), dialRaw(t, r.addr(2))
-	alice.loginWith("alice", FeatureAway)
+	alice.loginWith("alice", protocol.FeatureAway)
 	bob.loginWith("bob")
 	carol.loginWith("carol")
 	for _, c := range []*raw{alice, bob, carol} {
@@ -74,7 +75,7 @@ func TestAwayWhoisNames(t *testing.T) {
 		t.Errorf("WHOIS bob = %v", m)
 	}
 	alice.send(`{"messageType":"WHOIS","username":"ghost","id":"g"}`)
-	alice.expectError(CodeUnknownUser, "ghost")
+	alice.expectError(protocol.CodeUnknownUser, "ghost")
 
 	// A direct message to an away user: its sender (who asked for the
 	// feature) is told once, with the message; a sender who did not ask
@@ -115,19 +116,19 @@ func TestAwayWhoisNames(t *testing.T) {
 		t.Errorf("NAMES page 2 = %v", m)
 	}
 	alice.send(`{"messageType":"NAMES","group":"nope","id":"n3"}`)
-	alice.expectError(CodeUnknownGroup, "nope")
+	alice.expectError(protocol.CodeUnknownGroup, "nope")
 	alice.send(`{"messageType":"NAMES","group":"lab","after":"x","id":"n4"}`)
-	alice.expectError(CodeBadRequest, "after")
+	alice.expectError(protocol.CodeBadRequest, "after")
 	bob.send(`{"messageType":"JOIN_GROUP","group":"club","inviteOnly":true,"id":"j"}`)
 	bob.until("JOIN_GROUP") // after the deliveries of the messages above
 	alice.send(`{"messageType":"NAMES","group":"club","id":"n5"}`)
-	alice.expectError(CodeNotMember, "invite-only")
+	alice.expectError(protocol.CodeNotMember, "invite-only")
 
 	// Refusals change nothing; a clear is an answer without a message.
 	bob.send(fmt.Sprintf(`{"messageType":"AWAY","message":%q,"id":"a2"}`, strings.Repeat("x", 301)))
-	bob.expectError(CodeTooLong, "away message")
+	bob.expectError(protocol.CodeTooLong, "away message")
 	bob.send(`{"messageType":"AWAY","message":"a\nb","id":"a3"}`)
-	bob.expectError(CodeBadRequest, "unprintable")
+	bob.expectError(protocol.CodeBadRequest, "unprintable")
 	// The status lasts across logins: the LOGIN answer carries it.
 	bob.nc.Close()
 	var again *raw
@@ -156,8 +157,8 @@ func TestAwayWhoisNames(t *testing.T) {
 func TestReadMarksAndTyping(t *testing.T) {
 	r := newRing(t, 2, nil)
 	alice, bob, carol := dialRaw(t, r.addr(1)), dialRaw(t, r.addr(2)), dialRaw(t, r.addr(1))
-	alice.loginWith("alice", FeatureRead, FeatureTyping)
-	bob.loginWith("bob", FeatureRead, FeatureTyping, "a-feature-from-the-future")
+	alice.loginWith("alice", protocol.FeatureRead, protocol.FeatureTyping)
+	bob.loginWith("bob", protocol.FeatureRead, protocol.FeatureTyping, "a-feature-from-the-future")
 	carol.loginWith("carol")
 	var seqs []float64
 	for i := range 3 {
@@ -207,11 +208,11 @@ func TestReadMarksAndTyping(t *testing.T) {
 
 	// Refused: a group, no sequence, an unknown user, protocol 1.
 	bob.send(`{"messageType":"READ","toGroup":"g","seq":1,"id":"r1"}`)
-	bob.expectError(CodeBadRequest, "direct")
+	bob.expectError(protocol.CodeBadRequest, "direct")
 	bob.send(`{"messageType":"READ","toUsername":"alice","id":"r2"}`)
-	bob.expectError(CodeBadRequest, "seq")
+	bob.expectError(protocol.CodeBadRequest, "seq")
 	bob.send(`{"messageType":"READ","toUsername":"ghost","seq":5,"id":"r3"}`)
-	bob.expectError(CodeUnknownUser, "ghost")
+	bob.expectError(protocol.CodeUnknownUser, "ghost")
 	old := dialRaw(t, r.addr(2))
 	old.login("old")
 	old.send(`{"messageType":"TYPING","toUsername":"alice"}`)
@@ -295,7 +296,7 @@ func TestClientStatus(t *testing.T) {
 func TestForgedNoticesInTheToken(t *testing.T) {
 	r := newRing(t, 2, nil)
 	alice := dialRaw(t, r.addr(1))
-	alice.loginWith("alice", FeatureRead)
+	alice.loginWith("alice", protocol.FeatureRead)
 	var id int64
 	if err := r.st.View(context.Background(), func(tx store.Tx) error {
 		u, err := tx.UserByName("alice")

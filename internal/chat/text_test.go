@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/testutil"
 )
 
@@ -18,7 +19,7 @@ func TestMessagesKeepTheirText(t *testing.T) {
 	r := newRing(t, 1, nil)
 	alice := dialRaw(t, r.addr(1))
 	alice.send(`{"messageType":"LOGIN","username":"alice","version":2,"features":["limits","typing"],"id":"l1"}`)
-	alice.expect(fmt.Sprintf(`{"messageType":"LOGIN","username":"alice","version":2,"node":1,"features":["limits"],"maxMessageBytes":%d,"id":"l1"}`, MaxContentBytes))
+	alice.expect(fmt.Sprintf(`{"messageType":"LOGIN","username":"alice","version":2,"node":1,"features":["limits"],"maxMessageBytes":%d,"id":"l1"}`, protocol.MaxContentBytes))
 
 	bob := dialRaw(t, r.addr(1))
 	if m := bob.loginV2("bob", ""); m["maxMessageBytes"] != nil {
@@ -27,7 +28,7 @@ func TestMessagesKeepTheirText(t *testing.T) {
 
 	long := strings.Repeat("x", 4510)
 	alice.send(chatV2("bob", long, "0190f5a2-7b1c-7cde-8f00-000000000001"))
-	e := alice.expectError(CodeTooLong, "message is 4510 bytes, over the limit of 4096 bytes per message: nothing of it was stored")
+	e := alice.expectError(protocol.CodeTooLong, "message is 4510 bytes, over the limit of 4096 bytes per message: nothing of it was stored")
 	if e["id"] != "0190f5a2-7b1c-7cde-8f00-000000000001" {
 		t.Errorf("the refusal does not name the message: %v", e)
 	}
@@ -38,7 +39,7 @@ func TestMessagesKeepTheirText(t *testing.T) {
 	}
 	text := strings.Join(lines, "\n")
 	alice.send(chatV2("bob", text, "0190f5a2-7b1c-7cde-8f00-000000000002"))
-	if m := alice.obj(); m["messageType"] != TypeStored {
+	if m := alice.obj(); m["messageType"] != string(protocol.TypeStored) {
 		t.Fatalf("alice got %v, want STORED", m)
 	}
 	if m := bob.obj(); m["messageContent"] != text { // the first: the long one was not stored
@@ -58,7 +59,7 @@ func TestMessagesKeepTheirText(t *testing.T) {
 }
 
 func chatV2(user, text, id string) string {
-	b, _ := json.Marshal(map[string]string{"messageType": TypeChat, "toUsername": user, "messageContent": text, "id": id})
+	b, _ := json.Marshal(map[string]string{"messageType": string(protocol.TypeChatMessage), "toUsername": user, "messageContent": text, "id": id})
 	return string(b)
 }
 
@@ -68,15 +69,15 @@ func chatV2(user, text, id string) string {
 func TestAwaySetElsewhereIsToldSoon(t *testing.T) {
 	r := newRing(t, 2, nil)
 	alice, bob := dialRaw(t, r.addr(1)), dialRaw(t, r.addr(2))
-	alice.loginWith("alice", FeatureAway)
+	alice.loginWith("alice", protocol.FeatureAway)
 	bob.loginWith("bob")
 	alice.send(chatTo("bob", "are you there?"))
-	if m := alice.obj(); m["messageType"] != TypeStored {
+	if m := alice.obj(); m["messageType"] != string(protocol.TypeStored) {
 		t.Fatalf("alice got %v, want STORED (bob is not away)", m)
 	}
 	// alice's message may reach bob before the answer to his AWAY.
 	bob.send(`{"messageType":"AWAY","message":"in a meeting","id":"a"}`)
-	if m, _ := bob.until(TypeAway); m["message"] != "in a meeting" {
+	if m, _ := bob.until(string(protocol.TypeAway)); m["message"] != "in a meeting" {
 		t.Fatalf("AWAY answer %v", m)
 	}
 	set := time.Now()
@@ -85,10 +86,10 @@ func TestAwaySetElsewhereIsToldSoon(t *testing.T) {
 		alice.send(chatTo("bob", "still there?"))
 		for {
 			m := alice.obj()
-			if m["messageType"] == TypeAway && m["username"] == "bob" && m["message"] == "in a meeting" {
+			if m["messageType"] == string(protocol.TypeAway) && m["username"] == "bob" && m["message"] == "in a meeting" {
 				told = true
 			}
-			if m["messageType"] == TypeStored {
+			if m["messageType"] == string(protocol.TypeStored) {
 				return told
 			}
 		}

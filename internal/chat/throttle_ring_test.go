@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/store/storetest"
 	"github.com/ringchat/ringchat/internal/testutil"
@@ -76,7 +77,7 @@ func TestWrongPasswordThrottleRingWide(t *testing.T) {
 					counts[fmt.Sprint(m["code"])]++
 				}
 			}
-			want := map[string]int{string(CodeBadPassword): 3, string(CodeThrottled): nodes*perNode*guesses - 3}
+			want := map[string]int{string(protocol.CodeBadPassword): 3, string(protocol.CodeThrottled): nodes*perNode*guesses - 3}
 			if fmt.Sprint(counts) != fmt.Sprint(want) {
 				t.Fatalf("answers to %d wrong passwords at %d nodes = %v, want %v (3 checked in all)",
 					nodes*perNode*guesses, nodes, counts, want)
@@ -85,7 +86,7 @@ func TestWrongPasswordThrottleRingWide(t *testing.T) {
 			for id := int64(1); id <= nodes; id++ {
 				c := dialRaw(t, r.addr(id))
 				c.send(login2("target", "right", "ok"))
-				c.expectError(CodeThrottled, "too many failed logins for \"target\"")
+				c.expectError(protocol.CodeThrottled, "too many failed logins for \"target\"")
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/token"
 )
@@ -198,37 +199,37 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("error without code or message: %+v", err)
 			}
 			var out map[string]any
-			if json.Unmarshal(bytes.TrimSpace(encodeError(V2, err)), &out) != nil {
-				t.Fatalf("error line is not JSON: %s", encodeError(V2, err))
+			if json.Unmarshal(bytes.TrimSpace(encodeError(protocol.V2, err)), &out) != nil {
+				t.Fatalf("error line is not JSON: %s", encodeError(protocol.V2, err))
 			}
 			return
 		}
 		switch r.Type {
-		case TypeLogin:
-			if CheckName("u", r.Username) != nil || (r.Version != V1 && r.Version != V2) || len(r.Password) > MaxPassword {
+		case protocol.TypeLogin:
+			if CheckName("u", r.Username) != nil || (r.Version != protocol.V1 && r.Version != protocol.V2) || len(r.Password) > protocol.MaxPassword {
 				t.Fatalf("accepted login %+v", r)
 			}
-		case TypeJoinGroup, TypeLeaveGroup:
+		case protocol.TypeJoinGroup, protocol.TypeLeaveGroup:
 			if CheckName("g", r.Group) != nil {
 				t.Fatalf("accepted group %+v", r)
 			}
-		case TypeChat:
-			if CheckName("to", r.To.Name) != nil || r.Content == "" || len(r.Content) > MaxContentBytes || !utf8.ValidString(r.Content) {
+		case protocol.TypeChatMessage:
+			if CheckName("to", r.To.Name) != nil || r.Content == "" || len(r.Content) > protocol.MaxContentBytes || !utf8.ValidString(r.Content) {
 				t.Fatalf("accepted chat %+v", r)
 			}
-		case TypeAck:
-			if len(r.IDs) == 0 || len(r.IDs) > MaxAckIDs {
+		case protocol.TypeAck:
+			if len(r.IDs) == 0 || len(r.IDs) > protocol.MaxAckIDs {
 				t.Fatalf("accepted ack %+v", r)
 			}
-		case TypeHistory:
+		case protocol.TypeHistory:
 			if CheckName("to", r.To.Name) != nil || r.Limit < 0 {
 				t.Fatalf("accepted history %+v", r)
 			}
-		case TypeAlive, TypeWho, TypeGroups:
+		case protocol.TypeAlive, protocol.TypeWho, protocol.TypeGroups:
 		default:
 			t.Fatalf("accepted unknown type %q", r.Type)
 		}
-		if len(r.ID) > MaxRequestID {
+		if len(r.ID) > protocol.MaxRequestID {
 			t.Fatalf("id of %d bytes", len(r.ID))
 		}
 	})

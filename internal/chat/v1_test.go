@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/store/storetest"
 )
@@ -323,17 +324,17 @@ func TestBadInput(t *testing.T) {
 		{`{"messageType":"CHAT_MESSAGE","toUsername":"good","messageContent":""}`, "empty messageContent"},
 		{`{"messageType":"CHAT_MESSAGE","messageContent":"x"}`, "no recipient"},
 		{`{"messageType":"CHAT_MESSAGE","toUsername":"good","toGroup":"g","messageContent":"x"}`, "not both"},
-		{chatTo("good", strings.Repeat("y", MaxContentBytes+1)), "over the limit of 4096"},
+		{chatTo("good", strings.Repeat("y", protocol.MaxContentBytes+1)), "over the limit of 4096"},
 		{`{"messageType":"JOIN_GROUP","group":""}`, "empty group"},
 	} {
 		bad.send(tc.line)
 		bad.expectError("", tc.want)
 	}
-	bad.send(chatTo("good", strings.Repeat("z", MaxContentBytes)))
-	if m := good.obj(); len(m["messageContent"].(string)) != MaxContentBytes {
+	bad.send(chatTo("good", strings.Repeat("z", protocol.MaxContentBytes)))
+	if m := good.obj(); len(m["messageContent"].(string)) != protocol.MaxContentBytes {
 		t.Fatal("a message of exactly 4 KiB was not delivered")
 	}
-	huge := `{"messageType":"CHAT_MESSAGE","toUsername":"good","messageContent":"` + strings.Repeat("a", MaxLineBytes) + `"}`
+	huge := `{"messageType":"CHAT_MESSAGE","toUsername":"good","messageContent":"` + strings.Repeat("a", protocol.MaxLineBytes) + `"}`
 	bad.send(huge)
 	lines := bad.closed()
 	if len(lines) != 1 || !strings.Contains(lines[0], "line longer than 65536 bytes") {
@@ -398,11 +399,11 @@ func TestRateLimitedRequestsAreAnswered(t *testing.T) {
 		switch {
 		case m["messageType"] == "STORED":
 			answered[id] = "STORED"
-		case m["messageType"] == "ERROR" && m["code"] == string(CodeRateLimited) && id != "":
+		case m["messageType"] == "ERROR" && m["code"] == string(protocol.CodeRateLimited) && id != "":
 			if limited == 0 && !strings.Contains(m["errorMessage"].(string), "lines are dropped") {
 				t.Errorf("first refusal: %v", m)
 			}
-			answered[id] = string(CodeRateLimited)
+			answered[id] = string(protocol.CodeRateLimited)
 			limited++
 		default:
 			t.Fatalf("unexpected %v (answered so far: %v)", m, answered)
@@ -415,7 +416,7 @@ func TestRateLimitedRequestsAreAnswered(t *testing.T) {
 	// allows, the same id is taken.
 	id := ""
 	for k, v := range answered {
-		if v == string(CodeRateLimited) {
+		if v == string(protocol.CodeRateLimited) {
 			id = k
 		}
 	}

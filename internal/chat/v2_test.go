@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/store/storetest"
 )
 
@@ -98,7 +99,7 @@ func TestV2Shapes(t *testing.T) {
 	a.send(`{"messageType":"CHAT_MESSAGE","id":"0190f5a2-7b1c-7cde-8f00-0123456789ac","toUsername":"nobody","messageContent":"x"}`)
 	a.expect(`{"messageType":"ERROR","code":"UNKNOWN_USER","errorMessage":"no user \"nobody\" (a user exists once they have logged in)","id":"0190f5a2-7b1c-7cde-8f00-0123456789ac"}`)
 	a.send(`{"messageType":"ACK"}`)
-	a.expectError(CodeBadRequest, "ACK needs 1 to 1000 message ids")
+	a.expectError(protocol.CodeBadRequest, "ACK needs 1 to 1000 message ids")
 	b.send(`{"messageType":"ACK","ids":["` + id + `"]}`)
 	eventually(t, "acknowledged message removed", func() bool { return storetest.PendingFor(t, r.st, "bob") == 0 })
 	// Password rules.
@@ -166,7 +167,7 @@ func TestV2Queries(t *testing.T) {
 	}
 	_, err = bob.History(ctx, client.ToGroup("g2"), 0)
 	var se *client.ServerError
-	if !errors.As(err, &se) || se.Code != string(CodeNotMember) {
+	if !errors.As(err, &se) || se.Code != string(protocol.CodeNotMember) {
 		t.Errorf("history of a group bob is not in: %v", err)
 	}
 	// A v1 client in the same conversation never sees protocol-2 objects.
@@ -362,7 +363,7 @@ func TestStuckClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	sender := dialV2(t, r.addr(1), "sender", "", client.Options{AutoAck: true})
-	big := strings.Repeat("x", MaxContentBytes-8)
+	big := strings.Repeat("x", protocol.MaxContentBytes-8)
 	go func() {
 		for i := range 300 {
 			if _, err := sender.Post(ctx, client.ToGroup("all"), fmt.Sprint(i, big)); err != nil {

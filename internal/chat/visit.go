@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/section"
 	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/token"
@@ -654,8 +655,8 @@ const notStoredText = 80
 // recipient and its text.
 func notStored(m *outMsg) *Error {
 	const why = "could not be stored: the store refuses it while it stores other messages; not delivered"
-	if m.version >= V2 {
-		e := errorf(CodeNotStored, "message %s to %s %s", m.id, m.to, why)
+	if m.version >= protocol.V2 {
+		e := errorf(protocol.CodeNotStored, "message %s to %s %s", m.id, m.to, why)
 		e.ID = m.id
 		return e
 	}
@@ -663,7 +664,7 @@ func notStored(m *outMsg) *Error {
 	if r := []rune(text); len(r) > notStoredText {
 		text = string(r[:notStoredText]) + "…"
 	}
-	return errorf(CodeNotStored, "message %q to %s %s", text, m.to, why)
+	return errorf(protocol.CodeNotStored, "message %q to %s %s", text, m.to, why)
 }
 
 // work is the transaction's body. The store may run it again after a
@@ -741,7 +742,7 @@ func (s *Server) storeAndHint(tx store.Tx, w *visitWork) error {
 		w.waiting = append(w.waiting, waiting...)
 	}
 	for _, r := range w.stored {
-		if r.err == nil && r.m.to.Group && r.m.version < V2 {
+		if r.err == nil && r.m.to.Group && r.m.version < protocol.V2 {
 			// Its protocol-1 sender is shown it too, in this visit.
 			w.waiting = append(w.waiting, store.Waiting{Node: s.cfg.NodeID, Users: []int64{r.m.senderID}})
 		}
@@ -872,7 +873,7 @@ func (w *visitWork) take(ds []store.Delivery, perUser int) {
 		if sess == nil || full[d.RecipientID] {
 			continue // logging in or out: it stays pending
 		}
-		shown := !d.Own || sess.version < V2 // a protocol-1 sender is shown its own group message
+		shown := !d.Own || sess.version < protocol.V2 // a protocol-1 sender is shown its own group message
 		n := taken[d.RecipientID]
 		if shown && n >= sess.c.room() {
 			sess.starved.Store(true)   // its writer asks for a fetch when it has room
@@ -1054,7 +1055,7 @@ func (s *Server) dispatch(w *visitWork) {
 	// server did: its client has no receipt, and shows the echo as the
 	// sign that the message went out. A protocol-2 sender has STORED, and
 	// its cursor simply passes its own messages.
-	w.deliveries = slices.DeleteFunc(w.deliveries, func(d delivery) bool { return d.d.Own && d.sess.version >= V2 })
+	w.deliveries = slices.DeleteFunc(w.deliveries, func(d delivery) bool { return d.d.Own && d.sess.version >= protocol.V2 })
 	s.noteUnacked(w)
 	s.deliver(w)
 }
@@ -1067,12 +1068,12 @@ func sendReceipts(w *visitWork) {
 		switch {
 		case r.err != nil:
 			r.err.ID = ""
-			if m.version >= V2 {
+			if m.version >= protocol.V2 {
 				r.err.ID = m.id
 			}
 			m.c.sendLine(encodeError(m.version, r.err))
-		case m.version >= V2:
-			m.c.sendLine(encode(storedV2{TypeStored, m.id, r.seq, formatTime(r.sentAt)}))
+		case m.version >= protocol.V2:
+			m.c.sendLine(encode(protocol.StoredV2{MessageType: protocol.TypeStored, ID: m.id, Seq: r.seq, Time: formatTime(r.sentAt)}))
 		}
 	}
 }
@@ -1083,7 +1084,7 @@ func (s *Server) noteUnacked(w *visitWork) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, d := range w.deliveries {
-		if sess := d.sess; sess.version >= V2 {
+		if sess := d.sess; sess.version >= protocol.V2 {
 			if sess.unacked == nil {
 				sess.unacked = map[string]store.RecipientSeq{}
 			}
@@ -1110,7 +1111,7 @@ func (s *Server) deliver(w *visitWork) {
 	for _, d := range w.deliveries {
 		v := d.sess.version
 		k := key{seq: d.d.Seq, version: v}
-		if v < V2 && d.d.ToGroup != "" {
+		if v < protocol.V2 && d.d.ToGroup != "" {
 			k.user = d.d.RecipientID
 		}
 		line, ok := lines[k]
@@ -1122,7 +1123,7 @@ func (s *Server) deliver(w *visitWork) {
 		if o := s.cfg.DeliveryLatency; o != nil {
 			o.Observe(time.Since(d.d.SentAt).Seconds())
 		}
-		if v < V2 {
+		if v < protocol.V2 {
 			it.ack = d.d.Row()
 		}
 		if !d.sess.c.send(it) {
@@ -1133,14 +1134,14 @@ func (s *Server) deliver(w *visitWork) {
 }
 
 func encodeDelivery(d store.Delivery, version int) []byte {
-	if version >= V2 {
+	if version >= protocol.V2 {
 		return encode(chatV2Of(d.Message))
 	}
 	to := d.ToUser
 	if d.ToGroup != "" {
 		to = d.Recipient // the original named the member it delivered a group message to
 	}
-	return encode(chatV1{MessageType: TypeChat, FromName: d.Sender, ToUsername: to, ToGroup: d.ToGroup,
+	return encode(protocol.ChatV1{MessageType: protocol.TypeChatMessage, FromName: d.Sender, ToUsername: to, ToGroup: d.ToGroup,
 		MessageContent: d.Content, SentAt: formatSentAt(d.SentAt)})
 }
 

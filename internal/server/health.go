@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ringchat/ringchat/internal/chat"
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/ring"
 	"github.com/ringchat/ringchat/internal/store"
 )
@@ -85,10 +86,10 @@ func (w *ringWatch) observe(p ring.Phase, now time.Time) bool {
 }
 
 // nodeAddrs is the LOGIN answer's list of the ring's nodes.
-func nodeAddrs(rows []store.NodeRow) []chat.NodeAddr {
-	out := make([]chat.NodeAddr, 0, len(rows))
+func nodeAddrs(rows []store.NodeRow) []protocol.NodeAddr {
+	out := make([]protocol.NodeAddr, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, chat.NodeAddr{Node: r.ID, Addr: r.ClientAddr()})
+		out = append(out, protocol.NodeAddr{Node: r.ID, Addr: r.ClientAddr()})
 	}
 	return out
 }
