@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/tui"
 )
 
@@ -85,7 +86,7 @@ func runLineMode(ctx context.Context, cfg config, stdin io.Reader, stdout, stder
 		}
 		cfg.user = user
 	}
-	s, err := startSession(ctx, cfg, client.FeatureAway)
+	s, err := startSession(ctx, cfg, protocol.FeatureAway)
 	if err != nil {
 		if interrupted(ctx) {
 			return nil

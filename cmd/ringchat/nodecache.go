@@ -6,11 +6,11 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/protocol"
 )
 
 // nodeCache keeps the nodes of the rings ringchat logged in to, as the
-// nodes listed them (client.FeatureFailover), in
+// nodes listed them (protocol.FeatureFailover), in
 // $XDG_CACHE_HOME/ringchat/nodes.json (else ~/.cache/ringchat/nodes.json):
 // the next start given one node of a ring (--node HOST:PORT) can move to
 // the others when that one is down, cut off or stopped.
@@ -21,7 +21,7 @@ const maxCachedRings = 16
 
 // cachedRings is the file: each ring its nodes, the latest first.
 type cachedRings struct {
-	Rings [][]client.NodeAddr `json:"rings"`
+	Rings [][]protocol.NodeAddr `json:"rings"`
 }
 
 // newNodeCache is the cache under the user's cache directory.
@@ -56,7 +56,7 @@ func (c nodeCache) extend(addrs []string) []string {
 		return addrs
 	}
 	for _, ring := range c.load().Rings {
-		if !slices.ContainsFunc(ring, func(n client.NodeAddr) bool { return n.Addr == addrs[0] }) {
+		if !slices.ContainsFunc(ring, func(n protocol.NodeAddr) bool { return n.Addr == addrs[0] }) {
 			continue
 		}
 		out := slices.Clone(addrs)
@@ -72,15 +72,15 @@ func (c nodeCache) extend(addrs []string) []string {
 
 // save keeps nodes as the nodes of their ring: it replaces a ring kept
 // that shares a node with them. Failing to write only loses the hint.
-func (c nodeCache) save(nodes []client.NodeAddr) {
+func (c nodeCache) save(nodes []protocol.NodeAddr) {
 	if c.path == "" || len(nodes) == 0 {
 		return
 	}
 	r := c.load()
-	rings := [][]client.NodeAddr{nodes}
+	rings := [][]protocol.NodeAddr{nodes}
 	for _, ring := range r.Rings {
-		shared := slices.ContainsFunc(ring, func(n client.NodeAddr) bool {
-			return slices.ContainsFunc(nodes, func(m client.NodeAddr) bool { return m.Addr == n.Addr })
+		shared := slices.ContainsFunc(ring, func(n protocol.NodeAddr) bool {
+			return slices.ContainsFunc(nodes, func(m protocol.NodeAddr) bool { return m.Addr == n.Addr })
 		})
 		if !shared && len(rings) < maxCachedRings {
 			rings = append(rings, ring)

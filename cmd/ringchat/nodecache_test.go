@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/protocol"
 )
 
 // TestNodeCache: the nodes a login listed are kept per ring, and a start
@@ -12,8 +12,8 @@ import (
 func TestNodeCache(t *testing.T) {
 	dir := t.TempDir()
 	c := newNodeCache(func(k string) string { return map[string]string{"XDG_CACHE_HOME": dir}[k] })
-	ringA := []client.NodeAddr{{Node: 1, Addr: "10.0.0.1:8001"}, {Node: 2, Addr: "10.0.0.2:8001"}, {Node: 3, Addr: "10.0.0.3:8001"}}
-	ringB := []client.NodeAddr{{Node: 1, Addr: "127.0.0.1:9001"}, {Node: 2, Addr: "127.0.0.1:9002"}}
+	ringA := []protocol.NodeAddr{{Node: 1, Addr: "10.0.0.1:8001"}, {Node: 2, Addr: "10.0.0.2:8001"}, {Node: 3, Addr: "10.0.0.3:8001"}}
+	ringB := []protocol.NodeAddr{{Node: 1, Addr: "127.0.0.1:9001"}, {Node: 2, Addr: "127.0.0.1:9002"}}
 	c.save(ringA)
 	c.save(ringB)
 	if got, want := c.extend([]string{"10.0.0.2:8001"}), []string{"10.0.0.2:8001", "10.0.0.1:8001", "10.0.0.3:8001"}; !slices.Equal(got, want) {
@@ -23,7 +23,7 @@ func TestNodeCache(t *testing.T) {
 		t.Fatalf("a node of no kept ring: %v", got)
 	}
 	// Ring A grows: the new list replaces the old one.
-	c.save(append(slices.Clone(ringA), client.NodeAddr{Node: 4, Addr: "10.0.0.4:8001"}))
+	c.save(append(slices.Clone(ringA), protocol.NodeAddr{Node: 4, Addr: "10.0.0.4:8001"}))
 	if got := c.extend([]string{"10.0.0.1:8001"}); len(got) != 4 || got[3] != "10.0.0.4:8001" {
 		t.Fatalf("after the ring grew: %v", got)
 	}

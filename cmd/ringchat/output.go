@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/tui"
 )
 
@@ -50,52 +51,43 @@ func (p *printer) post(post func() (client.Outgoing, error)) (client.Outgoing, e
 	return o, err
 }
 
-// The JSON shapes printed: the protocol's (docs/PROTOCOL.md, protocol 2),
-// and a few of the client's own for the connection.
+// The JSON shapes printed are the protocol's (internal/protocol, the
+// shapes of protocol 2) where they fit, and these of the client's own: a
+// chat message (of either protocol: no id or seq from protocol 1), a
+// receipt naming the message, an error (a local one has no code), a
+// conversation's messages, and the connection's events.
 type (
 	chatJSON struct {
-		MessageType    string `json:"messageType"`
-		ID             string `json:"id,omitempty"`
-		Seq            int64  `json:"seq,omitempty"`
-		FromName       string `json:"fromName"`
-		ToUsername     string `json:"toUsername,omitempty"`
-		ToGroup        string `json:"toGroup,omitempty"`
-		MessageContent string `json:"messageContent"`
-		SentAt         string `json:"sentAt,omitempty"`
-		Time           string `json:"time,omitempty"`
+		MessageType    protocol.Type `json:"messageType"`
+		ID             string        `json:"id,omitempty"`
+		Seq            int64         `json:"seq,omitempty"`
+		FromName       string        `json:"fromName"`
+		ToUsername     string        `json:"toUsername,omitempty"`
+		ToGroup        string        `json:"toGroup,omitempty"`
+		MessageContent string        `json:"messageContent"`
+		SentAt         string        `json:"sentAt,omitempty"`
+		Time           string        `json:"time,omitempty"`
 	}
 	storedJSON struct {
-		MessageType    string `json:"messageType"`
-		ID             string `json:"id"`
-		Seq            int64  `json:"seq"`
-		Time           string `json:"time,omitempty"`
-		ToUsername     string `json:"toUsername,omitempty"`
-		ToGroup        string `json:"toGroup,omitempty"`
-		MessageContent string `json:"messageContent,omitempty"`
+		MessageType    protocol.Type `json:"messageType"`
+		ID             string        `json:"id"`
+		Seq            int64         `json:"seq"`
+		Time           string        `json:"time,omitempty"`
+		ToUsername     string        `json:"toUsername,omitempty"`
+		ToGroup        string        `json:"toGroup,omitempty"`
+		MessageContent string        `json:"messageContent,omitempty"`
 	}
 	errorJSON struct {
-		MessageType  string `json:"messageType"`
-		Code         string `json:"code,omitempty"`
-		ErrorMessage string `json:"errorMessage"`
-		ID           string `json:"id,omitempty"`
-	}
-	groupJSON struct {
-		MessageType string `json:"messageType"`
-		Group       string `json:"group"`
-	}
-	whoJSON struct {
-		MessageType string              `json:"messageType"`
-		Users       []client.OnlineUser `json:"users"`
-	}
-	groupsJSON struct {
-		MessageType string             `json:"messageType"`
-		Groups      []client.GroupInfo `json:"groups"`
+		MessageType  protocol.Type `json:"messageType"`
+		Code         protocol.Code `json:"code,omitempty"`
+		ErrorMessage string        `json:"errorMessage"`
+		ID           string        `json:"id,omitempty"`
 	}
 	historyJSON struct {
-		MessageType string     `json:"messageType"`
-		ToUsername  string     `json:"toUsername,omitempty"`
-		ToGroup     string     `json:"toGroup,omitempty"`
-		Messages    []chatJSON `json:"messages"`
+		MessageType protocol.Type `json:"messageType"`
+		ToUsername  string        `json:"toUsername,omitempty"`
+		ToGroup     string        `json:"toGroup,omitempty"`
+		Messages    []chatJSON    `json:"messages"`
 	}
 	connectedJSON struct {
 		MessageType string `json:"messageType"` // CONNECTED
@@ -104,27 +96,6 @@ type (
 		Address     string `json:"address"`
 		Reconnect   bool   `json:"reconnect,omitempty"`
 		Resent      int    `json:"resent,omitempty"`
-	}
-	whoisJSON struct {
-		MessageType string `json:"messageType"` // WHOIS
-		Username    string `json:"username"`
-		Online      bool   `json:"online"`
-		Node        int64  `json:"node,omitempty"`
-		Since       string `json:"since,omitempty"`
-		Away        string `json:"away,omitempty"`
-		AwaySince   string `json:"awaySince,omitempty"`
-	}
-	namesJSON struct {
-		MessageType string          `json:"messageType"` // NAMES
-		Group       string          `json:"group"`
-		Members     []client.Member `json:"members"`
-		Truncated   bool            `json:"truncated,omitempty"`
-	}
-	awayJSON struct {
-		MessageType string `json:"messageType"` // AWAY
-		Username    string `json:"username,omitempty"`
-		Message     string `json:"message,omitempty"`
-		Since       string `json:"since,omitempty"`
 	}
 	lostJSON struct {
 		MessageType  string `json:"messageType"` // CONNECTION_LOST, RECONNECTING, DISCONNECTED
@@ -135,7 +106,7 @@ type (
 )
 
 func chatToJSON(m client.ChatMessage) chatJSON {
-	c := chatJSON{MessageType: "CHAT_MESSAGE", ID: m.ID, Seq: m.Seq, FromName: m.From, MessageContent: m.Content,
+	c := chatJSON{MessageType: protocol.TypeChatMessage, ID: m.ID, Seq: m.Seq, FromName: m.From, MessageContent: m.Content,
 		SentAt: m.SentAt, Time: m.Stamp}
 	if m.To.Group {
 		c.ToGroup = m.To.Name
@@ -169,7 +140,7 @@ func (p *printer) render(ev client.Event) (v any, text string, ok bool) {
 	case client.Stored:
 		v, text = p.renderStored(ev)
 	case client.ErrorMessage:
-		v = errorJSON{"ERROR", ev.Code, ev.Message, ev.ID}
+		v = errorJSON{protocol.TypeError, ev.Code, ev.Message, ev.ID}
 		if o, found := p.mine[ev.ID]; found && ev.ID != "" {
 			delete(p.mine, ev.ID)
 			text = fmt.Sprintf("error: not sent to %s: %s", tui.Clean(o.To.String()), tui.Clean(ev.Message))
@@ -178,23 +149,26 @@ func (p *printer) render(ev client.Event) (v any, text string, ok bool) {
 		}
 	case client.ProtocolError:
 		msg := fmt.Sprintf("bad message from the server: %v", ev.Err)
-		v, text = errorJSON{MessageType: "ERROR", ErrorMessage: msg}, "error: "+tui.Clean(msg)
+		v, text = errorJSON{MessageType: protocol.TypeError, ErrorMessage: msg}, "error: "+tui.Clean(msg)
 	case client.JoinGroup:
-		v, text = groupJSON{"JOIN_GROUP", ev.Group}, "joined #"+tui.Clean(ev.Group)
+		v, text = protocol.GroupV1{MessageType: protocol.TypeJoinGroup, Group: ev.Group}, "joined #"+tui.Clean(ev.Group)
 	case client.LeaveGroup:
-		v, text = groupJSON{"LEAVE_GROUP", ev.Group}, "left #"+tui.Clean(ev.Group)
+		v, text = protocol.GroupV1{MessageType: protocol.TypeLeaveGroup, Group: ev.Group}, "left #"+tui.Clean(ev.Group)
 	case client.Who:
-		v, text = whoJSON{"WHO", nonNil(ev.Users)}, tui.WhoText(ev.Users)
+		v, text = protocol.WhoV2{MessageType: protocol.TypeWho, Users: nonNil(ev.Users)}, tui.WhoText(ev.Users)
 	case client.Groups:
-		v, text = groupsJSON{"GROUPS", nonNil(ev.Groups)}, groupsText(ev.Groups)
+		v, text = protocol.GroupsV2{MessageType: protocol.TypeGroups, Groups: nonNil(ev.Groups)}, groupsText(ev.Groups)
 	case client.History:
 		v, text = p.renderHistory(ev)
 	case client.Whois:
-		v, text = whoisJSON{"WHOIS", ev.User, ev.Online, ev.Node, ev.Since, ev.Away, ev.AwaySince}, tui.WhoisText(ev, p.loc)
+		v = protocol.WhoisV2{MessageType: protocol.TypeWhois, Username: ev.User, Online: ev.Online, Node: ev.Node,
+			Since: ev.Since, Away: ev.Away, AwaySince: ev.AwaySince}
+		text = tui.WhoisText(ev, p.loc)
 	case client.Names:
-		v, text = namesJSON{"NAMES", ev.Group, nonNil(ev.Members), ev.Truncated}, tui.NamesText(ev)
+		v = protocol.NamesV2{MessageType: protocol.TypeNames, Group: ev.Group, Members: nonNil(ev.Members), Truncated: ev.Truncated}
+		text = tui.NamesText(ev)
 	case client.Away:
-		v = awayJSON{"AWAY", ev.User, ev.Message, ev.Since}
+		v = protocol.AwayV2{MessageType: protocol.TypeAway, Username: ev.User, Message: ev.Message, Since: ev.Since}
 		if ev.User == "" {
 			text = tui.AwayText(ev)
 		} else {
@@ -213,7 +187,7 @@ func (p *printer) render(ev client.Event) (v any, text string, ok bool) {
 func (p *printer) renderStored(ev client.Stored) (any, string) {
 	o, ok := p.mine[ev.ID]
 	delete(p.mine, ev.ID)
-	s := storedJSON{MessageType: "STORED", ID: ev.ID, Seq: ev.Seq, Time: ev.Stamp, MessageContent: o.Text}
+	s := storedJSON{MessageType: protocol.TypeStored, ID: ev.ID, Seq: ev.Seq, Time: ev.Stamp, MessageContent: o.Text}
 	if o.To.Group {
 		s.ToGroup = o.To.Name
 	} else {
@@ -228,7 +202,7 @@ func (p *printer) renderStored(ev client.Stored) (any, string) {
 // renderHistory renders the messages of a conversation, one line each
 // (or a line saying there are none).
 func (p *printer) renderHistory(ev client.History) (any, string) {
-	h := historyJSON{MessageType: "HISTORY", Messages: []chatJSON{}}
+	h := historyJSON{MessageType: protocol.TypeHistory, Messages: []chatJSON{}}
 	if ev.To.Group {
 		h.ToGroup = ev.To.Name
 	} else {
@@ -274,7 +248,7 @@ func (p *printer) renderConnection(ev client.Event) (v any, text string, ok bool
 			text += "\nerror: " + hint
 		}
 	case client.Notice:
-		v = noticeJSON{"NOTICE", ev.Code, ev.Node, ev.Message}
+		v = protocol.NodeNoticeV2{MessageType: protocol.TypeNotice, Code: ev.Code, Node: ev.Node, Message: ev.Message}
 		text = "notice: " + tui.Clean(ev.Message)
 	case client.Disconnected:
 		v = lostJSON{MessageType: "DISCONNECTED", ErrorMessage: ev.Err.Error()}
@@ -317,7 +291,7 @@ func (p *printer) clock(stamp string) string {
 	return t.In(p.loc).Format("15:04:05")
 }
 
-func groupsText(groups []client.GroupInfo) string {
+func groupsText(groups []protocol.GroupInfo) string {
 	if len(groups) == 0 {
 		return "no groups yet"
 	}
@@ -337,7 +311,7 @@ func (p *printer) errorf(format string, args ...any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.json {
-		fmt.Fprintf(p.out, "%s\n", marshal(errorJSON{MessageType: "ERROR", ErrorMessage: msg}))
+		fmt.Fprintf(p.out, "%s\n", marshal(errorJSON{MessageType: protocol.TypeError, ErrorMessage: msg}))
 		return
 	}
 	fmt.Fprintln(p.out, "error: "+tui.Clean(msg))
@@ -363,12 +337,4 @@ func marshal(v any) []byte {
 		return []byte(fmt.Sprintf(`{"messageType":"ERROR","errorMessage":%q}`, err.Error()))
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-}
-
-// noticeJSON is a node's NOTICE about itself (--json).
-type noticeJSON struct {
-	MessageType string `json:"messageType"`
-	Code        string `json:"code"`
-	Node        int64  `json:"node"`
-	Message     string `json:"message"`
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ringchat/ringchat/internal/client"
 	"github.com/ringchat/ringchat/internal/nodelist"
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/tui"
 )
 
@@ -327,7 +328,7 @@ func clientTLS(caFile string) (*tls.Config, error) {
 }
 
 // startSession logs in within the timeout, asking for the notices of
-// features (client.FeatureAway, ...), and keeps the login alive.
+// features (protocol.FeatureAway, ...), and keeps the login alive.
 func startSession(ctx context.Context, cfg config, features ...string) (*client.Session, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
@@ -353,7 +354,7 @@ func dial(ctx context.Context, cfg config) (*client.Conn, error) {
 	defer cancel()
 	opts := cfg.options()
 	opts.FailFast = true
-	opts.Features = []string{client.FeatureFailover} // the answer lists the ring's nodes, kept for the next start
+	opts.Features = []string{protocol.FeatureFailover} // the answer lists the ring's nodes, kept for the next start
 	c, err := client.DialV2(ctx, cfg.addrs, cfg.user, cfg.password, opts)
 	if err != nil {
 		return nil, describeLogin(err, cfg)

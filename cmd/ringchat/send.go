@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/tui"
 )
 
@@ -134,7 +135,7 @@ func sendOn(ctx context.Context, conn *client.Conn, out *printer, o client.Outgo
 			case client.ErrorMessage:
 				switch {
 				case ev.ID != o.ID:
-				case ev.Code == client.CodeBusy || ev.Code == client.CodeUnavailable || ev.Code == client.CodeShutdown:
+				case ev.Code == protocol.CodeBusy || ev.Code == protocol.CodeUnavailable || ev.Code == protocol.CodeShutdown:
 					return false, &client.ServerError{Message: ev.Message, Code: ev.Code}
 				default:
 					err := fmt.Errorf("send to %s: %w", tui.Clean(o.To.String()), &client.ServerError{Message: ev.Message, Code: ev.Code})

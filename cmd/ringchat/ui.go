@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/tui"
 )
 
@@ -31,7 +31,7 @@ func runUI(ctx context.Context, cfg config, ui uiOptions, in, out *os.File, stde
 		}
 	}
 	fmt.Fprintf(stderr, "connecting to %s as %s…\n", cfg.addrs[0], tui.Clean(cfg.user))
-	s, err := startSession(ctx, cfg, client.FeatureAway, client.FeatureRead, client.FeatureTyping)
+	s, err := startSession(ctx, cfg, protocol.FeatureAway, protocol.FeatureRead, protocol.FeatureTyping)
 	if err != nil {
 		if interrupted(ctx) {
 			return nil

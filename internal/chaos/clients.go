@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/store"
 )
 
@@ -91,8 +92,8 @@ type user struct {
 	raw        map[string][]rawMsg
 	stored     map[string]client.Stored
 	storedVia  map[string]int64
-	refused    map[string]string
-	loose      map[string]int // ERROR codes that answer no request
+	refused    map[string]protocol.Code
+	loose      map[protocol.Code]int // ERROR codes that answer no request
 	protoErrs  int
 	logins     int
 	loginWaits []time.Duration // from a lost connection to the next login
@@ -128,7 +129,7 @@ type workload struct {
 
 // retryable ERROR codes of a chat message: the message was not stored and
 // may be sent again (docs/PROTOCOL.md).
-var retryable = []string{"BUSY", "UNAVAILABLE", client.CodeShutdown, "RATE_LIMITED"}
+var retryable = []protocol.Code{protocol.CodeBusy, protocol.CodeUnavailable, protocol.CodeShutdown, protocol.CodeRateLimited}
 
 func newWorkload(cfg Config, rng *rand.Rand, addrs []string, nodeIDs []int64, note func(string, ...any)) *workload {
 	w := &workload{cfg: cfg, addrs: addrs, nodeIDs: nodeIDs, members: map[string][]string{}, note: note}
@@ -138,7 +139,7 @@ func newWorkload(cfg Config, rng *rand.Rand, addrs []string, nodeIDs []int64, no
 			rng:  rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())),
 			seen: client.NewSeen(0), kick: make(chan kickReq, 1),
 			raw: map[string][]rawMsg{}, stored: map[string]client.Stored{}, storedVia: map[string]int64{},
-			refused: map[string]string{}, loose: map[string]int{}, notify: make(chan struct{}, 1)}
+			refused: map[string]protocol.Code{}, loose: map[protocol.Code]int{}, notify: make(chan struct{}, 1)}
 		for g := range ngroups {
 			if u.rng.IntN(2) == 0 {
 				u.groups = append(u.groups, fmt.Sprintf("g%d", g+1))
@@ -250,7 +251,7 @@ type tapConn struct {
 	on  func(id string)
 }
 
-var chatType = []byte(`"CHAT_MESSAGE"`)
+var chatType = []byte(`"` + protocol.TypeChatMessage + `"`)
 
 // CloseWrite half-closes the TCP connection underneath (client.Conn's
 // CloseWrite needs it).
@@ -273,11 +274,8 @@ func (t *tapConn) Read(p []byte) (int, error) {
 			}
 			line := t.buf[:i]
 			if bytes.Contains(line, chatType) {
-				var m struct {
-					Type string `json:"messageType"`
-					ID   string `json:"id"`
-				}
-				if json.Unmarshal(line, &m) == nil && m.Type == "CHAT_MESSAGE" && m.ID != "" {
+				var m protocol.ChatV2
+				if json.Unmarshal(line, &m) == nil && m.MessageType == protocol.TypeChatMessage && m.ID != "" {
 					t.on(m.ID)
 				}
 			}
@@ -339,7 +337,7 @@ func (u *user) dial(ctx context.Context, idx int) error {
 		u.mu.Unlock()
 	}}
 	c := client.NewConn(tap, client.Options{Timeout: 5 * time.Second, KeepAlive: 10 * time.Second, AutoAck: true, Seen: u.seen,
-		Features: []string{client.FeatureFailover}})
+		Features: []string{protocol.FeatureFailover}})
 	done := make(chan struct{})
 	go u.read(c, connN, node, done)
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -618,7 +616,7 @@ func (u *user) deliver(ctx context.Context, m *sentMsg) bool {
 				return true
 			case refused && !slices.Contains(retryable, code):
 				u.mu.Lock()
-				m.Refused = code
+				m.Refused = string(code)
 				u.mu.Unlock()
 				deadline.Stop()
 				return true
@@ -626,7 +624,7 @@ func (u *user) deliver(ctx context.Context, m *sentMsg) bool {
 				deadline.Stop()
 				wait(ctx, backoff)
 				backoff = min(2*backoff, 2*time.Second)
-				if code == client.CodeShutdown {
+				if code == protocol.CodeShutdown {
 					if err := u.reconnect(ctx, "node shutting down"); err != nil {
 						return false
 					}

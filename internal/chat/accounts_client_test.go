@@ -25,7 +25,7 @@ func TestAccountsWithClient(t *testing.T) {
 		}
 	}
 	var se *client.ServerError
-	if err := c.Register(ctx, "ann", "x"); !errors.As(err, &se) || se.Code != string(protocol.CodeNameTaken) {
+	if err := c.Register(ctx, "ann", "x"); !errors.As(err, &se) || se.Code != protocol.CodeNameTaken {
 		t.Fatalf("second REGISTER of ann: %v", err)
 	}
 	if err := c.LoginV2(ctx, "ann", "ann-pw"); err != nil {
@@ -38,7 +38,7 @@ func TestAccountsWithClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	ben := dialV2(t, r.addr(2), "ben", "ben-pw", client.Options{AutoAck: true})
-	if err := ben.Join(ctx, "club"); !errors.As(err, &se) || se.Code != string(protocol.CodeNotInvited) {
+	if err := ben.Join(ctx, "club"); !errors.As(err, &se) || se.Code != protocol.CodeNotInvited {
 		t.Fatalf("ben joins club uninvited: %v", err)
 	}
 	if err := c.Invite(ctx, "club", "ben"); err != nil {
@@ -58,7 +58,7 @@ func TestAccountsWithClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	if err := d.LoginV2(ctx, "ann", "ann-pw"); !errors.As(err, &se) || se.Code != string(protocol.CodeBadPassword) {
+	if err := d.LoginV2(ctx, "ann", "ann-pw"); !errors.As(err, &se) || se.Code != protocol.CodeBadPassword {
 		t.Fatalf("old password: %v", err)
 	}
 	again, err := client.DialV2(ctx, []string{r.addr(2)}, "ann", "new-pw", client.Options{Timeout: waitLimit})

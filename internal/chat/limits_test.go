@@ -188,7 +188,7 @@ func TestRefusedClientToldWhy(t *testing.T) {
 	_ = dialV2(t, r.addr(2), "b", "", client.Options{})
 	_, err := client.DialV2(ctxT(t), []string{r.addr(1), r.addr(2)}, "c", "", client.Options{Timeout: waitLimit})
 	var se *client.ServerError
-	if !errors.As(err, &se) || se.Code != client.CodeTooManyConns || !strings.Contains(se.Message, "at most 1 per address") {
+	if !errors.As(err, &se) || se.Code != protocol.CodeTooManyConns || !strings.Contains(se.Message, "at most 1 per address") {
 		t.Fatalf("login over the cap: %v, want TOO_MANY_CONNECTIONS with the reason", err)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {

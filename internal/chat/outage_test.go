@@ -223,7 +223,7 @@ func TestPoisonMessageSetAsideNamesTheMessage(t *testing.T) {
 		t.Errorf("protocol-1 error with a code: %v", m)
 	}
 	refusal := waitRefusal(t, a)
-	if refusal.ID != id || refusal.Code != string(protocol.CodeNotStored) || !strings.Contains(refusal.Message, id) {
+	if refusal.ID != id || refusal.Code != protocol.CodeNotStored || !strings.Contains(refusal.Message, id) {
 		t.Fatalf("refusal %+v, want %s for %s", refusal, protocol.CodeNotStored, id)
 	}
 	if _, err := a.SendWait(ctx, client.ToUser("b"), "fine v2"); err != nil {

@@ -62,7 +62,7 @@ func TestMessageThatFailsAloneIsSetAside(t *testing.T) {
 	b := dialV2(t, r.addr(1), "b", "", client.Options{AutoAck: true})
 	if _, err := a.SendWait(ctx, client.ToUser("b"), "bad"); err == nil {
 		t.Fatal("the bad message was stored")
-	} else if se := (*client.ServerError)(nil); !errors.As(err, &se) || se.Code != string(protocol.CodeNotStored) {
+	} else if se := (*client.ServerError)(nil); !errors.As(err, &se) || se.Code != protocol.CodeNotStored {
 		t.Fatalf("refusal %v, want %s", err, protocol.CodeNotStored)
 	}
 	if _, err := a.SendWait(ctx, client.ToUser("b"), "fine"); err != nil {

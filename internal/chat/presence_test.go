@@ -53,7 +53,7 @@ func TestPresenceClearedSoonAfterStoreReturns(t *testing.T) {
 		err = c.LoginV2(ctx, "u", "")
 		c.Close()
 		var se *client.ServerError
-		if err != nil && (!errors.As(err, &se) || se.Code != string(protocol.CodeUserOnline)) {
+		if err != nil && (!errors.As(err, &se) || se.Code != protocol.CodeUserOnline) {
 			t.Fatalf("login at node 2: %v", err)
 		}
 		return err == nil
@@ -138,7 +138,7 @@ func TestLoginRacingALogoutSucceeds(t *testing.T) {
 	if err == nil {
 		t.Fatal("a presence that never settles let the login in")
 	}
-	if se := (*client.ServerError)(nil); !errors.As(err, &se) || se.Code != string(protocol.CodeUnavailable) {
+	if se := (*client.ServerError)(nil); !errors.As(err, &se) || se.Code != protocol.CodeUnavailable {
 		t.Fatalf("login with a presence that keeps vanishing: %v, want %s", err, protocol.CodeUnavailable)
 	}
 	if left := st.vanish.Load(); left != 100-presenceTries {

@@ -224,7 +224,7 @@ func TestReadMarksAndTyping(t *testing.T) {
 func TestClientStatus(t *testing.T) {
 	r := newRing(t, 2, nil)
 	ctx := ctxT(t)
-	all := []string{client.FeatureAway, client.FeatureRead, client.FeatureTyping}
+	all := []string{protocol.FeatureAway, protocol.FeatureRead, protocol.FeatureTyping}
 	alice := dialV2(t, r.addr(1), "alice", "", client.Options{AutoAck: true, Features: all})
 	bob := dialV2(t, r.addr(2), "bob", "", client.Options{AutoAck: true, Features: all})
 	if err := bob.Join(ctx, "lab"); err != nil {

@@ -167,7 +167,7 @@ func TestV2Queries(t *testing.T) {
 	}
 	_, err = bob.History(ctx, client.ToGroup("g2"), 0)
 	var se *client.ServerError
-	if !errors.As(err, &se) || se.Code != string(protocol.CodeNotMember) {
+	if !errors.As(err, &se) || se.Code != protocol.CodeNotMember {
 		t.Errorf("history of a group bob is not in: %v", err)
 	}
 	// A v1 client in the same conversation never sees protocol-2 objects.

@@ -20,6 +20,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ringchat/ringchat/internal/protocol"
 )
 
 // MaxLineBytes bounds an incoming line (without its newline). A longer line
@@ -70,8 +72,13 @@ type Options struct {
 	// context ends, as a client reconnecting after a failure must.
 	FailFast bool
 	// Features (protocol 2) asks LOGIN for notices beyond the answers to
-	// requests: FeatureAway, FeatureRead, FeatureTyping. Events then
-	// carries Away (of a user written to), ReadNotice and TypingNotice.
+	// requests: protocol.FeatureAway, FeatureRead, FeatureTyping. Events
+	// then carries Away (of a user written to), ReadNotice and
+	// TypingNotice. With protocol.FeatureFailover (a Session always asks
+	// for it) the LOGIN answer lists the ring's nodes (Conn.Nodes), ALIVE
+	// is answered (Conn.Ping) and Notice events tell when the node cannot
+	// serve. Every Conn asks for protocol.FeatureLimits
+	// (Conn.MaxMessageBytes).
 	Features []string
 }
 
@@ -99,10 +106,10 @@ type Conn struct {
 
 	mu      sync.Mutex
 	user    string
-	version int        // 2 after LoginV2, else 1
-	node    int64      // protocol 2: the node that accepted the login
-	granted []string   // protocol 2: features the login answer granted
-	ring    []NodeAddr // protocol 2 (FeatureFailover): the ring's nodes
+	version int                 // 2 after LoginV2, else 1
+	node    int64               // protocol 2: the node that accepted the login
+	granted []string            // protocol 2: features the login answer granted
+	ring    []protocol.NodeAddr // protocol 2 (protocol.FeatureFailover): the ring's nodes
 	// maxMessage (protocol 2, FeatureLimits): the largest message the
 	// node takes; 0: it did not say.
 	maxMessage int
@@ -201,7 +208,7 @@ func (c *Conn) Login(ctx context.Context, user string) error {
 	if user == "" {
 		return fmt.Errorf("client: login: %w: empty username", ErrInvalidMessage)
 	}
-	if err := c.request(ctx, Login{Username: user}, TypeLogin, user); err != nil {
+	if err := c.request(ctx, Login{Username: user}, protocol.TypeLogin, user); err != nil {
 		return fmt.Errorf("login %s: %w", user, err)
 	}
 	return nil
@@ -210,12 +217,12 @@ func (c *Conn) Login(ctx context.Context, user string) error {
 // Join sends JOIN_GROUP and waits for its echo.
 func (c *Conn) Join(ctx context.Context, group string) error {
 	if c.Version() >= 2 {
-		if _, err := c.call(ctx, groupV2Wire{TypeJoinGroup, group, false, c.newID()}); err != nil {
+		if _, err := c.call(ctx, protocol.GroupV2{MessageType: protocol.TypeJoinGroup, Group: group, ID: c.newID()}); err != nil {
 			return fmt.Errorf("join %s: %w", group, err)
 		}
 		return nil
 	}
-	if err := c.request(ctx, JoinGroup{Group: group}, TypeJoinGroup, group); err != nil {
+	if err := c.request(ctx, JoinGroup{Group: group}, protocol.TypeJoinGroup, group); err != nil {
 		return fmt.Errorf("join %s: %w", group, err)
 	}
 	return nil
@@ -224,12 +231,12 @@ func (c *Conn) Join(ctx context.Context, group string) error {
 // Leave sends LEAVE_GROUP and waits for its echo.
 func (c *Conn) Leave(ctx context.Context, group string) error {
 	if c.Version() >= 2 {
-		if _, err := c.call(ctx, groupV2Wire{TypeLeaveGroup, group, false, c.newID()}); err != nil {
+		if _, err := c.call(ctx, protocol.GroupV2{MessageType: protocol.TypeLeaveGroup, Group: group, ID: c.newID()}); err != nil {
 			return fmt.Errorf("leave %s: %w", group, err)
 		}
 		return nil
 	}
-	if err := c.request(ctx, LeaveGroup{Group: group}, TypeLeaveGroup, group); err != nil {
+	if err := c.request(ctx, LeaveGroup{Group: group}, protocol.TypeLeaveGroup, group); err != nil {
 		return fmt.Errorf("leave %s: %w", group, err)
 	}
 	return nil
@@ -250,7 +257,7 @@ func (c *Conn) Send(ctx context.Context, to Recipient, text string) error {
 		_, err := c.Post(ctx, to, text)
 		return err
 	}
-	msg := ChatMessage{From: user, To: to, Content: text, SentAt: c.now().Format(TimeLayout)}
+	msg := ChatMessage{From: user, To: to, Content: text, SentAt: c.now().Format(protocol.TimeLayout)}
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	c.wmu.Lock()
@@ -310,7 +317,7 @@ func (c *Conn) withTimeout(ctx context.Context) (context.Context, context.Cancel
 
 // request writes msg and waits until the reader completes the matching
 // pending entry, the connection ends, or ctx is done.
-func (c *Conn) request(ctx context.Context, msg Event, typ MessageType, key string) error {
+func (c *Conn) request(ctx context.Context, msg Event, typ protocol.Type, key string) error {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	r := &request{typ: typ, key: key, done: make(chan error, 1)}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/ringchat/ringchat/internal/client/clienttest"
+	"github.com/ringchat/ringchat/internal/protocol"
 )
 
 // TestWireBytes checks the exact bytes a Conn sends for every v1 request.
@@ -94,7 +95,7 @@ func TestRelay(t *testing.T) {
 	if err := alice.Send(ctx, ToGroup("g1"), "hi all"); err != nil {
 		t.Fatal(err)
 	}
-	sent := clienttest.SentAt.Format(TimeLayout)
+	sent := clienttest.SentAt.Format(protocol.TimeLayout)
 	want := []Event{
 		ChatMessage{From: "alice", To: ToUser("bob"), Content: "hi bob", SentAt: sent},
 		ChatMessage{From: "alice", To: ToGroup("g1"), Content: "hi all", SentAt: sent},

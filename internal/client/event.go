@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/ringchat/ringchat/internal/protocol"
 )
 
 // Event is something that arrived on a connection: one of the wire
@@ -24,7 +26,7 @@ type Login struct {
 	// node grants (only FeatureFailover is told); Nodes, with
 	// FeatureFailover, the ring's nodes and their client ports.
 	Features []string
-	Nodes    []NodeAddr
+	Nodes    []protocol.NodeAddr
 	// MaxMessageBytes, with FeatureLimits: the largest message the node
 	// takes.
 	MaxMessageBytes int
@@ -41,7 +43,7 @@ type JoinGroup struct {
 // Account is protocol 2's answer to REGISTER (the account exists) or
 // SET_PASSWORD (the password is set); Type says which.
 type Account struct {
-	Type     MessageType
+	Type     protocol.Type
 	Username string
 	ID       string
 }
@@ -75,14 +77,14 @@ type ChatMessage struct {
 
 // Time parses SentAt (TimeLayout, in local time).
 func (m ChatMessage) Time() (time.Time, error) {
-	return time.ParseInLocation(TimeLayout, m.SentAt, time.Local)
+	return time.ParseInLocation(protocol.TimeLayout, m.SentAt, time.Local)
 }
 
 // ErrorMessage is an ERROR from the server that no pending request claimed.
 // Protocol 2 adds a stable Code and the id of the request it refuses.
 type ErrorMessage struct {
 	Message string
-	Code    string
+	Code    protocol.Code
 	ID      string
 }
 
@@ -94,56 +96,16 @@ type Stored struct {
 	Stamp string
 }
 
-// OnlineUser is one entry of a WHO answer.
-type OnlineUser struct {
-	Username string `json:"username"`
-	Node     int64  `json:"node"`
-	Away     string `json:"away,omitempty"`
-}
-
-// String is "{NAME NODE}", with " away: MESSAGE" before the brace when
-// the user is away.
-func (u OnlineUser) String() string {
-	if u.Away != "" {
-		return fmt.Sprintf("{%s %d away: %s}", u.Username, u.Node, u.Away)
-	}
-	return fmt.Sprintf("{%s %d}", u.Username, u.Node)
-}
-
 // Who is protocol 2's answer to WHO: the users online and their node.
 type Who struct {
-	Users     []OnlineUser
+	Users     []protocol.OnlineUser
 	Truncated bool
 	ID        string
 }
 
-// GroupInfo is one entry of a GROUPS answer.
-type GroupInfo struct {
-	Group   string `json:"group"`
-	Members int    `json:"members"`
-	Member  bool   `json:"member"`
-	// InviteOnly groups are listed to their members and invited users
-	// only; Invited says this user may join.
-	InviteOnly bool `json:"inviteOnly,omitempty"`
-	Invited    bool `json:"invited,omitempty"`
-}
-
-// String is "{GROUP MEMBERS MEMBER}", with " invite-only" and " invited"
-// before the brace when they hold.
-func (g GroupInfo) String() string {
-	s := fmt.Sprintf("{%s %d %v", g.Group, g.Members, g.Member)
-	if g.InviteOnly {
-		s += " invite-only"
-	}
-	if g.Invited {
-		s += " invited"
-	}
-	return s + "}"
-}
-
 // Groups is protocol 2's answer to GROUPS.
 type Groups struct {
-	Groups    []GroupInfo
+	Groups    []protocol.GroupInfo
 	Truncated bool
 	ID        string
 }
@@ -237,7 +199,7 @@ func (Invite) isEvent()         {}
 // is the server's message as it is; Code is protocol 2's stable code.
 type ServerError struct {
 	Message string
-	Code    string
+	Code    protocol.Code
 }
 
 func (e *ServerError) Error() string { return e.Message }

@@ -4,23 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
-)
 
-// FeatureFailover (Options.Features) asks the node for what moving to
-// another node needs: the LOGIN answer lists the ring's nodes
-// (Conn.Nodes), ALIVE is answered (Conn.Ping), and Notice events tell
-// when the node cannot reach the store or is out of the ring. A Session
-// always asks for it.
-const FeatureFailover = "failover"
-
-// TypeNotice is the node's word about itself (FeatureFailover).
-const TypeNotice MessageType = "NOTICE"
-
-// Notice codes.
-const (
-	NoticeStoreUnreachable = "STORE_UNREACHABLE"
-	NoticeOutOfRing        = "OUT_OF_RING"
-	NoticeNodeOK           = "NODE_OK"
+	"github.com/ringchat/ringchat/internal/protocol"
 )
 
 // Notice (FeatureFailover) is a node telling its sessions about itself:
@@ -29,24 +14,13 @@ const (
 // delivered until it heals: log in at another node. NoticeNodeOK says it
 // serves again.
 type Notice struct {
-	Code    string
+	Code    protocol.Code
 	Node    int64
 	Message string
 }
 
 // OK reports a notice that the node serves again.
-func (n Notice) OK() bool { return n.Code == NoticeNodeOK }
-
-// NodeAddr is a node of the ring: its id and client port.
-type NodeAddr struct {
-	Node int64  `json:"node"`
-	Addr string `json:"addr"`
-}
-
-type pingWire struct {
-	MessageType MessageType `json:"messageType"`
-	ID          string      `json:"id"`
-}
+func (n Notice) OK() bool { return n.Code == protocol.NoticeNodeOK }
 
 // Granted reports whether the node granted feature at login (protocol 2).
 func (c *Conn) Granted(feature string) bool {
@@ -57,7 +31,7 @@ func (c *Conn) Granted(feature string) bool {
 
 // Nodes is the ring's nodes as the LOGIN answer listed them
 // (FeatureFailover), nil if it did not.
-func (c *Conn) Nodes() []NodeAddr {
+func (c *Conn) Nodes() []protocol.NodeAddr {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.ring)
@@ -67,7 +41,7 @@ func (c *Conn) Nodes() []NodeAddr {
 // that granted FeatureFailover does). A node that does not answer before
 // ctx ends is stalled, or cut off.
 func (c *Conn) Ping(ctx context.Context) error {
-	if _, err := c.call(ctx, pingWire{TypeAlive, c.newID()}); err != nil {
+	if _, err := c.call(ctx, protocol.AliveV2{MessageType: protocol.TypeAlive, ID: c.newID()}); err != nil {
 		return fmt.Errorf("ping: %w", err)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ringchat/ringchat/internal/client/clienttest"
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/testutil"
 )
 
@@ -27,15 +28,15 @@ func TestSessionMovesOnNotice(t *testing.T) {
 	}
 	srv.WaitLineContaining(t, o.ID)
 	srv.Mute("alice", false) // node 2 answers
-	srv.Notice(srv.Addr, NoticeStoreUnreachable)
-	if lost := nextOf[ConnectionLost](t, alice); lost.Addr != srv.Addr || !strings.Contains(lost.Err.Error(), NoticeStoreUnreachable) {
+	srv.Notice(srv.Addr, protocol.NoticeStoreUnreachable)
+	if lost := nextOf[ConnectionLost](t, alice); lost.Addr != srv.Addr || !strings.Contains(lost.Err.Error(), string(protocol.NoticeStoreUnreachable)) {
 		t.Fatalf("lost: %+v", lost)
 	}
 	c := nextOf[Connected](t, alice)
 	if c.Node != 2 || !c.Moved() || c.From != srv.Addr || c.FromNode != 1 || c.Resent != 1 || c.Why == nil {
 		t.Fatalf("moved: %+v", c)
 	}
-	if !strings.Contains(c.Why.Error(), NoticeStoreUnreachable) {
+	if !strings.Contains(c.Why.Error(), string(protocol.NoticeStoreUnreachable)) {
 		t.Fatalf("why: %v", c.Why)
 	}
 	if st := nextOf[Stored](t, alice); st.ID != o.ID {
@@ -55,8 +56,8 @@ func TestSessionStaysOnNoticeAlone(t *testing.T) {
 	srv := clienttest.NewServer(t)
 	srv.NoFailover() // no node list: alice knows node 1 only
 	alice := startSession(t, "alice", srv.Addr)
-	srv.Notice(srv.Addr, NoticeOutOfRing)
-	if n := nextOf[Notice](t, alice); n.Code != NoticeOutOfRing {
+	srv.Notice(srv.Addr, protocol.NoticeOutOfRing)
+	if n := nextOf[Notice](t, alice); n.Code != protocol.NoticeOutOfRing {
 		t.Fatalf("notice: %+v", n)
 	}
 	if _, err := alice.Who(testCtx(t)); err != nil {
@@ -74,15 +75,15 @@ func TestSessionLearnsNodes(t *testing.T) {
 	srv := clienttest.NewServer(t)
 	second := srv.AddNode(t)
 	var mu sync.Mutex
-	var told [][]NodeAddr
+	var told [][]protocol.NodeAddr
 	alice, err := StartSession(testCtx(t), SessionConfig{Addrs: []string{srv.Addr}, User: "alice",
 		Options: Options{Timeout: testutil.WaitLimit}, RetryMin: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond,
-		OnNodes: func(n []NodeAddr) { mu.Lock(); told = append(told, n); mu.Unlock() }})
+		OnNodes: func(n []protocol.NodeAddr) { mu.Lock(); told = append(told, n); mu.Unlock() }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer alice.Close()
-	want := []NodeAddr{{1, srv.Addr}, {2, second}}
+	want := []protocol.NodeAddr{{Node: 1, Addr: srv.Addr}, {Node: 2, Addr: second}}
 	if got := alice.Nodes(); !slices.Equal(got, want) {
 		t.Fatalf("nodes %v, want %v", got, want)
 	}

@@ -3,16 +3,13 @@ package client
 import (
 	"errors"
 	"fmt"
-)
 
-// FeatureLimits (Options.Features) asks the node to say at login the
-// largest message it takes (Conn.MaxMessageBytes), so that a longer one
-// is refused before it is sent. Every Conn asks for it.
-const FeatureLimits = "limits"
+	"github.com/ringchat/ringchat/internal/protocol"
+)
 
 // DefaultMaxMessageBytes is the largest message of a node that does not
 // say (docs/PROTOCOL.md, Limits).
-const DefaultMaxMessageBytes = 4096
+const DefaultMaxMessageBytes = protocol.MaxContentBytes
 
 // ErrTooLong is Post's error for a message longer than the node takes:
 // nothing of it was sent.
@@ -59,9 +56,9 @@ func TooLong(n, max int) error {
 // withLimits adds FeatureLimits to features.
 func withLimits(features []string) []string {
 	for _, f := range features {
-		if f == FeatureLimits {
+		if f == protocol.FeatureLimits {
 			return features
 		}
 	}
-	return append(append([]string(nil), features...), FeatureLimits)
+	return append(append([]string(nil), features...), protocol.FeatureLimits)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ringchat/ringchat/internal/client/clienttest"
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/testutil"
 )
 
@@ -54,7 +55,7 @@ func TestSessionNameInUseEndsAtOnce(t *testing.T) {
 	_, err := StartSession(ctx, SessionConfig{Addrs: []string{srv.Addr}, User: "dora", Options: Options{Timeout: testutil.WaitLimit}})
 	elapsed := time.Since(start)
 	var se *ServerError
-	if !errors.As(err, &se) || se.Code != CodeUserOnline || !strings.Contains(err.Error(), `user "dora" is already logged in at node 1`) {
+	if !errors.As(err, &se) || se.Code != protocol.CodeUserOnline || !strings.Contains(err.Error(), `user "dora" is already logged in at node 1`) {
 		t.Fatalf("name in use: %v", err)
 	}
 	if elapsed > 2*time.Second || strings.Contains(err.Error(), "gave up") {

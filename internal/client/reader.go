@@ -9,13 +9,14 @@ import (
 	"net"
 	"slices"
 
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/wire"
 )
 
 // request is a pending LOGIN, JOIN_GROUP or LEAVE_GROUP. Its fields other
 // than done are guarded by Conn.mu; done is written once, under Conn.mu.
 type request struct {
-	typ       MessageType
+	typ       protocol.Type
 	key       string
 	id        string     // protocol 2: answers name it
 	reply     Event      // protocol 2: the answer, set before done
@@ -169,11 +170,11 @@ func (c *Conn) dispatch(ev Event) {
 func (c *Conn) answer(ev Event) bool {
 	switch ev := ev.(type) {
 	case Login:
-		return c.answerID(ev.ID, ev, nil) || c.answerEcho(TypeLogin, ev.Username)
+		return c.answerID(ev.ID, ev, nil) || c.answerEcho(protocol.TypeLogin, ev.Username)
 	case JoinGroup:
-		return c.answerID(ev.ID, ev, nil) || c.answerEcho(TypeJoinGroup, ev.Group)
+		return c.answerID(ev.ID, ev, nil) || c.answerEcho(protocol.TypeJoinGroup, ev.Group)
 	case LeaveGroup:
-		return c.answerID(ev.ID, ev, nil) || c.answerEcho(TypeLeaveGroup, ev.Group)
+		return c.answerID(ev.ID, ev, nil) || c.answerEcho(protocol.TypeLeaveGroup, ev.Group)
 	case ErrorMessage:
 		return c.answerErrorMessage(ev)
 	case Stored:
@@ -269,7 +270,7 @@ func (c *Conn) answerID(id string, ev Event, err error) bool {
 }
 
 // answerEcho completes the oldest pending request of this type and value.
-func (c *Conn) answerEcho(typ MessageType, key string) bool {
+func (c *Conn) answerEcho(typ protocol.Type, key string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	i := slices.IndexFunc(c.pending, func(r *request) bool { return r.id == "" && r.typ == typ && r.key == key })
@@ -278,7 +279,7 @@ func (c *Conn) answerEcho(typ MessageType, key string) bool {
 	}
 	r := c.pending[i]
 	c.removeLocked(r)
-	if typ == TypeLogin {
+	if typ == protocol.TypeLogin {
 		c.user = key
 	}
 	r.done <- nil

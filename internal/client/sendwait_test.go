@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/ringchat/ringchat/internal/protocol"
 )
 
 // lineID is the id of a protocol-2 line the raw server read.
@@ -59,7 +61,7 @@ func TestSendWaitResendsRateLimited(t *testing.T) {
 	id = lineID(t, srv.readLine(t))
 	srv.write(t, fmt.Sprintf(`{"messageType":"ERROR","code":"BUSY","errorMessage":"busy","id":%q}`, id))
 	var se *ServerError
-	if err := result(t, done); !errors.As(err, &se) || se.Code != CodeBusy {
+	if err := result(t, done); !errors.As(err, &se) || se.Code != protocol.CodeBusy {
 		t.Fatalf("SendWait after BUSY = %v", err)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/ringchat/ringchat/internal/protocol"
 )
 
 // ErrOffline is returned by Session requests while it is reconnecting.
@@ -68,7 +70,7 @@ type SessionConfig struct {
 	// OnNodes, if set, is called with the ring's nodes each time a login
 	// answer lists them (FeatureFailover), for the caller to keep for its
 	// next start. The Session itself fails over to them, after Addrs.
-	OnNodes func([]NodeAddr)
+	OnNodes func([]protocol.NodeAddr)
 }
 
 func (c SessionConfig) withDefaults() SessionConfig {
@@ -93,8 +95,8 @@ func (c SessionConfig) withDefaults() SessionConfig {
 	if c.PingTimeout == 0 {
 		c.PingTimeout = DefaultPingTimeout
 	}
-	if !slices.Contains(c.Options.Features, FeatureFailover) {
-		c.Options.Features = append(slices.Clone(c.Options.Features), FeatureFailover)
+	if !slices.Contains(c.Options.Features, protocol.FeatureFailover) {
+		c.Options.Features = append(slices.Clone(c.Options.Features), protocol.FeatureFailover)
 	}
 	return c
 }
@@ -136,7 +138,7 @@ type Session struct {
 	// it (nil: cfg.Password).
 	password *string
 	// learned: the ring's nodes as the last login answer listed them.
-	learned []NodeAddr
+	learned []protocol.NodeAddr
 	// maxMessage: the largest message of the last node (0: not known
 	// yet); see MaxMessageBytes.
 	maxMessage int
@@ -352,7 +354,7 @@ func (s *Session) Leave(ctx context.Context, group string) error {
 }
 
 // Who lists the users online in the ring.
-func (s *Session) Who(ctx context.Context) ([]OnlineUser, error) {
+func (s *Session) Who(ctx context.Context) ([]protocol.OnlineUser, error) {
 	c, err := s.current()
 	if err != nil {
 		return nil, fmt.Errorf("who: %w", err)
@@ -361,7 +363,7 @@ func (s *Session) Who(ctx context.Context) ([]OnlineUser, error) {
 }
 
 // Groups lists every group and whether the user is a member.
-func (s *Session) Groups(ctx context.Context) ([]GroupInfo, error) {
+func (s *Session) Groups(ctx context.Context) ([]protocol.GroupInfo, error) {
 	c, err := s.current()
 	if err != nil {
 		return nil, fmt.Errorf("groups: %w", err)
@@ -552,7 +554,7 @@ func retryable(err error) bool {
 	if !errors.As(err, &se) {
 		return true // network errors, timeouts
 	}
-	return slices.Contains([]string{CodeUserOnline, CodeShutdown, CodeUnavailable, CodeBusy, CodeServerFull, CodeTooManyConns}, se.Code)
+	return slices.Contains([]protocol.Code{protocol.CodeUserOnline, protocol.CodeShutdown, protocol.CodeUnavailable, protocol.CodeBusy, protocol.CodeServerFull, protocol.CodeTooManyConns}, se.Code)
 }
 
 // firstLogin is retryable for a Session's first login, begun at start:
@@ -564,7 +566,7 @@ func retryable(err error) bool {
 func firstLogin(start time.Time) func(error) bool {
 	return func(err error) bool {
 		var se *ServerError
-		if errors.As(err, &se) && se.Code == CodeUserOnline && time.Since(start) >= loginGrace {
+		if errors.As(err, &se) && se.Code == protocol.CodeUserOnline && time.Since(start) >= loginGrace {
 			return false
 		}
 		return retryable(err)
@@ -699,7 +701,7 @@ func (s *Session) known() []string {
 
 // Nodes is the ring's nodes as the last login answer listed them
 // (FeatureFailover; nil from a node that does not list them).
-func (s *Session) Nodes() []NodeAddr {
+func (s *Session) Nodes() []protocol.NodeAddr {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.learned)
@@ -710,7 +712,7 @@ func (s *Session) Nodes() []NodeAddr {
 // a stopped or cut-off node keeps its socket open, and would keep the
 // Session waiting. Only a node that granted FeatureFailover is asked.
 func (s *Session) ping(conn *Conn, stop <-chan struct{}) {
-	if s.cfg.PingTimeout < 0 || !conn.Granted(FeatureFailover) {
+	if s.cfg.PingTimeout < 0 || !conn.Granted(protocol.FeatureFailover) {
 		return
 	}
 	t := time.NewTicker(s.cfg.PingEvery)
@@ -852,7 +854,7 @@ func (s *Session) refused(ev ErrorMessage) (hide bool) {
 		return false
 	}
 	switch ev.Code {
-	case CodeBusy, CodeUnavailable, CodeShutdown:
+	case protocol.CodeBusy, protocol.CodeUnavailable, protocol.CodeShutdown:
 		const pause = 500 * time.Millisecond
 		e := s.outbox[i]
 		e.gen, e.retryAt = 0, time.Now().Add(pause)

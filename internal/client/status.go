@@ -3,22 +3,8 @@ package client
 import (
 	"context"
 	"fmt"
-)
 
-// Features a protocol-2 login may ask for (Options.Features).
-const (
-	FeatureAway   = "away"   // Away events: the user written to is away
-	FeatureRead   = "read"   // ReadNotice events: a recipient read this user's messages
-	FeatureTyping = "typing" // TypingNotice events: someone is writing to this user
-)
-
-// Message types of the status requests and notices (protocol 2).
-const (
-	TypeAway   MessageType = "AWAY"
-	TypeWhois  MessageType = "WHOIS"
-	TypeNames  MessageType = "NAMES"
-	TypeRead   MessageType = "READ"
-	TypeTyping MessageType = "TYPING"
+	"github.com/ringchat/ringchat/internal/protocol"
 )
 
 // Away is the answer to AWAY (User empty: this user's status, Message
@@ -42,18 +28,11 @@ type Whois struct {
 	ID        string
 }
 
-// Member is one entry of a NAMES answer: Node 0 is not logged in.
-type Member struct {
-	Username string `json:"username"`
-	Node     int64  `json:"node,omitempty"`
-	Away     string `json:"away,omitempty"`
-}
-
 // Names is the answer to NAMES: one page of a group's members. Next,
 // when set, asks for the page after it.
 type Names struct {
 	Group     string
-	Members   []Member
+	Members   []protocol.Member // Node 0: not logged in
 	Truncated bool
 	Next      string
 	ID        string
@@ -75,26 +54,10 @@ func (Names) isEvent()        {}
 func (ReadNotice) isEvent()   {}
 func (TypingNotice) isEvent() {}
 
-type statusWire struct {
-	MessageType MessageType `json:"messageType"`
-	Message     string      `json:"message,omitempty"`
-	Username    string      `json:"username,omitempty"`
-	Group       string      `json:"group,omitempty"`
-	After       string      `json:"after,omitempty"`
-	Limit       int         `json:"limit,omitempty"`
-	ID          string      `json:"id"`
-}
-
-type noticeWire struct {
-	MessageType MessageType `json:"messageType"`
-	ToUsername  string      `json:"toUsername"`
-	Seq         int64       `json:"seq,omitempty"`
-}
-
 // SetAway sets this user's away message (protocol 2); an empty message
 // clears it. The status stays until cleared, across logins.
 func (c *Conn) SetAway(ctx context.Context, message string) (Away, error) {
-	ev, err := c.call(ctx, statusWire{MessageType: TypeAway, Message: message, ID: c.newID()})
+	ev, err := c.call(ctx, protocol.StatusRequest{MessageType: protocol.TypeAway, Message: message, ID: c.newID()})
 	if err != nil {
 		return Away{}, fmt.Errorf("away: %w", err)
 	}
@@ -105,7 +68,7 @@ func (c *Conn) SetAway(ctx context.Context, message string) (Away, error) {
 // Whois tells where a user is logged in, since when, and their away status
 // (protocol 2).
 func (c *Conn) Whois(ctx context.Context, user string) (Whois, error) {
-	ev, err := c.call(ctx, statusWire{MessageType: TypeWhois, Username: user, ID: c.newID()})
+	ev, err := c.call(ctx, protocol.StatusRequest{MessageType: protocol.TypeWhois, Username: user, ID: c.newID()})
 	if err != nil {
 		return Whois{}, fmt.Errorf("whois %s: %w", user, err)
 	}
@@ -117,7 +80,7 @@ func (c *Conn) Whois(ctx context.Context, user string) (Whois, error) {
 // page before; limit 0: the server's default), with where each is logged
 // in and their away status (protocol 2).
 func (c *Conn) Names(ctx context.Context, group, after string, limit int) (Names, error) {
-	ev, err := c.call(ctx, statusWire{MessageType: TypeNames, Group: group, After: after, Limit: limit, ID: c.newID()})
+	ev, err := c.call(ctx, protocol.StatusRequest{MessageType: protocol.TypeNames, Group: group, After: after, Limit: limit, ID: c.newID()})
 	if err != nil {
 		return Names{}, fmt.Errorf("names of %s: %w", group, err)
 	}
@@ -128,7 +91,7 @@ func (c *Conn) Names(ctx context.Context, group, after string, limit int) (Names
 // Read tells the server that this user has read user's direct messages up
 // to seq (protocol 2; no answer). The server keeps the mark and tells user.
 func (c *Conn) Read(ctx context.Context, user string, seq int64) error {
-	if err := c.tell(ctx, noticeWire{TypeRead, user, seq}); err != nil {
+	if err := c.tell(ctx, protocol.NoticeRequest{MessageType: protocol.TypeRead, ToUsername: user, Seq: seq}); err != nil {
 		return fmt.Errorf("read: %w", err)
 	}
 	return nil
@@ -137,7 +100,7 @@ func (c *Conn) Read(ctx context.Context, user string, seq int64) error {
 // Typing tells user that this user is writing to them (protocol 2; no
 // answer, nothing stored). Send it every few seconds while typing.
 func (c *Conn) Typing(ctx context.Context, user string) error {
-	if err := c.tell(ctx, noticeWire{MessageType: TypeTyping, ToUsername: user}); err != nil {
+	if err := c.tell(ctx, protocol.NoticeRequest{MessageType: protocol.TypeTyping, ToUsername: user}); err != nil {
 		return fmt.Errorf("typing: %w", err)
 	}
 	return nil

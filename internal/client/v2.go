@@ -15,30 +15,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/ringchat/ringchat/internal/protocol"
 )
 
-// Error codes of protocol 2 that callers act on (docs/PROTOCOL.md lists
-// them all).
-const (
-	CodeUserOnline  = "USER_ONLINE"
-	CodeShutdown    = "SHUTTING_DOWN"
-	CodeBusy        = "BUSY"
-	CodeUnavailable = "UNAVAILABLE"
-	CodeNotInvited  = "NOT_INVITED"
-	// CodeUnknownUser and CodeUnknownGroup: no such user or group.
-	CodeUnknownUser  = "UNKNOWN_USER"
-	CodeUnknownGroup = "UNKNOWN_GROUP"
-	// CodeRateLimited: the node dropped the request, as this connection
-	// sent lines faster than the node's limit; nothing of it was kept.
-	CodeRateLimited = "RATE_LIMITED"
-	// CodeServerFull and CodeTooManyConns: the node refused the connection
-	// (too many clients, or too many from this address) and closed it.
-	CodeServerFull   = "SERVER_FULL"
-	CodeTooManyConns = "TOO_MANY_CONNECTIONS"
-)
-
-// maxAckBatch bounds the ids of one ACK line (the server takes 1000).
-const maxAckBatch = 500
+// maxAckBatch bounds the ids of one ACK line: half what a node takes.
+const maxAckBatch = protocol.MaxAckIDs / 2
 
 // Outgoing is a protocol-2 message sent but not yet stored.
 type Outgoing struct {
@@ -101,56 +83,6 @@ func (s *Seen) Has(id string) bool {
 	return ok
 }
 
-// The shapes protocol 2 sends, field order as in docs/PROTOCOL.md.
-type (
-	loginV2Wire struct {
-		MessageType MessageType `json:"messageType"`
-		Username    string      `json:"username"`
-		Version     int         `json:"version"`
-		Password    string      `json:"password,omitempty"`
-		Features    []string    `json:"features,omitempty"`
-		Leaving     int64       `json:"leaving,omitempty"`
-		ID          string      `json:"id"`
-	}
-	groupV2Wire struct {
-		MessageType MessageType `json:"messageType"`
-		Group       string      `json:"group"`
-		InviteOnly  bool        `json:"inviteOnly,omitempty"`
-		ID          string      `json:"id"`
-	}
-	accountWire struct {
-		MessageType MessageType `json:"messageType"`
-		Username    string      `json:"username,omitempty"`
-		Password    string      `json:"password"`
-		ID          string      `json:"id"`
-	}
-	inviteWire struct {
-		MessageType MessageType `json:"messageType"`
-		Group       string      `json:"group"`
-		Username    string      `json:"username"`
-		ID          string      `json:"id"`
-	}
-	chatV2Wire struct {
-		MessageType    MessageType `json:"messageType"`
-		ID             string      `json:"id"`
-		ToUsername     string      `json:"toUsername,omitempty"`
-		ToGroup        string      `json:"toGroup,omitempty"`
-		MessageContent string      `json:"messageContent"`
-	}
-	ackWire struct {
-		MessageType MessageType `json:"messageType"`
-		IDs         []string    `json:"ids"`
-	}
-	queryWire struct {
-		MessageType MessageType `json:"messageType"`
-		ID          string      `json:"id"`
-		ToUsername  string      `json:"toUsername,omitempty"`
-		ToGroup     string      `json:"toGroup,omitempty"`
-		Limit       int         `json:"limit,omitempty"`
-		Before      int64       `json:"before,omitempty"`
-	}
-)
-
 func marshal(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -161,8 +93,8 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-func newChatV2(o Outgoing) chatV2Wire {
-	w := chatV2Wire{MessageType: TypeChatMessage, ID: o.ID, MessageContent: o.Text}
+func newChatV2(o Outgoing) protocol.ChatRequest {
+	w := protocol.ChatRequest{MessageType: protocol.TypeChatMessage, ID: o.ID, MessageContent: o.Text}
 	if o.To.Group {
 		w.ToGroup = o.To.Name
 	} else {
@@ -189,21 +121,21 @@ func (c *Conn) call(ctx context.Context, msg any) (Event, error) {
 	}
 	var id string
 	switch m := msg.(type) {
-	case loginV2Wire:
+	case protocol.LoginRequest:
 		id = m.ID
-	case groupV2Wire:
+	case protocol.GroupV2:
 		id = m.ID
-	case accountWire:
+	case protocol.AccountRequest:
 		id = m.ID
-	case inviteWire:
+	case protocol.InviteV2:
 		id = m.ID
-	case queryWire:
+	case protocol.QueryRequest:
 		id = m.ID
-	case chatV2Wire:
+	case protocol.ChatRequest:
 		id = m.ID
-	case statusWire:
+	case protocol.StatusRequest:
 		id = m.ID
-	case pingWire:
+	case protocol.AliveV2:
 		id = m.ID
 	}
 	ctx, cancel := c.withTimeout(ctx)
@@ -245,7 +177,8 @@ func (c *Conn) LoginV2(ctx context.Context, user, password string) error {
 // none) because it stopped answering or said it cannot serve: the node
 // replaces the user's presence there (FeatureFailover).
 func (c *Conn) loginV2(ctx context.Context, user, password string, leaving int64) error {
-	if _, err := c.call(ctx, loginV2Wire{TypeLogin, user, 2, password, withLimits(c.opts.Features), leaving, c.newID()}); err != nil {
+	if _, err := c.call(ctx, protocol.LoginRequest{MessageType: protocol.TypeLogin, Username: user, Version: protocol.V2,
+		Password: password, Features: withLimits(c.opts.Features), Leaving: leaving, ID: c.newID()}); err != nil {
 		return fmt.Errorf("login %s: %w", user, err)
 	}
 	return nil
@@ -258,7 +191,7 @@ func (c *Conn) Register(ctx context.Context, user, password string) error {
 	if user == "" || password == "" {
 		return fmt.Errorf("client: register: %w: empty username or password", ErrInvalidMessage)
 	}
-	if _, err := c.call(ctx, accountWire{TypeRegister, user, password, c.newID()}); err != nil {
+	if _, err := c.call(ctx, protocol.AccountRequest{MessageType: protocol.TypeRegister, Username: user, Password: password, ID: c.newID()}); err != nil {
 		return fmt.Errorf("register %s: %w", user, err)
 	}
 	return nil
@@ -270,7 +203,7 @@ func (c *Conn) SetPassword(ctx context.Context, password string) error {
 	if password == "" {
 		return fmt.Errorf("client: set password: %w: empty password", ErrInvalidMessage)
 	}
-	if _, err := c.call(ctx, accountWire{MessageType: TypeSetPassword, Password: password, ID: c.newID()}); err != nil {
+	if _, err := c.call(ctx, protocol.AccountRequest{MessageType: protocol.TypeSetPassword, Password: password, ID: c.newID()}); err != nil {
 		return fmt.Errorf("set password: %w", err)
 	}
 	return nil
@@ -279,7 +212,7 @@ func (c *Conn) SetPassword(ctx context.Context, password string) error {
 // JoinInviteOnly joins a group, creating it invite-only if it does not
 // exist (protocol 2). An existing open group of that name is refused.
 func (c *Conn) JoinInviteOnly(ctx context.Context, group string) error {
-	if _, err := c.call(ctx, groupV2Wire{TypeJoinGroup, group, true, c.newID()}); err != nil {
+	if _, err := c.call(ctx, protocol.GroupV2{MessageType: protocol.TypeJoinGroup, Group: group, InviteOnly: true, ID: c.newID()}); err != nil {
 		return fmt.Errorf("join %s: %w", group, err)
 	}
 	return nil
@@ -288,7 +221,7 @@ func (c *Conn) JoinInviteOnly(ctx context.Context, group string) error {
 // Invite lets user join the invite-only group this user is a member of
 // (protocol 2).
 func (c *Conn) Invite(ctx context.Context, group, user string) error {
-	if _, err := c.call(ctx, inviteWire{TypeInvite, group, user, c.newID()}); err != nil {
+	if _, err := c.call(ctx, protocol.InviteV2{MessageType: protocol.TypeInvite, Group: group, Username: user, ID: c.newID()}); err != nil {
 		return fmt.Errorf("invite %s to %s: %w", user, group, err)
 	}
 	return nil
@@ -350,7 +283,7 @@ func (c *Conn) SendWait(ctx context.Context, to Recipient, text string) (Stored,
 			return st, nil
 		}
 		var se *ServerError
-		if !errors.As(err, &se) || se.Code != CodeRateLimited || !sleepCtx(ctx, pause) {
+		if !errors.As(err, &se) || se.Code != protocol.CodeRateLimited || !sleepCtx(ctx, pause) {
 			return Stored{}, fmt.Errorf("send to %s: %w", to, err)
 		}
 	}
@@ -406,7 +339,7 @@ func (c *Conn) dropUnstored(id string) {
 // queue. A message not acknowledged is delivered again after a reconnect.
 func (c *Conn) Ack(ctx context.Context, ids ...string) error {
 	for chunk := range slices.Chunk(ids, maxAckBatch) {
-		if err := c.tell(ctx, ackWire{TypeAck, chunk}); err != nil {
+		if err := c.tell(ctx, protocol.AckRequest{MessageType: protocol.TypeAck, IDs: chunk}); err != nil {
 			return fmt.Errorf("ack: %w", err)
 		}
 	}
@@ -482,8 +415,8 @@ func (c *Conn) keepAlive() {
 }
 
 // Who lists the users online in the ring and their nodes (protocol 2).
-func (c *Conn) Who(ctx context.Context) ([]OnlineUser, error) {
-	ev, err := c.call(ctx, queryWire{MessageType: TypeWho, ID: c.newID()})
+func (c *Conn) Who(ctx context.Context) ([]protocol.OnlineUser, error) {
+	ev, err := c.call(ctx, protocol.QueryRequest{MessageType: protocol.TypeWho, ID: c.newID()})
 	if err != nil {
 		return nil, fmt.Errorf("who: %w", err)
 	}
@@ -493,8 +426,8 @@ func (c *Conn) Who(ctx context.Context) ([]OnlineUser, error) {
 
 // Groups lists every group, its size and whether this user is a member
 // (protocol 2).
-func (c *Conn) Groups(ctx context.Context) ([]GroupInfo, error) {
-	ev, err := c.call(ctx, queryWire{MessageType: TypeGroups, ID: c.newID()})
+func (c *Conn) Groups(ctx context.Context) ([]protocol.GroupInfo, error) {
+	ev, err := c.call(ctx, protocol.QueryRequest{MessageType: protocol.TypeGroups, ID: c.newID()})
 	if err != nil {
 		return nil, fmt.Errorf("groups: %w", err)
 	}
@@ -514,7 +447,7 @@ func (c *Conn) History(ctx context.Context, with Recipient, limit int) ([]ChatMe
 // sequence before (0: the last ones), oldest first, with how far the other
 // user has read this user's messages (History.ReadSeq; protocol 2).
 func (c *Conn) HistoryBefore(ctx context.Context, with Recipient, limit int, before int64) (History, error) {
-	q := queryWire{MessageType: TypeHistory, ID: c.newID(), Limit: limit, Before: before}
+	q := protocol.QueryRequest{MessageType: protocol.TypeHistory, ID: c.newID(), Limit: limit, Before: before}
 	if with.Group {
 		q.ToGroup = with.Name
 	} else {
@@ -546,13 +479,13 @@ const loginGrace = time.Second
 func loginRefused(err error, refused, nodes int, failFast bool, start time.Time) (int, bool) {
 	var se *ServerError
 	switch {
-	case errors.As(err, &se) && (se.Code == CodeServerFull || se.Code == CodeTooManyConns):
+	case errors.As(err, &se) && (se.Code == protocol.CodeServerFull || se.Code == protocol.CodeTooManyConns):
 		// Another node may have room; when none has, say why.
 		refused++
 		return refused, refused >= nodes
-	case errors.As(err, &se) && !slices.Contains([]string{CodeUserOnline, CodeShutdown, CodeUnavailable, CodeBusy}, se.Code):
+	case errors.As(err, &se) && !slices.Contains([]protocol.Code{protocol.CodeUserOnline, protocol.CodeShutdown, protocol.CodeUnavailable, protocol.CodeBusy}, se.Code):
 		return refused, true
-	case errors.As(err, &se) && se.Code == CodeUserOnline && failFast && time.Since(start) >= loginGrace:
+	case errors.As(err, &se) && se.Code == protocol.CodeUserOnline && failFast && time.Since(start) >= loginGrace:
 		return refused, true // logged in elsewhere: the server said so
 	default:
 		return 0, false

@@ -6,34 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/ringchat/ringchat/internal/protocol"
 )
 
-// MessageType is the value of the "messageType" field of a v1 message.
-type MessageType string
-
-// The v1 message types (DESIGN.md, "Chat").
-const (
-	TypeLogin       MessageType = "LOGIN"
-	TypeJoinGroup   MessageType = "JOIN_GROUP"
-	TypeLeaveGroup  MessageType = "LEAVE_GROUP"
-	TypeChatMessage MessageType = "CHAT_MESSAGE"
-	TypeError       MessageType = "ERROR"
-	TypeAlive       MessageType = "ALIVE"
-
-	// Protocol 2 only.
-	TypeStored  MessageType = "STORED"
-	TypeAck     MessageType = "ACK"
-	TypeWho     MessageType = "WHO"
-	TypeGroups  MessageType = "GROUPS"
-	TypeHistory MessageType = "HISTORY"
-
-	TypeRegister    MessageType = "REGISTER"
-	TypeSetPassword MessageType = "SET_PASSWORD"
-	TypeInvite      MessageType = "INVITE"
-)
-
-// TimeLayout is the layout of a CHAT_MESSAGE's "sentAt" field.
-const TimeLayout = "Jan 2, 2006, 3:04:05 PM"
+// The messages' types, codes and JSON shapes are internal/protocol's; here
+// the client decodes what a node sends into events (protocol.FromNode) and
+// encodes the protocol-1 messages.
 
 // Decoding errors. Decode wraps one of them, so callers can test with
 // errors.Is and still print a message that says what was wrong.
@@ -44,54 +23,8 @@ var (
 	ErrInvalidMessage = errors.New("invalid message")
 )
 
-// Wire is the union of every v1 field as it appears on the wire. Decode
-// reads lines into it; the encoder uses one struct per shape instead, so that
-// the bytes sent match DESIGN.md field for field.
-type Wire struct {
-	MessageType    MessageType     `json:"messageType"`
-	Username       string          `json:"username,omitempty"`
-	Group          string          `json:"group,omitempty"`
-	FromName       string          `json:"fromName,omitempty"`
-	ToUsername     string          `json:"toUsername,omitempty"`
-	ToGroup        string          `json:"toGroup,omitempty"`
-	ToName         string          `json:"toName,omitempty"`   // older shape
-	ForGroup       *bool           `json:"forGroup,omitempty"` // older shape
-	MessageContent string          `json:"messageContent,omitempty"`
-	SentAt         json.RawMessage `json:"sentAt,omitempty"`
-	ErrorMessage   string          `json:"errorMessage,omitempty"`
-
-	// Protocol 2.
-	Version   int             `json:"version,omitempty"`
-	Node      int64           `json:"node,omitempty"`
-	ID        json.RawMessage `json:"id,omitempty"` // a string; anything else is ignored
-	Seq       int64           `json:"seq,omitempty"`
-	Time      string          `json:"time,omitempty"`
-	Code      string          `json:"code,omitempty"`
-	Users     []OnlineUser    `json:"users,omitempty"`
-	Groups    []GroupInfo     `json:"groups,omitempty"`
-	Messages  []Wire          `json:"messages,omitempty"`
-	Truncated bool            `json:"truncated,omitempty"`
-	// InviteOnly marks a JOIN_GROUP echo of an invite-only group.
-	InviteOnly bool `json:"inviteOnly,omitempty"`
-
-	// AWAY, WHOIS, NAMES, HISTORY's read mark.
-	Message   string   `json:"message,omitempty"`
-	Since     string   `json:"since,omitempty"`
-	Away      string   `json:"away,omitempty"`
-	AwaySince string   `json:"awaySince,omitempty"`
-	Online    bool     `json:"online,omitempty"`
-	Members   []Member `json:"members,omitempty"`
-	Next      string   `json:"next,omitempty"`
-	ReadSeq   int64    `json:"readSeq,omitempty"`
-
-	// The LOGIN answer's grants (FeatureFailover, FeatureLimits).
-	Features        []string   `json:"features,omitempty"`
-	Nodes           []NodeAddr `json:"nodes,omitempty"`
-	MaxMessageBytes int        `json:"maxMessageBytes,omitempty"`
-}
-
-// id returns the "id" field if it is a string.
-func (w *Wire) id() string {
+// idOf returns the "id" field of w if it is a string.
+func idOf(w *protocol.FromNode) string {
 	var s string
 	if len(w.ID) > 0 && json.Unmarshal(w.ID, &s) == nil {
 		return s
@@ -106,7 +39,7 @@ func (w *Wire) id() string {
 // its "sentAt" may be the v1 string or the older {"seconds","nanos"} object,
 // which is converted to the v1 string in local time.
 func Decode(line []byte) (Event, error) {
-	var w Wire
+	var w protocol.FromNode
 	if err := json.Unmarshal(line, &w); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
@@ -115,8 +48,8 @@ func Decode(line []byte) (Event, error) {
 
 // decodeWire makes the event of a decoded line with the decoder of its
 // message type.
-func decodeWire(w *Wire) (Event, error) {
-	id := w.id()
+func decodeWire(w *protocol.FromNode) (Event, error) {
+	id := idOf(w)
 	if w.MessageType == "" {
 		return nil, ErrMissingType
 	}
@@ -129,53 +62,53 @@ func decodeWire(w *Wire) (Event, error) {
 
 // A wireDecoder makes the event of one message type from its fields; id
 // is its "id" if that is a string.
-type wireDecoder func(w *Wire, id string) (Event, error)
+type wireDecoder func(w *protocol.FromNode, id string) (Event, error)
 
 // wireDecoders holds the decoder of every message type a server sends.
-var wireDecoders = map[MessageType]wireDecoder{
-	TypeLogin:      decodeLoginWire,
-	TypeJoinGroup:  decodeGroupWire,
-	TypeLeaveGroup: decodeGroupWire,
-	TypeChatMessage: func(w *Wire, _ string) (Event, error) {
+var wireDecoders = map[protocol.Type]wireDecoder{
+	protocol.TypeLogin:      decodeLoginWire,
+	protocol.TypeJoinGroup:  decodeGroupWire,
+	protocol.TypeLeaveGroup: decodeGroupWire,
+	protocol.TypeChatMessage: func(w *protocol.FromNode, _ string) (Event, error) {
 		return decodeChat(w)
 	},
-	TypeError: func(w *Wire, id string) (Event, error) {
+	protocol.TypeError: func(w *protocol.FromNode, id string) (Event, error) {
 		return ErrorMessage{Message: w.ErrorMessage, Code: w.Code, ID: id}, nil
 	},
-	TypeAlive: func(_ *Wire, id string) (Event, error) {
+	protocol.TypeAlive: func(_ *protocol.FromNode, id string) (Event, error) {
 		return Alive{ID: id}, nil
 	},
-	TypeNotice: func(w *Wire, _ string) (Event, error) {
+	protocol.TypeNotice: func(w *protocol.FromNode, _ string) (Event, error) {
 		return Notice{Code: w.Code, Node: w.Node, Message: w.Message}, nil
 	},
-	TypeStored:      decodeStoredWire,
-	TypeRegister:    decodeAccountWire,
-	TypeSetPassword: decodeAccountWire,
-	TypeInvite: func(w *Wire, id string) (Event, error) {
+	protocol.TypeStored:      decodeStoredWire,
+	protocol.TypeRegister:    decodeAccountWire,
+	protocol.TypeSetPassword: decodeAccountWire,
+	protocol.TypeInvite: func(w *protocol.FromNode, id string) (Event, error) {
 		return Invite{Group: w.Group, Username: w.Username, ID: id}, nil
 	},
-	TypeWho: func(w *Wire, id string) (Event, error) {
+	protocol.TypeWho: func(w *protocol.FromNode, id string) (Event, error) {
 		return Who{Users: w.Users, Truncated: w.Truncated, ID: id}, nil
 	},
-	TypeGroups: func(w *Wire, id string) (Event, error) {
+	protocol.TypeGroups: func(w *protocol.FromNode, id string) (Event, error) {
 		return Groups{Groups: w.Groups, Truncated: w.Truncated, ID: id}, nil
 	},
-	TypeHistory: decodeHistoryWire,
-	TypeAway: func(w *Wire, id string) (Event, error) {
+	protocol.TypeHistory: decodeHistoryWire,
+	protocol.TypeAway: func(w *protocol.FromNode, id string) (Event, error) {
 		return Away{User: w.Username, Message: w.Message, Since: w.Since, ID: id}, nil
 	},
-	TypeWhois: func(w *Wire, id string) (Event, error) {
+	protocol.TypeWhois: func(w *protocol.FromNode, id string) (Event, error) {
 		return Whois{User: w.Username, Online: w.Online, Node: w.Node, Since: w.Since, Away: w.Away, AwaySince: w.AwaySince, ID: id}, nil
 	},
-	TypeNames: func(w *Wire, id string) (Event, error) {
+	protocol.TypeNames: func(w *protocol.FromNode, id string) (Event, error) {
 		return Names{Group: w.Group, Members: w.Members, Truncated: w.Truncated, Next: w.Next, ID: id}, nil
 	},
-	TypeRead:   decodeNoticeWire,
-	TypeTyping: decodeNoticeWire,
+	protocol.TypeRead:   decodeNoticeWire,
+	protocol.TypeTyping: decodeNoticeWire,
 }
 
 // decodeLoginWire decodes a LOGIN answer, which names the user.
-func decodeLoginWire(w *Wire, id string) (Event, error) {
+func decodeLoginWire(w *protocol.FromNode, id string) (Event, error) {
 	if w.Username == "" {
 		return nil, fmt.Errorf("%w: LOGIN without username", ErrInvalidMessage)
 	}
@@ -184,18 +117,18 @@ func decodeLoginWire(w *Wire, id string) (Event, error) {
 
 // decodeGroupWire decodes a JOIN_GROUP or LEAVE_GROUP answer, which names
 // the group.
-func decodeGroupWire(w *Wire, id string) (Event, error) {
+func decodeGroupWire(w *protocol.FromNode, id string) (Event, error) {
 	if w.Group == "" {
 		return nil, fmt.Errorf("%w: %s without group", ErrInvalidMessage, w.MessageType)
 	}
-	if w.MessageType == TypeJoinGroup {
+	if w.MessageType == protocol.TypeJoinGroup {
 		return JoinGroup{Group: w.Group, ID: id, InviteOnly: w.InviteOnly}, nil
 	}
 	return LeaveGroup{Group: w.Group, ID: id}, nil
 }
 
 // decodeStoredWire decodes STORED, which names the stored message.
-func decodeStoredWire(w *Wire, id string) (Event, error) {
+func decodeStoredWire(w *protocol.FromNode, id string) (Event, error) {
 	if id == "" {
 		return nil, fmt.Errorf("%w: STORED without id", ErrInvalidMessage)
 	}
@@ -203,12 +136,12 @@ func decodeStoredWire(w *Wire, id string) (Event, error) {
 }
 
 // decodeAccountWire decodes a REGISTER or SET_PASSWORD answer.
-func decodeAccountWire(w *Wire, id string) (Event, error) {
+func decodeAccountWire(w *protocol.FromNode, id string) (Event, error) {
 	return Account{Type: w.MessageType, Username: w.Username, ID: id}, nil
 }
 
 // decodeHistoryWire decodes a HISTORY answer and its messages.
-func decodeHistoryWire(w *Wire, id string) (Event, error) {
+func decodeHistoryWire(w *protocol.FromNode, id string) (Event, error) {
 	h := History{To: ToUser(w.ToUsername), Truncated: w.Truncated, ID: id, ReadSeq: w.ReadSeq}
 	if w.ToGroup != "" {
 		h.To = ToGroup(w.ToGroup)
@@ -224,17 +157,17 @@ func decodeHistoryWire(w *Wire, id string) (Event, error) {
 }
 
 // decodeNoticeWire decodes a READ or TYPING notice, which names the user.
-func decodeNoticeWire(w *Wire, _ string) (Event, error) {
+func decodeNoticeWire(w *protocol.FromNode, _ string) (Event, error) {
 	if w.Username == "" {
 		return nil, fmt.Errorf("%w: %s without username", ErrInvalidMessage, w.MessageType)
 	}
-	if w.MessageType == TypeRead {
+	if w.MessageType == protocol.TypeRead {
 		return ReadNotice{User: w.Username, Seq: w.Seq}, nil
 	}
 	return TypingNotice{User: w.Username}, nil
 }
 
-func decodeChat(w *Wire) (Event, error) {
+func decodeChat(w *protocol.FromNode) (Event, error) {
 	var to Recipient
 	switch {
 	case w.ToGroup != "":
@@ -252,7 +185,7 @@ func decodeChat(w *Wire) (Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ChatMessage{From: w.FromName, To: to, Content: w.MessageContent, SentAt: sent, ID: w.id(), Seq: w.Seq, Stamp: w.Time}, nil
+	return ChatMessage{From: w.FromName, To: to, Content: w.MessageContent, SentAt: sent, ID: idOf(w), Seq: w.Seq, Stamp: w.Time}, nil
 }
 
 func decodeSentAt(raw json.RawMessage) (string, error) {
@@ -275,39 +208,11 @@ func decodeSentAt(raw json.RawMessage) (string, error) {
 		if err := json.Unmarshal(raw, &inst); err != nil {
 			return "", fmt.Errorf("%w: sentAt: %v", ErrMalformed, err)
 		}
-		return time.Unix(inst.Seconds, inst.Nanos).Local().Format(TimeLayout), nil
+		return time.Unix(inst.Seconds, inst.Nanos).Local().Format(protocol.TimeLayout), nil
 	default:
 		return "", fmt.Errorf("%w: sentAt must be a string, got %s", ErrMalformed, raw)
 	}
 }
-
-// The shapes the client sends, one struct each so that field order and
-// presence match DESIGN.md exactly.
-type (
-	loginWire struct {
-		MessageType MessageType `json:"messageType"`
-		Username    string      `json:"username"`
-	}
-	groupWire struct {
-		MessageType MessageType `json:"messageType"`
-		Group       string      `json:"group"`
-	}
-	chatWire struct {
-		MessageType    MessageType `json:"messageType"`
-		FromName       string      `json:"fromName"`
-		ToUsername     string      `json:"toUsername,omitempty"`
-		ToGroup        string      `json:"toGroup,omitempty"`
-		MessageContent string      `json:"messageContent"`
-		SentAt         string      `json:"sentAt"`
-	}
-	errorWire struct {
-		MessageType  MessageType `json:"messageType"`
-		ErrorMessage string      `json:"errorMessage"`
-	}
-	aliveWire struct {
-		MessageType MessageType `json:"messageType"`
-	}
-)
 
 // Encode returns the v1 JSON object for a wire event, without the trailing
 // newline. CHAT_MESSAGE is written in the current shape (toUsername or
@@ -319,22 +224,22 @@ func Encode(ev Event) ([]byte, error) {
 		if ev.Username == "" {
 			return nil, fmt.Errorf("%w: empty username", ErrInvalidMessage)
 		}
-		v = loginWire{TypeLogin, ev.Username}
+		v = protocol.LoginV1{MessageType: protocol.TypeLogin, Username: ev.Username}
 	case JoinGroup:
 		if ev.Group == "" {
 			return nil, fmt.Errorf("%w: empty group", ErrInvalidMessage)
 		}
-		v = groupWire{TypeJoinGroup, ev.Group}
+		v = protocol.GroupV1{MessageType: protocol.TypeJoinGroup, Group: ev.Group}
 	case LeaveGroup:
 		if ev.Group == "" {
 			return nil, fmt.Errorf("%w: empty group", ErrInvalidMessage)
 		}
-		v = groupWire{TypeLeaveGroup, ev.Group}
+		v = protocol.GroupV1{MessageType: protocol.TypeLeaveGroup, Group: ev.Group}
 	case ChatMessage:
 		if ev.To.Name == "" {
 			return nil, fmt.Errorf("%w: empty recipient", ErrInvalidMessage)
 		}
-		w := chatWire{MessageType: TypeChatMessage, FromName: ev.From, MessageContent: ev.Content, SentAt: ev.SentAt}
+		w := protocol.ChatV1{MessageType: protocol.TypeChatMessage, FromName: ev.From, MessageContent: ev.Content, SentAt: ev.SentAt}
 		if ev.To.Group {
 			w.ToGroup = ev.To.Name
 		} else {
@@ -342,9 +247,9 @@ func Encode(ev Event) ([]byte, error) {
 		}
 		v = w
 	case ErrorMessage:
-		v = errorWire{TypeError, ev.Message}
+		v = protocol.ErrorV1{MessageType: protocol.TypeError, ErrorMessage: ev.Message}
 	case Alive:
-		v = aliveWire{TypeAlive}
+		v = protocol.AliveV1{MessageType: protocol.TypeAlive}
 	default:
 		return nil, fmt.Errorf("client: %T is not a wire message", ev)
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/ringchat/ringchat/internal/protocol"
 )
 
 // The shapes of DESIGN.md's "Chat" table, byte for byte.
@@ -106,7 +108,7 @@ func TestDecodeOldInstantSentAt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := time.Unix(1556146749, 0).Local().Format(TimeLayout)
+	want := time.Unix(1556146749, 0).Local().Format(protocol.TimeLayout)
 	if got := ev.(ChatMessage).SentAt; got != want {
 		t.Errorf("SentAt = %q, want %q", got, want)
 	}

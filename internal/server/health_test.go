@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/ring"
 	"github.com/ringchat/ringchat/internal/testutil"
 )
@@ -94,7 +95,7 @@ func TestOutOfRingMovesClients(t *testing.T) {
 	defer bob.Close()
 	err = bob.LoginV2(ctx, "bob", "")
 	var se *client.ServerError
-	if !errors.As(err, &se) || se.Code != client.CodeUnavailable {
+	if !errors.As(err, &se) || se.Code != protocol.CodeUnavailable {
 		t.Fatalf("login at the node out of the ring: %v, want UNAVAILABLE", err)
 	}
 }

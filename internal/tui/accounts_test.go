@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/protocol"
 )
 
 // The fake's account operations are logged in joins, as its joins are.
@@ -48,14 +49,14 @@ func TestPrivateGroupAndInvite(t *testing.T) {
 
 func TestJoinRefusedExplained(t *testing.T) {
 	h := newHarness(t)
-	h.b.fail["join"] = &client.ServerError{Code: client.CodeNotInvited, Message: `group "club" is invite-only: a member must invite you first`}
+	h.b.fail["join"] = &client.ServerError{Code: protocol.CodeNotInvited, Message: `group "club" is invite-only: a member must invite you first`}
 	h.line("/join club")
 	h.want(`group "club" is invite-only: a member must invite you first`, "ask one of its members to /invite alice")
 }
 
 func TestGroupsShowPrivateAndInvitations(t *testing.T) {
 	h := newHarness(t)
-	h.b.groups = []client.GroupInfo{{Group: "club", Members: 2, InviteOnly: true, Invited: true}, {Group: "ops", Members: 3, Member: true}}
+	h.b.groups = []protocol.GroupInfo{{Group: "club", Members: 2, InviteOnly: true, Invited: true}, {Group: "ops", Members: 3, Member: true}}
 	h.line("/groups")
 	h.want("#club (2, invite-only, you are invited: /join club)", "#ops (3, joined)")
 }

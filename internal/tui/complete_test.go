@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/protocol"
 )
 
 func (h *harness) wantInput(want string) {
@@ -26,7 +27,7 @@ func TestTabCompletion(t *testing.T) {
 	h.wantInput("/join random ")
 	h.press(tea.KeyEnter)
 
-	h.b.who = []client.OnlineUser{{Username: "alice"}, {Username: "bob"}, {Username: "carol"}, {Username: "chris"}}
+	h.b.who = []protocol.OnlineUser{{Username: "alice"}, {Username: "bob"}, {Username: "carol"}, {Username: "chris"}}
 	h.line("/who")
 	h.event(chat("m1", "chris", client.ToGroup("random"), "hello", now))
 	// A user at the start of a line, the latest writer of the tab first;

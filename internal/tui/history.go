@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/protocol"
 )
 
 // histMode is why a conversation's history was asked for.
@@ -57,7 +58,7 @@ func (m *Model) history(r historyMsg) {
 		m.addErr(c, "older messages: %s", errText(r.err))
 	case r.err != nil:
 		c.historyLoaded = false // opening it again tries again
-		if isCode(r.err, client.CodeUnknownUser, client.CodeUnknownGroup) {
+		if isCode(r.err, protocol.CodeUnknownUser, protocol.CodeUnknownGroup) {
 			m.forget(r.with)
 		}
 	case r.mode == histAsked:

@@ -24,6 +24,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/protocol"
 )
 
 // Backend is what the UI needs of its connection to the ring; a
@@ -36,8 +37,8 @@ type Backend interface {
 	Invite(ctx context.Context, group, user string) error
 	SetPassword(ctx context.Context, password string) error
 	Leave(ctx context.Context, group string) error
-	Who(ctx context.Context) ([]client.OnlineUser, error)
-	Groups(ctx context.Context) ([]client.GroupInfo, error)
+	Who(ctx context.Context) ([]protocol.OnlineUser, error)
+	Groups(ctx context.Context) ([]protocol.GroupInfo, error)
 	// HistoryBefore returns up to limit messages of a conversation older
 	// than sequence before (0: the last ones), with the read mark.
 	HistoryBefore(ctx context.Context, with client.Recipient, limit int, before int64) (client.History, error)
@@ -133,12 +134,12 @@ type (
 	}
 	passwdMsg struct{ err error }
 	whoMsg    struct {
-		users []client.OnlineUser
+		users []protocol.OnlineUser
 		err   error
 		quiet bool // only learn the names (learnNames)
 	}
 	groupsMsg struct {
-		groups []client.GroupInfo
+		groups []protocol.GroupInfo
 		err    error
 		quiet  bool // at start-up: only learn the memberships
 	}
@@ -832,7 +833,7 @@ func (m *Model) serverError(ev client.ErrorMessage) {
 		// second line saying the same.
 		o.state, o.err = failed, ev.Message
 		m.markUnread(m.open(o.to))
-		if ev.Code == client.CodeUnknownUser || ev.Code == client.CodeUnknownGroup {
+		if ev.Code == protocol.CodeUnknownUser || ev.Code == protocol.CodeUnknownGroup {
 			m.forget(o.to)
 		}
 		m.refresh() // the ✗ shows wherever the message does, here too
@@ -907,7 +908,7 @@ func (m *Model) joined(r joinMsg) tea.Cmd {
 	if r.err != nil {
 		m.errorf("%s", errText(r.err))
 		var se *client.ServerError
-		if errors.As(r.err, &se) && se.Code == client.CodeNotInvited {
+		if errors.As(r.err, &se) && se.Code == protocol.CodeNotInvited {
 			m.info("#%s is private: ask one of its members to /invite %s, then /join %s again", Clean(r.group), Clean(m.me), Clean(r.group))
 		}
 		return cmd

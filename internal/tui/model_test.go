@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/protocol"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -26,8 +27,8 @@ type fake struct {
 	user     string
 	posts    []client.Outgoing
 	joins    []string
-	who      []client.OnlineUser
-	groups   []client.GroupInfo
+	who      []protocol.OnlineUser
+	groups   []protocol.GroupInfo
 	history  map[string][]client.ChatMessage
 	fail     map[string]error // by operation: "join", "leave", "who", "groups", "history", "post", "whois", "names", "away"
 	flushErr error
@@ -35,7 +36,7 @@ type fake struct {
 	historyCalls int
 	readSeq      map[string]int64 // HISTORY's read mark, by conversation
 	whois        map[string]client.Whois
-	names        map[string][]client.Member
+	names        map[string][]protocol.Member
 	away         []string // AWAY requests
 	reads        []string // READ requests: "bob 5"
 	typings      []string // TYPING requests: "bob"
@@ -65,8 +66,8 @@ func (f *fake) Leave(_ context.Context, g string) error {
 	f.joins = append(f.joins, "-"+g)
 	return nil
 }
-func (f *fake) Who(context.Context) ([]client.OnlineUser, error) { return f.who, f.fail["who"] }
-func (f *fake) Groups(context.Context) ([]client.GroupInfo, error) {
+func (f *fake) Who(context.Context) ([]protocol.OnlineUser, error) { return f.who, f.fail["who"] }
+func (f *fake) Groups(context.Context) ([]protocol.GroupInfo, error) {
 	return f.groups, f.fail["groups"]
 }
 func (f *fake) HistoryBefore(_ context.Context, with client.Recipient, limit int, before int64) (client.History, error) {
@@ -129,7 +130,7 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	b := &fake{user: "alice", history: map[string][]client.ChatMessage{}, fail: map[string]error{},
-		groups: []client.GroupInfo{{Group: "ops", Members: 3, Member: true}, {Group: "random", Members: 1}}}
+		groups: []protocol.GroupInfo{{Group: "ops", Members: 3, Member: true}, {Group: "random", Members: 1}}}
 	m := New(Config{Backend: b, Now: func() time.Time { return now }, Location: time.UTC, Addr: "127.0.0.1:8001", Node: 1})
 	h := &harness{t: t, m: m, b: b}
 	m.tick = func(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return nil } // the harness runs commands at once
@@ -327,7 +328,7 @@ func TestSendWithReceipts(t *testing.T) {
 
 func TestCommands(t *testing.T) {
 	h := newHarness(t)
-	h.b.who = []client.OnlineUser{{Username: "alice", Node: 1}, {Username: "bob", Node: 4}}
+	h.b.who = []protocol.OnlineUser{{Username: "alice", Node: 1}, {Username: "bob", Node: 4}}
 	h.line("/join g1")
 	if len(h.b.joins) != 1 || h.b.joins[0] != "+g1" {
 		t.Fatalf("joins %v", h.b.joins)

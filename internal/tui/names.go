@@ -9,10 +9,11 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/protocol"
 )
 
 // isCode reports whether err is a refusal by the server with one of codes.
-func isCode(err error, codes ...string) bool {
+func isCode(err error, codes ...protocol.Code) bool {
 	var se *client.ServerError
 	return errors.As(err, &se) && slices.Contains(codes, se.Code)
 }
@@ -31,7 +32,7 @@ func (m *Model) forget(to client.Recipient) {
 // (/history of a group that does not exist): one line where the user
 // is, no tab.
 func (m *Model) refused(to client.Recipient, err error) {
-	if isCode(err, client.CodeUnknownUser, client.CodeUnknownGroup) {
+	if isCode(err, protocol.CodeUnknownUser, protocol.CodeUnknownGroup) {
 		m.forget(to)
 	}
 	m.errorf("%s", errText(err))

@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/protocol"
 )
 
 // How typing notices behave: one is sent at most every typingEvery while
@@ -44,7 +45,7 @@ type (
 
 // WhoText is a WHO answer for people: "online: alice (node 1), bob (node
 // 2, away: lunch)".
-func WhoText(users []client.OnlineUser) string {
+func WhoText(users []protocol.OnlineUser) string {
 	if len(users) == 0 {
 		return "nobody is online"
 	}
@@ -95,7 +96,7 @@ func NamesText(n client.Names) string {
 		return fmt.Sprintf("#%s has no members", Clean(n.Group))
 	}
 	ms := slices.Clone(n.Members)
-	slices.SortFunc(ms, func(a, b client.Member) int {
+	slices.SortFunc(ms, func(a, b protocol.Member) int {
 		if (a.Node == 0) != (b.Node == 0) {
 			if a.Node != 0 {
 				return -1

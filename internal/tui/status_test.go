@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/protocol"
 )
 
 func TestWhoisNamesAway(t *testing.T) {
@@ -24,7 +25,7 @@ func TestWhoisNamesAway(t *testing.T) {
 
 	h.line("/names") // the status buffer is no group
 	h.want("! names of which group?")
-	h.b.names = map[string][]client.Member{"ops": {{Username: "zed"}, {Username: "bob", Node: 2, Away: "at lunch"}, {Username: "alice", Node: 1}}}
+	h.b.names = map[string][]protocol.Member{"ops": {{Username: "zed"}, {Username: "bob", Node: 2, Away: "at lunch"}, {Username: "alice", Node: 1}}}
 	h.line("/join ops")
 	h.line("/names")
 	h.want("#ops, 3 members (2 online): alice (node 1), bob (node 2, away: at lunch), zed")

@@ -11,6 +11,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/protocol"
 )
 
 // A message longer than the node takes is refused whole, in one line,
@@ -118,7 +119,7 @@ func TestReadMarkOnlyWhenShown(t *testing.T) {
 func TestHistoryOfNothingOpensNoTab(t *testing.T) {
 	state := StateFile(filepath.Join(t.TempDir(), "state"), "alice")
 	h := newHarnessWith(t, nil, Config{StateFile: state})
-	h.b.fail["history"] = &client.ServerError{Code: client.CodeUnknownGroup, Message: `no group "nosuch"`}
+	h.b.fail["history"] = &client.ServerError{Code: protocol.CodeUnknownGroup, Message: `no group "nosuch"`}
 	h.line("/history #nosuch")
 	h.want(`! no group "nosuch"`)
 	h.wantNot("2:#nosuch", "#nosuch ›")
@@ -137,7 +138,7 @@ func TestHistoryOfNothingOpensNoTab(t *testing.T) {
 func TestSmallThings(t *testing.T) {
 	state := StateFile(filepath.Join(t.TempDir(), "state"), "alice")
 	b := &fake{user: "alice", history: map[string][]client.ChatMessage{}, fail: map[string]error{},
-		who: []client.OnlineUser{{Username: "alice", Node: 1}, {Username: "bobby", Node: 2}}}
+		who: []protocol.OnlineUser{{Username: "alice", Node: 1}, {Username: "bobby", Node: 2}}}
 	h := newHarnessWith(t, b, Config{StateFile: state})
 	h.typeText("/to bo")
 	h.press(tea.KeyTab)

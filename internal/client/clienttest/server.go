@@ -1,7 +1,8 @@
 // Package clienttest is a fake ringnode client port for tests: it speaks
-// protocol 1 and protocol 2 (docs/PROTOCOL.md) on 127.0.0.1 with its own
-// JSON handling (it does not use package client, so it checks the client
-// against the protocol, not against itself).
+// protocol 1 and protocol 2 (docs/PROTOCOL.md) on 127.0.0.1 in the shapes
+// internal/protocol declares, as the real node does. It does not use
+// package client, so it checks the client against the protocol, not
+// against itself.
 //
 // Protocol 1 behaviour: LOGIN, JOIN_GROUP and LEAVE_GROUP are echoed in
 // their canonical shape; LOGIN as TakenName (or as a user online already)
@@ -34,6 +35,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ringchat/ringchat/internal/protocol"
 )
 
 // Names with special treatment.
@@ -452,7 +455,7 @@ func (s *Server) Thaw(addr string) {
 // Notice sends the protocol-2 connections at the node at addr a NOTICE
 // with code (STORE_UNREACHABLE, OUT_OF_RING, NODE_OK), as a node that lost
 // the store or the ring does.
-func (s *Server) Notice(addr, code string) {
+func (s *Server) Notice(addr string, code protocol.Code) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := s.nodeLocked(addr)
@@ -461,7 +464,7 @@ func (s *Server) Notice(addr, code string) {
 	}
 	for c := range s.conns {
 		if c.node == n && c.v2 && c.user != "" {
-			c.send(map[string]any{"messageType": "NOTICE", "code": code, "node": n.id, "message": fmt.Sprintf("node %d: %s", n.id, code)})
+			c.send(protocol.NodeNoticeV2{MessageType: protocol.TypeNotice, Code: code, Node: n.id, Message: fmt.Sprintf("node %d: %s", n.id, code)})
 		}
 	}
 }
@@ -490,5 +493,5 @@ func (c *sconn) send(v any) {
 }
 
 func (c *sconn) sendError(format string, args ...any) {
-	c.send(map[string]string{"messageType": "ERROR", "errorMessage": fmt.Sprintf(format, args...)})
+	c.send(protocol.ErrorV1{MessageType: protocol.TypeError, ErrorMessage: fmt.Sprintf(format, args...)})
 }
