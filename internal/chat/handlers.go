@@ -178,14 +178,7 @@ func (c *conn) login(req Request) {
 	} else {
 		c.sendLine(encode(protocol.LoginV1{MessageType: protocol.TypeLogin, Username: u.Name}))
 	}
-	// After the echo: deliveries follow it.
-	s.mu.Lock()
-	sess.ready = true
-	s.fetchFor[sess.userID] = true
-	if !s.health.OK() && sess.features&featFailover != 0 {
-		c.sendLine(encode(s.health.notice(s.cfg.NodeID))) // it turned bad during the login
-	}
-	s.mu.Unlock()
+	s.makeReady(c, sess) // after the echo: deliveries follow it
 	s.want()
 	s.log.Debug().Str("user", u.Name).Int("version", version).Str("remote", c.remote).Msg("chat: logged in")
 }
@@ -1032,6 +1025,9 @@ func (s *Server) markDirtyLocked() {
 func (s *Server) reconcile(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 	defer cancel()
+	s.mu.Lock()
+	before := s.readySeq // sessions made ready after this may have rows the read misses
+	s.mu.Unlock()
 	online, err := s.st.Online(rctx)
 	if err != nil {
 		s.mu.Lock()
@@ -1040,7 +1036,7 @@ func (s *Server) reconcile(ctx context.Context) {
 		return
 	}
 	here, elsewhere := splitPresence(online, s.cfg.NodeID)
-	lost, stale := s.comparePresence(here)
+	lost, stale := s.comparePresence(here, before)
 	s.clearStale(rctx, stale)
 	s.restoreLost(rctx, lost, elsewhere)
 }
@@ -1061,14 +1057,16 @@ func splitPresence(online []store.Presence, self int64) (here map[int64]bool, el
 }
 
 // comparePresence compares the users whose presence rows name this node
-// (here) with its sessions: lost, the ready sessions without a row; stale,
-// the users with a row but no session, whose names it holds (a closing
-// placeholder session) until clearStale has cleared their rows.
-func (s *Server) comparePresence(here map[int64]bool) (lost []*session, stale []int64) {
+// (here, read when readySeq was before) with its sessions: lost, the
+// sessions made ready before that read, without a row (one made ready
+// since may have set its row after the read); stale, the users with a row
+// but no session, whose names it holds (a closing placeholder session)
+// until clearStale has cleared their rows.
+func (s *Server) comparePresence(here map[int64]bool, before uint64) (lost []*session, stale []int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for id, sess := range s.sessions {
-		if sess.ready && !here[id] {
+		if sess.ready && sess.readyAt <= before && !here[id] {
 			lost = append(lost, sess)
 		}
 	}
@@ -1080,6 +1078,20 @@ func (s *Server) comparePresence(here map[int64]bool) (lost []*session, stale []
 		}
 	}
 	return lost, stale
+}
+
+// makeReady lets visits deliver to sess, a session of c just logged in,
+// numbers it for the presence check and asks for its messages.
+func (s *Server) makeReady(c *conn, sess *session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess.ready = true
+	s.readySeq++
+	sess.readyAt = s.readySeq
+	s.fetchFor[sess.userID] = true
+	if !s.health.OK() && sess.features&featFailover != 0 {
+		c.sendLine(encode(s.health.notice(s.cfg.NodeID))) // it turned bad during the login
+	}
 }
 
 // clearStale clears this node's presence rows of the users in stale (held

@@ -57,6 +57,9 @@ type Server struct {
 	visited  chan struct{}
 	health   Health              // set by the node's assembly (SetHealth)
 	nodes    []protocol.NodeAddr // the ring's nodes, for the LOGIN answer (SetNodes)
+	// readySeq counts the sessions made ready; a presence check judges
+	// only those made ready before it read the rows.
+	readySeq uint64
 
 	// Owned by the visit goroutine (visits of one node never overlap).
 	v visitState
@@ -122,6 +125,8 @@ type session struct {
 	// to their row (mu; a group message's with its group), so that ACKs
 	// become rows removed, or cursors moved, in bulk.
 	unacked map[string]store.RecipientSeq
+	// readyAt is Server.readySeq when it was made ready (mu).
+	readyAt uint64
 }
 
 // maxUnacked bounds a session's unacked map; ACKs of ids beyond it are

@@ -293,3 +293,32 @@ func TestShutdown(t *testing.T) {
 		t.Errorf("b got %q", got)
 	}
 }
+
+// TestPresenceCheckJudgesOnlySessionsReadyBeforeItsRead: the presence
+// check restores the row of a ready session it did not read (and fetches
+// for everyone after), but a session made ready after the check read the
+// rows may have set its row after that read: it is not judged lost.
+func TestPresenceCheckJudgesOnlySessionsReadyBeforeItsRead(t *testing.T) {
+	s := &Server{sessions: map[int64]*session{
+		1: {userID: 1, ready: true, readyAt: 1},
+		2: {userID: 2, ready: true, readyAt: 2},
+		3: {userID: 3, ready: true, readyAt: 3},
+		4: {userID: 4, readyAt: 0}, // logging in
+	}}
+	lost, stale := s.comparePresence(map[int64]bool{2: true, 5: true}, 1)
+	if len(lost) != 1 || lost[0].userID != 1 {
+		t.Errorf("lost %v; want only user 1 (ready before the read, no row)", lost)
+	}
+	if !slices.Equal(stale, []int64{5}) || s.sessions[5] == nil || !s.sessions[5].closing {
+		t.Errorf("stale %v; want user 5 (a row, no session), its name held", stale)
+	}
+	lost, _ = s.comparePresence(map[int64]bool{2: true, 5: true}, 3)
+	var ids []int64
+	for _, l := range lost {
+		ids = append(ids, l.userID)
+	}
+	slices.Sort(ids)
+	if !slices.Equal(ids, []int64{1, 3}) {
+		t.Errorf("lost %v after a later read; want users 1 and 3", ids)
+	}
+}
