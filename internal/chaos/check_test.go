@@ -157,3 +157,26 @@ func TestPercentile(t *testing.T) {
 		t.Errorf("pct: %v %v %v", pct(ds, 0.5), pct(ds, 1), pct(nil, 0.5))
 	}
 }
+
+// A forged TOKEN in the predecessor's name refused as not_predecessor (the
+// ring moved under the barrage) is still refused and counted; a token
+// nobody counted is not; other reasons are held to their own counts.
+func TestRefusedTokensJudgedTogether(t *testing.T) {
+	want := map[string]int{"forged_token": 1, "malformed": 3}
+	for _, tc := range []struct {
+		reason   string
+		counters map[string]float64
+		ok       bool
+	}{
+		{"forged_token", map[string]float64{"forged_token": 1}, true},
+		{"forged_token", map[string]float64{"not_predecessor": 1}, true},
+		{"forged_token", map[string]float64{}, false},
+		{"malformed", map[string]float64{"malformed": 2, "forged_token": 5}, false},
+		{"malformed", map[string]float64{"malformed": 3}, true},
+	} {
+		sent, got := refusedTokens(tc.reason, want, tc.counters)
+		if ok := got >= float64(sent); ok != tc.ok {
+			t.Errorf("%s with counters %v: sent %d, counted %.0f; want ok %t", tc.reason, tc.counters, sent, got, tc.ok)
+		}
+	}
+}
