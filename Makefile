@@ -108,7 +108,7 @@ lint:
 fmt:
 	gofmt -w .
 
-## models: install spin and gcc if missing, then model-check the token protocol (models/check.sh: seconds; make test runs it too)
+## models: install spin and gcc if missing, then model-check the token protocol (models/check.sh: under a minute; make test runs it too)
 .PHONY: models models-deep
 SPIN_INSTALL = command -v spin >/dev/null && command -v gcc >/dev/null || \
 	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq spin gcc >/dev/null; }

@@ -21,23 +21,23 @@ package token
 //
 //   - token.go:25 Newer `s.Gen > t.Gen` → `>=`: reached only when
 //     s.Gen != t.Gen.
-//   - token.go:120, 129, 139, 154 and machine.go:550 `n < 1` → `n <= 1`
+//   - token.go:120, 129, 139, 154 and machine.go:580 `n < 1` → `n <= 1`
 //     (RotationBound, HurriedRotation, LapBound, LossBound, SetRingSize):
 //     n == 1 is set to 1.
-//   - machine.go:401 raiseMinGen `g <= m.minGen` → `g < m.minGen`: raising
+//   - machine.go:430 raiseMinGen `g <= m.minGen` → `g < m.minGen`: raising
 //     to the current minimum again finds nothing to drop (a held or held
 //     back token below it was refused or dropped when it was raised, and
 //     tokens taken since are of a generation at least as high).
-//   - machine.go:578 suspectWithin `soon < m.lossDeadline` → `<=`: when
+//   - machine.go:608 suspectWithin `soon < m.lossDeadline` → `<=`: when
 //     equal, the deadline is set to the value it has.
-//   - machine.go:665 Skip `to > m.now` → `to >= m.now`: skipping to now
+//   - machine.go:698 Skip `to > m.now` → `to >= m.now`: skipping to now
 //     sets now to itself.
 //
 // gremlins reports the mutants of a switch's case expressions (accept,
 // Checked, VisitFenced, forward, Tick, NextDeadline) as NOT COVERED (its
 // coverage reading skips case lines) and never runs them. Each was run by
 // hand (the mutated machine.go given to go test -overlay): all are killed
-// but machine.go:215 `||` → `&&`, which go vet refuses to build
+// but machine.go:229 `||` → `&&`, which go vet refuses to build
 // (`x == a && x == b`).
 
 import (
