@@ -374,9 +374,8 @@ func (n *Machine) PredecessorDown(peer int64) {
 			n.enqueue(Op{Kind: OpCheckMember})
 		}
 	}
-	if p := n.parkedTok; p != nil && p.m.From == peer {
-		n.parkedTok = nil
-	}
+	// A token parked from peer stays: the store's answer judges it
+	// (settleToken), so a stranger's is counted even once its link is gone.
 }
 
 // drainToken turns the token machine's actions into ring outputs.
@@ -1016,10 +1015,12 @@ func (n *Machine) checkPred(m Msg) {
 
 // settleToken runs after a member check (operation readID) or its failure:
 // a parked TOKEN from the predecessor the store names is taken; one from
-// another node is refused with UNLINK once a check asked after it came
-// says so. A failed check lets the link's (authenticated) peer through:
-// the store fences every critical section anyway, and a node that cannot
-// reach the store must still pass the token on.
+// another node is refused, and counted, once a check asked after it came
+// says so, with UNLINK if its link is still the inbound one (the real
+// predecessor may have dialled in again meanwhile). A failed check lets
+// the link's (authenticated) peer through: the store fences every
+// critical section anyway, and a node that cannot reach the store must
+// still pass the token on.
 func (n *Machine) settleToken(readID uint64, failed bool) {
 	p := n.parkedTok
 	if p == nil {
@@ -1027,17 +1028,20 @@ func (n *Machine) settleToken(readID uint64, failed bool) {
 	}
 	n.parkedTok = nil
 	m := p.m
+	linked := m.From == n.pred
 	switch {
-	case m.From != n.pred:
-		// the link it came on is gone
 	case m.From == n.ringPred || failed:
-		n.stepToken(m)
+		if linked {
+			n.stepToken(m)
+		} // else the link it came on is gone: its sender sends it again
 	case readID <= p.after:
 		n.checkPred(m) // that read was asked before the token came
 	default:
 		n.note(EventNotPredecessor, m.From)
-		n.pred = 0
-		n.ready.RefusePred = true
+		if linked {
+			n.pred = 0
+			n.ready.RefusePred = true
+		}
 	}
 }
 

@@ -314,3 +314,56 @@ func TestHostileHeartbeatAndAckByDatagram(t *testing.T) {
 	at := s.Now
 	recovered(t, s, at, "PING and TOKEN_ACK by UDP")
 }
+
+// A TOKEN from a node that is not the predecessor, while the real
+// predecessor dials in again before the store answers (its link was
+// ended by the stranger's HELLO): the token is still refused and counted
+// (before, it was dropped uncounted once its link had gone), never
+// acknowledged or visited, and the real predecessor's new link stays.
+func TestHostileTokenFromNotPredecessorWhileThePredecessorRelinks(t *testing.T) {
+	s := hostileSim(t, 108)
+	s.IdleVisits = true
+	s.OpDelay = 20 // the store's answer comes after the predecessor's new HELLO
+	var victim, stranger int64
+	for _, id := range s.Live() {
+		pred := s.Store.Topo.Predecessor(id)
+		for _, o := range s.Live() {
+			if o != id && o != pred && id != s.Store.Coord {
+				victim, stranger = id, o
+			}
+		}
+		if victim != 0 {
+			break
+		}
+	}
+	n := s.Procs[victim].Node
+	pred := s.Store.Topo.Predecessor(victim)
+	at := s.Now
+	s.DialAs(victim, stranger)
+	s.Step()
+	forged := token.Stamp{Gen: s.Store.Gen, Seq: n.LastStamp().Seq + 1}
+	s.Inject(victim, ring.Msg{Type: ring.MsgToken, Via: ring.ViaPred, From: stranger, Epoch: s.Store.Epoch,
+		Token: &token.Token{Stamp: forged, Proof: token.Prove(Secret(s.Store.Gen), forged)}})
+	refused, relinked := false, false
+	trace := s.Trace
+	s.Trace = func(line string) {
+		trace(line)
+		if strings.Contains(line, fmt.Sprintf("node %d: %s peer=%d", victim, ring.EventNotPredecessor, stranger)) {
+			refused, relinked = true, n.Predecessor() == pred
+		}
+	}
+	if !s.RunUntil(within2s(s), func() bool { return refused }) {
+		t.Fatalf("node %d never counted the token from node %d, not its predecessor", victim, stranger)
+	}
+	if !relinked {
+		t.Fatalf("the predecessor %d had not dialled in again when the token was refused (predecessor then %d): the schedule tests nothing", pred, n.Predecessor())
+	}
+	if n.LastStamp() == forged {
+		t.Fatalf("node %d took a token from node %d, which is not its predecessor", victim, stranger)
+	}
+	workEverywhere(s)
+	recovered(t, s, at, "TOKEN from a node that is not the predecessor while the predecessor relinks")
+	if n.Predecessor() != s.Store.Topo.Predecessor(victim) {
+		t.Fatalf("node %d's inbound link is from %d; the store names %d", victim, n.Predecessor(), s.Store.Topo.Predecessor(victim))
+	}
+}
