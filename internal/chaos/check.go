@@ -633,10 +633,12 @@ func (r *runner) recipientRow(ctx context.Context, user string, seq int64) strin
 type allLogs struct {
 	byNode map[int64][]nodeLog
 	panics []string
+	// storeFailed: when each process's store operations failed (by pid).
+	storeFailed map[int][]time.Time
 }
 
 func (r *runner) parseLogs() allLogs {
-	out := allLogs{byNode: map[int64][]nodeLog{}}
+	out := allLogs{byNode: map[int64][]nodeLog{}, storeFailed: map[int][]time.Time{}}
 	for _, in := range r.procs.incarnations() {
 		l, err := parseNodeLog(in.LogPath)
 		if err != nil {
@@ -646,6 +648,7 @@ func (r *runner) parseLogs() allLogs {
 			out.panics = append(out.panics, fmt.Sprintf("node %d run %d: %s (%s)", in.ID, in.Run, p, in.LogPath))
 		}
 		out.byNode[in.ID] = append(out.byNode[in.ID], l)
+		out.storeFailed[in.Pid] = l.StoreFailed
 	}
 	return out
 }
@@ -823,7 +826,7 @@ func (r *runner) checkHostile(logs allLogs) Check {
 	}
 	if r.counters != nil {
 		// The forged tokens are counted by the ring, not the transport.
-		cbad, cdetail := r.hostileCounters(append(slices.Clone(reasons), reasonOf(hTCPForgedToken)))
+		cbad, cdetail := r.hostileCounters(append(slices.Clone(reasons), reasonOf(hTCPForgedToken)), logs.storeFailed)
 		bad, detail = append(bad, cbad...), append(detail, cdetail...)
 	}
 	head := "per node, frames sent over TCP+UDP / drops counted in its log (the log undercounts a reason's last second); client probes answered as expected / sent"
@@ -833,7 +836,7 @@ func (r *runner) checkHostile(logs allLogs) Check {
 
 // hostileCounters holds the live nodes' own counters against what the
 // last run of each was sent: every frame counted. The caller holds r.host.mu.
-func (r *runner) hostileCounters(reasons []string) (bad, detail []string) {
+func (r *runner) hostileCounters(reasons []string, storeFailed map[int][]time.Time) (bad, detail []string) {
 	h := r.host
 	for _, id := range r.procs.ids() {
 		in := r.procs.last(id)
@@ -845,47 +848,45 @@ func (r *runner) hostileCounters(reasons []string) (bad, detail []string) {
 		for k, n := range h.byPid[in.Pid] {
 			want[reasonOf(k)] += n
 		}
-		// A forged token that came while the node could not read its
-		// store went on unchecked (and uncounted), as the ring needs.
-		want[reasonOf(hTCPForgedToken)] -= r.troubledProbes(in.Pid, hTCPForgedToken)
+		// A TOKEN that came while the node could not read its store (a
+		// fault, or a read of its own that failed) went on unchecked (and
+		// uncounted), as the ring needs.
+		for _, kind := range []string{hTCPForgedToken, hTCPNotPred} {
+			want[reasonOf(kind)] -= r.troubledProbes(in.Pid, kind, storeFailed[in.Pid])
+		}
 		var parts []string
 		for _, reason := range append(reasons, "unusable") {
 			if want[reason] == 0 {
 				continue
 			}
 			parts = append(parts, fmt.Sprintf("%s %d/%.0f", reason, want[reason], c[reason]))
-			if sent, got := refusedTokens(reason, want, c); got < float64(sent-tokenSlack(reason)) {
-				bad = append(bad, fmt.Sprintf("node %d run %d: %d %s frames sent, its counter says %.0f", id, in.Run, sent, reason, got))
+			if !isTokenReason(reason) && c[reason] < float64(want[reason]) {
+				bad = append(bad, fmt.Sprintf("node %d run %d: %d %s frames sent, its counter says %.0f", id, in.Run, want[reason], reason, c[reason]))
 			}
+		}
+		if sent, got := refusedTokens(want, c); got < float64(sent) {
+			bad = append(bad, fmt.Sprintf("node %d run %d: %d TOKENs sent in another node's name, its forged_token and not_predecessor counters say %.0f", id, in.Run, sent, got))
 		}
 		detail = append(detail, fmt.Sprintf("node %d run %d, its own counters (sent/counted): %s", id, in.Run, strings.Join(parts, ", ")))
 	}
 	return bad, detail
 }
 
-// refusedTokens is what the count of reason is held to: its frames sent
-// and counted. A TOKEN in the predecessor's name and one in a stranger's
-// are judged together: with the ring changing, the node may name the
-// stranger its predecessor (the token is refused as forged) or the
-// store's new predecessor may not be the one the barrage read (refused
-// as not_predecessor); either way it is refused and counted.
-func refusedTokens(reason string, want map[string]int, c map[string]float64) (int, float64) {
-	forged, notPred := reasonOf(hTCPForgedToken), reasonOf(hTCPNotPred)
-	if reason == forged || reason == notPred {
-		return want[forged] + want[notPred], c[forged] + c[notPred]
-	}
-	return want[reason], c[reason]
+// isTokenReason reports whether reason counts a refused TOKEN sent in
+// another node's name (judged together by refusedTokens).
+func isTokenReason(reason string) bool {
+	return reason == reasonOf(hTCPForgedToken) || reason == reasonOf(hTCPNotPred)
 }
 
-// tokenSlack is how many TOKENs of a node's run may go uncounted: one (a
-// loaded machine's runs of TestChaos miss one now and then, not yet
-// explained; a token taken is judged apart, by takenStrangerTokens and
-// the mutex probe).
-func tokenSlack(reason string) int {
-	if reason == reasonOf(hTCPForgedToken) || reason == reasonOf(hTCPNotPred) {
-		return 1
-	}
-	return 0
+// refusedTokens returns the TOKENs sent in another node's name and those
+// the node counted as refused. A TOKEN in the predecessor's name and one
+// in a stranger's are judged together: with the ring changing, the node
+// may name the stranger its predecessor (the token is refused as forged)
+// or the store's new predecessor may not be the one the barrage read
+// (refused as not_predecessor); either way it is refused and counted.
+func refusedTokens(want map[string]int, c map[string]float64) (int, float64) {
+	forged, notPred := reasonOf(hTCPForgedToken), reasonOf(hTCPNotPred)
+	return want[forged] + want[notPred], c[forged] + c[notPred]
 }
 
 // checkPauses judges the longest time in which no node committed a visit
@@ -977,11 +978,20 @@ func (r *runner) takenStrangerDetail(id int64) []string {
 }
 
 // troubledProbes counts the probes of kind sent to process pid while its
-// store was in trouble. The caller holds r.host.mu.
-func (r *runner) troubledProbes(pid int, kind string) int {
+// store was in trouble: a fault, or one of the process's store operations
+// failing (at a time in failed) from a second before the probe to 5 s
+// after (a read the probe's check waited on, or its own). The caller
+// holds r.host.mu.
+func (r *runner) troubledProbes(pid int, kind string, failed []time.Time) int {
 	n := 0
 	for _, p := range r.host.probes {
-		if p.Pid == pid && p.Kind == kind && r.storeTrouble(p.At) {
+		if p.Pid != pid || p.Kind != kind {
+			continue
+		}
+		near := slices.ContainsFunc(failed, func(f time.Time) bool {
+			return !f.Before(p.At.Add(-time.Second)) && f.Before(p.At.Add(5*time.Second))
+		})
+		if near || r.storeTrouble(p.At) {
 			n++
 		}
 	}

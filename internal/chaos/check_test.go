@@ -160,23 +160,50 @@ func TestPercentile(t *testing.T) {
 
 // A forged TOKEN in the predecessor's name refused as not_predecessor (the
 // ring moved under the barrage) is still refused and counted; a token
-// nobody counted is not; other reasons are held to their own counts.
+// nobody counted is not; other reasons are not TOKENs.
 func TestRefusedTokensJudgedTogether(t *testing.T) {
 	want := map[string]int{"forged_token": 1, "malformed": 3}
 	for _, tc := range []struct {
-		reason   string
 		counters map[string]float64
 		ok       bool
 	}{
-		{"forged_token", map[string]float64{"forged_token": 1}, true},
-		{"forged_token", map[string]float64{"not_predecessor": 1}, true},
-		{"forged_token", map[string]float64{}, false},
-		{"malformed", map[string]float64{"malformed": 2, "forged_token": 5}, false},
-		{"malformed", map[string]float64{"malformed": 3}, true},
+		{map[string]float64{"forged_token": 1}, true},
+		{map[string]float64{"not_predecessor": 1}, true},
+		{map[string]float64{}, false},
+		{map[string]float64{"malformed": 3}, false},
 	} {
-		sent, got := refusedTokens(tc.reason, want, tc.counters)
+		sent, got := refusedTokens(want, tc.counters)
 		if ok := got >= float64(sent); ok != tc.ok {
-			t.Errorf("%s with counters %v: sent %d, counted %.0f; want ok %t", tc.reason, tc.counters, sent, got, tc.ok)
+			t.Errorf("counters %v: sent %d, counted %.0f; want ok %t", tc.counters, sent, got, tc.ok)
 		}
+	}
+	if !isTokenReason("forged_token") || !isTokenReason("not_predecessor") || isTokenReason("malformed") {
+		t.Error("isTokenReason: only forged_token and not_predecessor count refused TOKENs")
+	}
+}
+
+// A TOKEN probe is excused from the counters when one of the process's
+// own store operations failed from a second before it to 5 s after (its
+// check could not be made), and only for that process.
+func TestTroubledProbesNearAStoreFailure(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	r := &runner{host: &hostile{probes: []tokenProbe{
+		{Pid: 7, Kind: hTCPNotPred, At: t0},
+		{Pid: 7, Kind: hTCPNotPred, At: t0.Add(10 * time.Second)},
+		{Pid: 7, Kind: hTCPForgedToken, At: t0},
+		{Pid: 8, Kind: hTCPNotPred, At: t0},
+	}}}
+	failed := []time.Time{t0.Add(2 * time.Second)}
+	if n := r.troubledProbes(7, hTCPNotPred, failed); n != 1 {
+		t.Errorf("%d probes excused; want the one 2 s before the failure", n)
+	}
+	if n := r.troubledProbes(7, hTCPNotPred, []time.Time{t0.Add(-2 * time.Second), t0.Add(6 * time.Second)}); n != 0 {
+		t.Errorf("%d probes excused by failures outside their window", n)
+	}
+	if n := r.troubledProbes(7, hTCPForgedToken, failed); n != 1 {
+		t.Errorf("%d forged-token probes excused; want 1", n)
+	}
+	if n := r.troubledProbes(8, hTCPNotPred, nil); n != 0 {
+		t.Errorf("%d probes of a process without store failures excused", n)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/ringchat/ringchat/internal/node"
 )
@@ -22,6 +23,7 @@ type nodeLog struct {
 	Panics       []string         // panic, fatal error or race report lines
 	Messages     map[string]int   // count by message, for the curious
 	StoreErrored int              // warn lines about store failures
+	StoreFailed  []time.Time      // when a store operation failed (retried)
 	Levels       map[string]int   // lines by level
 	Other        map[string]int64 // misc numbers
 }
@@ -51,13 +53,14 @@ func parseNodeLog(path string) (nodeLog, error) {
 			continue
 		}
 		var m struct {
-			Level      string `json:"level"`
-			Message    string `json:"message"`
-			Value      int64  `json:"value"`
-			Epoch      int64  `json:"epoch"`
-			Reason     string `json:"reason"`
-			Via        string `json:"via"`
-			Suppressed int    `json:"suppressed"`
+			Level      string    `json:"level"`
+			Message    string    `json:"message"`
+			Value      int64     `json:"value"`
+			Epoch      int64     `json:"epoch"`
+			Reason     string    `json:"reason"`
+			Via        string    `json:"via"`
+			Suppressed int       `json:"suppressed"`
+			Time       time.Time `json:"time"`
 		}
 		if json.Unmarshal(b, &m) != nil {
 			continue
@@ -84,7 +87,10 @@ func parseNodeLog(path string) (nodeLog, error) {
 			l.Regenerated++
 		case "election finished":
 			l.Elections++
-		case "store operation failed; retrying", "critical section failed":
+		case "store operation failed; retrying":
+			l.StoreErrored++
+			l.StoreFailed = append(l.StoreFailed, m.Time)
+		case "critical section failed":
 			l.StoreErrored++
 		}
 	}
