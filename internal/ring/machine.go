@@ -400,7 +400,7 @@ func (n *Machine) drainToken() {
 		case token.Dropped:
 			n.note(EventTokenDropped, 0)
 		case token.Check:
-			n.enqueue(Op{Kind: OpReadFence})
+			n.enqueue(Op{Kind: OpReadFence, Ask: a.Ask})
 		case token.Forged:
 			n.note(EventTokenForged, n.pred)
 		}

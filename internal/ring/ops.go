@@ -78,6 +78,9 @@ type Op struct {
 	// of nodes (either way); the joining node is placed where it uses none
 	// (PlanJoinAvoiding).
 	Avoid [][2]int64
+	// Ask (read fence): the token machine's number of the question
+	// (token.Action.Ask), which its answer names.
+	Ask uint64
 }
 
 // Avoids reports whether the link between a and b is one of o.Avoid.

@@ -270,7 +270,9 @@ func (n *Machine) stepHandoff(m Msg) {
 // enqueue adds a store operation; identical queued or running ones are
 // not repeated.
 func (n *Machine) enqueue(op Op) {
-	same := func(o Op) bool { return o.Kind == op.Kind && o.Node == op.Node && o.Failed == op.Failed }
+	same := func(o Op) bool {
+		return o.Kind == op.Kind && o.Node == op.Node && o.Failed == op.Failed && o.Ask == op.Ask
+	}
 	if (n.inFlight != nil && same(*n.inFlight)) || slices.ContainsFunc(n.queue, same) {
 		return
 	}
@@ -328,7 +330,7 @@ func (n *Machine) StoreDone(r Result) {
 			n.checkDone(r)
 			n.settleParked(r.Op.ID)
 		case OpReadFence:
-			n.tok.Checked(r.Gen, r.Secret)
+			n.tok.Checked(r.Op.Ask, r.Gen, r.Secret)
 			n.drainToken()
 		case OpClaim:
 			n.claimDone(r)
@@ -386,7 +388,7 @@ func (n *Machine) storeFailed(r Result) {
 	case OpReadFence:
 		n.queue = n.queue[1:]
 		n.note(EventTokenUnchecked, 0)
-		n.tok.CheckFailed()
+		n.tok.CheckFailed(r.Op.Ask)
 		n.drainToken()
 	case OpCheckMember:
 		n.settleToken(r.Op.ID, true)

@@ -61,14 +61,14 @@ func TestForgedGenerationIsCheckedNotRecorded(t *testing.T) {
 		visitAndPass(t, m, real(3, 5))
 		forged := real(gen, 7)
 		m.Receive(forged)
-		want := []Action{{Kind: Check, Token: forged}} // acknowledged with the store's answer
+		want := []Action{{Kind: Check, Token: forged, Ask: m.asks}} // acknowledged with the store's answer
 		if diff := cmp.Diff(want, m.Drain()); diff != "" {
 			t.Fatalf("gen %d: a token of an unconfirmed generation (-want +got):\n%s", gen, diff)
 		}
 		if m.Holding() || m.Last() != (Stamp{Gen: 3, Seq: 5}) {
 			t.Fatalf("gen %d: taken before the store answered (holding %v, last %s)", gen, m.Holding(), m.Last())
 		}
-		m.Checked(3, secretOf(3))
+		m.Checked(m.asks, 3, secretOf(3))
 		if diff := cmp.Diff([]Action{{Kind: SendAck, Stamp: forged.Stamp, Stale: true}, {Kind: Forged, Token: forged}}, m.Drain()); diff != "" {
 			t.Fatalf("gen %d: the store never issued it (-want +got):\n%s", gen, diff)
 		}
@@ -88,7 +88,7 @@ func TestCoordinatorsGenerationWinsOverForged(t *testing.T) {
 		t.Fatalf("holding %v %s, want the new generation 4/0", ok, tok.Stamp)
 	}
 	// The forged token's answer comes late: it changes nothing.
-	m.Checked(4, secretOf(4))
+	m.Checked(m.asks, 4, secretOf(4))
 	if tok, ok := m.Held(); !ok || tok.Stamp != (Stamp{Gen: 4}) {
 		t.Fatalf("after the late answer: holding %v %s", ok, tok.Stamp)
 	}
@@ -108,7 +108,7 @@ func TestNewGenerationTakenAfterOneCheck(t *testing.T) {
 	if got := kinds(m.Drain()); !cmp.Equal(got, []ActionKind{Check}) {
 		t.Fatalf("got %v", got)
 	}
-	m.Checked(4, secretOf(4))
+	m.Checked(m.asks, 4, secretOf(4))
 	if got := kinds(m.Drain()); !cmp.Equal(got, []ActionKind{SendAck, Visit}) {
 		t.Fatalf("after the store confirmed generation 4: %v, want a visit", got)
 	}
@@ -146,7 +146,7 @@ func TestChecksAreRateLimited(t *testing.T) {
 	if checks != 0 {
 		t.Fatalf("%d more questions while one was out", checks)
 	}
-	m.Checked(4, secretOf(4))
+	m.Checked(m.asks, 4, secretOf(4))
 	if got := kinds(m.Drain()); !cmp.Equal(got, []ActionKind{SendAck, Visit}) {
 		t.Fatalf("the real token of generation 4 was pushed out: %v", got)
 	}
@@ -173,7 +173,7 @@ func TestUncheckedTokenPassedOn(t *testing.T) {
 	tok := real(4, 1)
 	m.Receive(tok)
 	m.Drain()
-	m.CheckFailed()
+	m.CheckFailed(m.asks)
 	got := m.Drain()
 	if len(got) != 2 || got[0].Kind != SendAck || got[0].Stale || got[1].Kind != SendToken ||
 		got[1].Token.Stamp != tok.Stamp || got[1].Token.Proof != tok.Proof {
@@ -237,7 +237,7 @@ func TestFencedVisitDropsToken(t *testing.T) {
 		t.Fatalf("a token of the fenced generation was accepted: %+v", a)
 	}
 	m.Receive(real(4, 8))
-	m.Checked(4, secretOf(4))
+	m.Checked(m.asks, 4, secretOf(4))
 	if got := kinds(m.Drain()); !cmp.Equal(got, []ActionKind{Check, SendAck, Visit}) {
 		t.Fatalf("the store's generation after the fence read: %v", got)
 	}
@@ -303,7 +303,7 @@ func TestForgedStampsNeverStopTheRealToken(t *testing.T) {
 				s := rapid.OneOf(edge, rapid.Int64Range(0, 1000)).Draw(rt, "forged seq")
 				m.Receive(real(g, s))
 			case 1: // the store answers a question
-				m.Checked(gen, secretOf(gen))
+				m.Checked(m.asks, gen, secretOf(gen))
 			case 2: // time passes
 				m.Tick()
 			case 3: // the coordinator regenerates
@@ -324,7 +324,7 @@ func TestForgedStampsNeverStopTheRealToken(t *testing.T) {
 			}
 		}
 		// Bring the real token through: any held token leaves first.
-		m.Checked(gen, secretOf(gen))
+		m.Checked(m.asks, gen, secretOf(gen))
 		if tok, ok := m.Held(); ok {
 			m.VisitDone(tok, true)
 			for _, a := range m.Drain() {
@@ -383,7 +383,7 @@ func TestLostCheckAskedAgain(t *testing.T) {
 			if !cmp.Equal(got, []ActionKind{Check}) || m.now < checkLostTicks {
 				t.Fatalf("tick %d: %v", m.now, got)
 			}
-			m.Checked(4, secretOf(4))
+			m.Checked(m.asks, 4, secretOf(4))
 			if got := kinds(m.Drain()); !cmp.Equal(got, []ActionKind{SendAck, Visit}) {
 				t.Fatalf("after the second answer: %v", got)
 			}
@@ -408,8 +408,9 @@ func askedAfterTheGap(t *testing.T, m *Machine, want Token) {
 			t.Fatalf("tick %d: %+v within the gap", m.now, got)
 		}
 	}
+	asked := m.asks
 	m.Tick()
-	if diff := cmp.Diff([]Action{{Kind: Check, Token: want}}, m.Drain()); diff != "" {
+	if diff := cmp.Diff([]Action{{Kind: Check, Token: want, Ask: asked + 1}}, m.Drain()); diff != "" {
 		t.Fatalf("tick %d: the question about %s (-want +got):\n%s", m.now, want.Stamp, diff)
 	}
 }
@@ -466,10 +467,10 @@ func TestAnswerDoesNotJudgeATokenThatCameAfterIt(t *testing.T) {
 			for range c.wait {
 				m.Tick()
 			}
-			m.Checked(c.old, secretOf(c.old))
+			m.Checked(m.asks, c.old, secretOf(c.old))
 			var want []Action // asked about at once if the gap has passed
 			if c.wait >= checkGapTicks {
-				want = []Action{{Kind: Check, Token: c.real}}
+				want = []Action{{Kind: Check, Token: c.real, Ask: m.asks}}
 			}
 			if diff := cmp.Diff(want, m.Drain()); diff != "" {
 				t.Fatalf("the answer about the first token, for %s (-want +got):\n%s", c.real.Stamp, diff)
@@ -480,7 +481,7 @@ func TestAnswerDoesNotJudgeATokenThatCameAfterIt(t *testing.T) {
 			if want == nil {
 				askedAfterTheGap(t, m, c.real)
 			}
-			m.Checked(c.real.Gen, secretOf(c.real.Gen))
+			m.Checked(m.asks, c.real.Gen, secretOf(c.real.Gen))
 			want = []Action{{Kind: SendAck, Stamp: c.real.Stamp}, {Kind: Visit, Token: c.real}}
 			if diff := cmp.Diff(want, m.Drain()); diff != "" {
 				t.Fatalf("the answer about %s (-want +got):\n%s", c.real.Stamp, diff)
@@ -513,7 +514,7 @@ func TestAnswerSettlesATokenThatCameAfterIt(t *testing.T) {
 			if got := m.Drain(); len(got) != 0 {
 				t.Fatalf("%+v while a question is out", got)
 			}
-			m.Checked(6, secretOf(6))
+			m.Checked(m.asks, 6, secretOf(6))
 			if diff := cmp.Diff(c.want, m.Drain()); diff != "" {
 				t.Fatalf("an answer that confirms its generation (-want +got):\n%s", diff)
 			}
@@ -524,7 +525,7 @@ func TestAnswerSettlesATokenThatCameAfterIt(t *testing.T) {
 	m := storeAt(3)
 	m.Receive(real(6, 2))
 	m.Drain()
-	m.Checked(5, secretOf(5))
+	m.Checked(m.asks, 5, secretOf(5))
 	if got := kinds(m.Drain()); !cmp.Equal(got, []ActionKind{SendAck, Forged}) {
 		t.Fatalf("the token asked about, above the answer: %v, want it refused as forged", got)
 	}
@@ -533,5 +534,41 @@ func TestAnswerSettlesATokenThatCameAfterIt(t *testing.T) {
 	}
 	if got := m.Drain(); len(got) != 0 {
 		t.Fatalf("after the gap: %+v", got)
+	}
+}
+
+// A question given up as lost (unanswered for checkLostTicks) is asked
+// again under a new number. The lost one's answer, if it still comes, may
+// have been read before the token's generation was issued: it judges no
+// token (before, a real token was refused as forged by it, costing a
+// regeneration), and its failure passes nothing on; the new question's
+// answer judges.
+func TestAnswerToAQuestionGivenUpJudgesNothing(t *testing.T) {
+	for _, failed := range []bool{false, true} {
+		m := storeAt(3)
+		tok := real(4, 1)
+		m.Receive(tok)
+		if diff := cmp.Diff([]Action{{Kind: Check, Token: tok, Ask: 1}}, m.Drain()); diff != "" {
+			t.Fatalf("the first question (-want +got):\n%s", diff)
+		}
+		for range checkGapTicks + checkLostTicks {
+			m.Tick()
+		}
+		if diff := cmp.Diff([]Action{{Kind: Check, Token: tok, Ask: 2}}, m.Drain()); diff != "" {
+			t.Fatalf("tick %d: asked again once given up (-want +got):\n%s", m.now, diff)
+		}
+		if failed {
+			m.CheckFailed(1)
+		} else {
+			m.Checked(1, 3, secretOf(3)) // read before generation 4 was issued
+		}
+		if got := m.Drain(); len(got) != 0 || m.Holding() {
+			t.Fatalf("failed %v: the lost question's answer judged the token: %+v (holding %v)", failed, got, m.Holding())
+		}
+		m.Checked(2, 4, secretOf(4))
+		want := []Action{{Kind: SendAck, Stamp: tok.Stamp}, {Kind: Visit, Token: tok}}
+		if diff := cmp.Diff(want, m.Drain()); diff != "" {
+			t.Fatalf("failed %v: the new question's answer (-want +got):\n%s", failed, diff)
+		}
 	}
 }

@@ -59,6 +59,9 @@ type Action struct {
 	Token Token // SendToken, Visit, Dropped, Check, Forged
 	Stamp Stamp // SendAck
 	Stale bool  // SendAck
+	// Ask numbers a Check's question: its answer (Checked, CheckFailed)
+	// names it, so an answer to a question given up as lost judges nothing.
+	Ask uint64
 }
 
 type phase uint8
@@ -99,6 +102,7 @@ type Machine struct {
 	checking *Token
 	checkOut bool
 	asked    Stamp
+	asks     uint64 // the number of the latest question (Action.Ask)
 	checkAt  int64
 	held     *Token // the token this node holds (in any phase but none)
 	phase    phase
@@ -242,8 +246,8 @@ const checkGapTicks = 5
 // checkLostTicks is how long a question to the store may stay unanswered
 // before it is asked again (its operation was lost: the node stepped
 // down, the runtime restarted its worker). An answer to the lost one that
-// still comes is taken as the new one's: answers do not say which
-// question they answer.
+// still comes names that question (Action.Ask): it judges no token, as
+// its read may be older than the token now held back.
 const checkLostTicks = 50
 
 // hold keeps t, of a generation the store has not confirmed here, while the
@@ -274,12 +278,15 @@ func (m *Machine) ask() {
 	}
 	m.checkOut = true
 	m.asked = m.checking.Stamp
+	m.asks++
 	m.checkAt = m.now + checkGapTicks
-	m.emit(Action{Kind: Check, Token: *m.checking})
+	m.emit(Action{Kind: Check, Token: *m.checking, Ask: m.asks})
 }
 
-// Checked answers a Check: gen is the newest generation the store has
-// issued, and secret its secret. The held-back token is taken if the store
+// Checked answers the Check numbered ask: gen is the newest generation the
+// store has issued, and secret its secret. An answer to any question but
+// the one out (one given up as lost) only confirms what the store issued:
+// it judges no token. The held-back token is taken if the store
 // issued its generation, it proves its stamp, and it is newer than any
 // seen; it is discarded as forged otherwise.
 //
@@ -287,9 +294,12 @@ func (m *Machine) ask() {
 // replaced while it was out) may be of a generation issued after the read:
 // unless the answer settles it (its generation is confirmed now), it is not
 // judged but asked about again.
-func (m *Machine) Checked(gen int64, secret string) {
-	m.checkOut = false
+func (m *Machine) Checked(ask uint64, gen int64, secret string) {
 	m.Confirm(gen, secret)
+	if !m.answers(ask) {
+		return
+	}
+	m.checkOut = false
 	c := m.checking
 	if c == nil {
 		return
@@ -310,13 +320,23 @@ func (m *Machine) Checked(gen int64, secret string) {
 	}
 }
 
-// CheckFailed reports that the store could not be asked. The held-back
+// answers reports whether an answer to question ask answers the one out.
+func (m *Machine) answers(ask uint64) bool {
+	return m.checkOut && ask == m.asks
+}
+
+// CheckFailed reports that the store could not be asked the question
+// numbered ask; the failure of any question but the one out changes
+// nothing (the one out will be answered or given up). The held-back
 // token is passed straight on without a critical section (this node could
 // not run one anyway) and without being recorded: the next node asks the
 // store in turn, and a node that cannot reach its store never stops the
 // ring. A token that came after the question is passed on too: it is not
 // judged by the failure.
-func (m *Machine) CheckFailed() {
+func (m *Machine) CheckFailed(ask uint64) {
+	if !m.answers(ask) {
+		return
+	}
 	m.checkOut = false
 	c := m.checking
 	if c == nil {

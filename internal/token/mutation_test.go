@@ -124,7 +124,7 @@ func TestHeldBackTokenChoice(t *testing.T) {
 		if diff := cmp.Diff(want, m.Drain()); diff != "" {
 			t.Fatalf("a newer hop of the held-back generation (-want +got):\n%s", diff)
 		}
-		m.Checked(4, secretOf(4))
+		m.Checked(m.asks, 4, secretOf(4))
 		got := m.Drain()
 		if len(got) != 2 || got[0].Kind != SendAck || got[0].Stale || got[1].Kind != Visit || got[1].Token.Stamp != (Stamp{Gen: 4, Seq: 3}) {
 			t.Fatalf("after the answer: %+v, want 4/3 acknowledged and visited", got)
@@ -140,7 +140,7 @@ func TestHeldBackTokenChoice(t *testing.T) {
 		if diff := cmp.Diff(want, m.Drain()); diff != "" {
 			t.Fatalf("the real next generation after a forged far one (-want +got):\n%s", diff)
 		}
-		m.Checked(4, secretOf(4))
+		m.Checked(m.asks, 4, secretOf(4))
 		got := m.Drain()
 		if len(got) != 2 || got[0].Kind != SendAck || got[0].Stale || got[1].Kind != Visit || got[1].Token.Stamp != (Stamp{Gen: 4, Seq: 1}) {
 			t.Fatalf("after the answer: %+v, want 4/1 acknowledged and visited", got)
@@ -285,7 +285,7 @@ func TestPassedOnTokenKeptWhenItsGenerationIsConfirmed(t *testing.T) {
 	m := storeAt(3)
 	m.Receive(real(4, 1))
 	m.Drain()
-	m.CheckFailed()
+	m.CheckFailed(m.asks)
 	m.Drain()
 	m.LinkDown()
 	m.Confirm(4, secretOf(4))
@@ -382,7 +382,7 @@ func TestGeneratedAgainstWhatTheNodeHeard(t *testing.T) {
 	m = coord()
 	m.Receive(real(5, 1))
 	m.Drain()
-	m.CheckFailed()
+	m.CheckFailed(m.asks)
 	m.Drain()
 	m.Generated(Stamp{Gen: 4}, secretOf(4))
 	if got := kinds(m.Drain()); !cmp.Equal(got, []ActionKind{Dropped, Visit}) {
@@ -487,7 +487,7 @@ func TestCheckedTakesOnlyAProvenNewestToken(t *testing.T) {
 	bad := Token{Stamp: Stamp{Gen: 4, Seq: 1}, Proof: Prove(secretOf(3), Stamp{Gen: 4, Seq: 1})}
 	m.Receive(bad)
 	m.Drain()
-	m.Checked(4, secretOf(4))
+	m.Checked(m.asks, 4, secretOf(4))
 	if diff := cmp.Diff([]Action{{Kind: SendAck, Stamp: bad.Stamp, Stale: true}, {Kind: Forged, Token: bad}}, m.Drain()); diff != "" {
 		t.Fatalf("a wrong proof of an issued generation (-want +got):\n%s", diff)
 	}
@@ -498,7 +498,7 @@ func TestCheckedTakesOnlyAProvenNewestToken(t *testing.T) {
 	m.Confirm(4, secretOf(4)) // a member check names generation 4
 	m.Receive(real(4, 9))     // and the newer hop arrives, taken at once
 	m.Drain()
-	m.Checked(4, secretOf(4))
+	m.Checked(m.asks, 4, secretOf(4))
 	if diff := cmp.Diff([]Action{{Kind: SendAck, Stamp: Stamp{Gen: 4, Seq: 1}, Stale: true}}, m.Drain()); diff != "" {
 		t.Fatalf("the superseded held-back token after the answer: refused as stale, nothing else (-want +got):\n%s", diff)
 	}
@@ -722,7 +722,7 @@ func TestTokenWaitsForASuccessorLink(t *testing.T) {
 	m.LinkDown()
 	m.Receive(real(4, 1))
 	m.Drain()
-	m.CheckFailed()
+	m.CheckFailed(m.asks)
 	if got := m.Drain(); len(got) != 1 || got[0].Kind != SendAck || got[0].Stale {
 		t.Fatalf("an unchecked token without a link: %+v, want only its acknowledgement", got)
 	}
@@ -735,7 +735,7 @@ func TestTokenWaitsForASuccessorLink(t *testing.T) {
 	m.Receive(real(3, 1))
 	m.Receive(real(4, 1))
 	m.Drain()
-	m.CheckFailed()
+	m.CheckFailed(m.asks)
 	got := m.Drain()
 	if h, ok := m.Held(); !ok || h.Stamp != (Stamp{Gen: 3, Seq: 1}) || !m.Visiting() ||
 		!cmp.Equal(got, []Action{{Kind: SendAck, Stamp: Stamp{Gen: 4, Seq: 1}, Stale: true}}) {
