@@ -55,6 +55,7 @@ type Node struct {
 	// visit: one line a second, not one per visit)
 	sectionFails  int
 	sectionLogged time.Time
+	trouble       visitTrouble // whether the store serves this node's visits
 }
 
 // sectionLogEvery bounds the "critical section failed" lines.
@@ -110,6 +111,10 @@ type Status struct {
 	HopTimes []time.Duration
 	// Elections are the election machine's counters.
 	Elections election.Counters
+	// VisitsFailing: most of this node's recent critical sections failed
+	// (the store answers, but not well enough to serve them: a lossy
+	// link). Its clients are better served elsewhere.
+	VisitsFailing bool
 }
 
 // New builds a node; Run starts it.
@@ -295,7 +300,7 @@ func (n *Node) snapshot() Status {
 		ID: n.cfg.Ring.ID, Phase: n.rn.Phase(), Coordinator: c, Epoch: e, IsCoord: n.rn.IsCoordinator(),
 		Successor: succ, SuccessorUp: up, Predecessor: n.rn.Predecessor(), HoldsToken: n.rn.HoldsToken(),
 		LastStamp: n.rn.LastStamp(), Stats: n.stats, HopTimes: append([]time.Duration(nil), n.hopTimes...),
-		Elections: n.rn.Elections(),
+		Elections: n.rn.Elections(), VisitsFailing: n.trouble.at(time.Now()),
 	}
 }
 
@@ -504,9 +509,11 @@ func (n *Node) visitDone(v visitResult) {
 		n.rn.VisitFenced(v.tok, v.fence)
 	case v.err != nil:
 		n.logSection(v)
+		n.trouble.observe(time.Now(), false)
 		n.rn.VisitFailed(v.tok)
 	default:
 		n.logSection(v)
+		n.trouble.observe(time.Now(), true)
 		n.rn.VisitDone(v.tok, v.worked)
 	}
 }
@@ -558,6 +565,7 @@ func (n *Node) storeWorker(ctx context.Context) {
 func (n *Node) visitWorker(ctx context.Context) {
 	maxHold := time.Duration(n.cfg.Ring.Token.MaxHoldTicks) * n.cfg.Ring.Tick
 	stretch := 1
+	var lastCut time.Time // when a visit was last cancelled at its budget
 	for {
 		select {
 		case <-ctx.Done():
@@ -567,7 +575,10 @@ func (n *Node) visitWorker(ctx context.Context) {
 			res := n.runSections(vctx, tok)
 			over := res.err != nil && errors.Is(vctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 			cancel()
-			stretch = nextStretch(stretch, res.err == nil, over)
+			if over {
+				lastCut = time.Now()
+			}
+			stretch = nextStretch(stretch, res.err == nil, over, time.Since(lastCut))
 			if res.fenced {
 				res.fence = n.readFence(ctx)
 			}
@@ -587,21 +598,30 @@ func (n *Node) visitWorker(ctx context.Context) {
 // fail again and again.
 const maxStretch = 4
 
+// stretchKeep is how long the budget stays stretched after the last
+// visit cancelled at its budget: on a lossy link a light visit commits
+// now and then between ones that lose a packet, and a budget back at one
+// MaxHold after each would fail the next loaded visit again (seen at 5 %
+// loss: no delivery at the lossy node for 20 s, visits failing at 100 ms
+// between light ones that committed).
+const stretchKeep = 2 * time.Second
+
 // nextStretch is the next visit's budget, in MaxHolds, after a visit at
-// stretch that committed (ok) or was cancelled at its budget (over): twice
-// as long after one cut short, up to maxStretch; back to one MaxHold once a
-// visit commits; a visit that failed otherwise (the store refused, a newer
-// token fenced it) changes nothing. The coordinator makes a new token only
-// after a lap in which every node could have held it for MaxHold
-// (token.Config.LossBound): in a ring of four or more a stretched visit
-// fits in that; in a smaller one it may be fenced off by a new token,
-// which costs what the failure it replaces does.
-func nextStretch(stretch int, ok, over bool) int {
+// stretch that committed (ok) or was cancelled at its budget (over), the
+// last cut short sinceCut ago: twice as long after one cut short, up to
+// maxStretch; back to one MaxHold once a visit commits with none cut short
+// for stretchKeep; a visit that failed otherwise (the store refused, a
+// newer token fenced it) changes nothing. The coordinator makes a new
+// token only after a lap in which every node could have held it for
+// MaxHold (token.Config.LossBound): in a ring of four or more a stretched
+// visit fits in that; in a smaller one it may be fenced off by a new
+// token, which costs what the failure it replaces does.
+func nextStretch(stretch int, ok, over bool, sinceCut time.Duration) int {
 	switch {
-	case ok:
-		return 1
 	case over:
 		return min(2*stretch, maxStretch)
+	case ok && sinceCut >= stretchKeep:
+		return 1
 	}
 	return stretch
 }

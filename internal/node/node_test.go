@@ -348,24 +348,30 @@ func TestRecordsDatabaseServerChange(t *testing.T) {
 
 // TestVisitBudgetStretchesAfterCutShortVisits: a visit cancelled at its
 // budget gives the next one twice the time, up to maxStretch; a committed
-// visit brings it back to one MaxHold; other failures change nothing.
+// visit brings it back to one MaxHold only once none was cut short for
+// stretchKeep; other failures change nothing.
 func TestVisitBudgetStretchesAfterCutShortVisits(t *testing.T) {
+	long, recent := stretchKeep, stretchKeep-time.Millisecond
 	for _, tc := range []struct {
 		stretch  int
 		ok, over bool
+		sinceCut time.Duration
 		want     int
 	}{
-		{1, false, true, 2},
-		{2, false, true, 4},
-		{4, false, true, 4},
-		{3, false, true, 4},
-		{4, true, false, 1},
-		{1, true, false, 1},
-		{2, false, false, 2},
-		{1, false, false, 1},
+		{1, false, true, 0, 2},
+		{2, false, true, 0, 4},
+		{4, false, true, 0, 4},
+		{3, false, true, 0, 4},
+		{4, true, false, long, 1},
+		{4, true, false, recent, 4}, // a light visit committed between lossy ones
+		{2, true, false, recent, 2},
+		{1, true, false, long, 1},
+		{1, true, false, recent, 1},
+		{2, false, false, long, 2},
+		{1, false, false, long, 1},
 	} {
-		if got := nextStretch(tc.stretch, tc.ok, tc.over); got != tc.want {
-			t.Errorf("nextStretch(%d, ok=%v, over=%v) = %d, want %d", tc.stretch, tc.ok, tc.over, got, tc.want)
+		if got := nextStretch(tc.stretch, tc.ok, tc.over, tc.sinceCut); got != tc.want {
+			t.Errorf("nextStretch(%d, ok=%v, over=%v, since cut %v) = %d, want %d", tc.stretch, tc.ok, tc.over, tc.sinceCut, got, tc.want)
 		}
 	}
 	if maxStretch*100*time.Millisecond < 2*200*time.Millisecond {

@@ -104,6 +104,7 @@ func (s *Server) watchHealth(ctx context.Context, cfg HealthConfig, st store.Sto
 	t := time.NewTicker(cfg.Every)
 	defer t.Stop()
 	var nodesAt time.Time
+	var out, failing bool
 	for {
 		select {
 		case <-ctx.Done():
@@ -122,20 +123,23 @@ func (s *Server) watchHealth(ctx context.Context, cfg HealthConfig, st store.Sto
 		if ctx.Err() != nil {
 			return
 		}
-		h := chat.Health{StoreDown: perr != nil, OutOfRing: s.outOfRing(ctx, &w, cfg)}
+		out, failing = s.nodeHealth(ctx, &w, cfg, failing)
+		h := chat.Health{StoreDown: perr != nil || failing, OutOfRing: out}
 		s.chat.SetHealth(h)
 	}
 }
 
-// outOfRing reads the node's phase into w and reports whether the node
-// is out of the ring; a node too busy to answer within a tick keeps its
-// last verdict.
-func (s *Server) outOfRing(ctx context.Context, w *ringWatch, cfg HealthConfig) bool {
+// nodeHealth reads the node's phase into w and reports whether the node
+// is out of the ring, and whether most of its recent critical sections
+// failed (a store that answers a ping but not its visits: clients move
+// as from one it cannot reach); a node too busy to answer within a tick
+// keeps its last verdicts (wasFailing).
+func (s *Server) nodeHealth(ctx context.Context, w *ringWatch, cfg HealthConfig, wasFailing bool) (out, failing bool) {
 	sctx, cancel := context.WithTimeout(ctx, cfg.Every)
 	defer cancel()
 	st, ok := s.node.Status(sctx)
 	if !ok {
-		return !w.outSince.IsZero() && time.Since(w.outSince) >= w.grace
+		return !w.outSince.IsZero() && time.Since(w.outSince) >= w.grace, wasFailing
 	}
-	return w.observe(st.Phase, time.Now())
+	return w.observe(st.Phase, time.Now()), st.VisitsFailing
 }
