@@ -37,7 +37,7 @@ func newRoot() *cobra.Command {
 		}}
 	root.PersistentFlags().StringVar(&lab, "lab", "", `run node ID on lab host ID of scripts/netlab.sh's lab NAME:SUBNET (as rclab:198.18.0; root), with --auth open; give --db the lab's store, as root:PASSWORD@tcp(198.18.0.254:3307)/`)
 	root.AddCommand(newRingCmd(), newFloorCmd(), newEchoServerCmd(), newElectionCmd(), newFailoverCmd())
-	root.AddCommand(newChatCmd(), newMemoryCmd(), newAllCmd(), newScaleCmd())
+	root.AddCommand(newChatCmd(), newBurstCmd(), newMemoryCmd(), newAllCmd(), newScaleCmd())
 	return root
 }
 
