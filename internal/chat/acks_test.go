@@ -10,7 +10,7 @@ import (
 )
 
 // 200,000 acknowledgements of messages a client never got (made-up ids,
-// and another user's real message): at most maxStrayAcks of them wait for
+// and another user's real message): at most 1,000 of them (the queue's maxStrayAcks) wait for
 // the store, visits take them a bounded number at a time, the other users
 // of the node chat on meanwhile (every message arrives, in order, and no
 // visit fails), and the real message still reaches its recipient.
@@ -75,10 +75,7 @@ func TestStrayAcksBounded(t *testing.T) {
 			t.Fatalf("unexpected answer to the flood %v", m)
 		}
 	}
-	srv.mu.Lock()
-	waiting := srv.ackCount
-	srv.mu.Unlock()
-	if waiting > 1000 {
+	if waiting := srv.Queue().Stats().StrayAcks; waiting > 1000 {
 		t.Errorf("%d stray acknowledgements wait for the store, want at most 1,000 (one user's cap)", waiting)
 	}
 	eventually(t, "stray acknowledgements looked up", func() bool { return srv.Stats().PendingAcks == 0 })

@@ -9,9 +9,11 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/ringchat/ringchat/internal/section"
 	"github.com/ringchat/ringchat/internal/store"
 )
+
+// Observer takes one measurement; a Prometheus histogram is one.
+type Observer interface{ Observe(float64) }
 
 // Config configures a chat server.
 type Config struct {
@@ -22,13 +24,10 @@ type Config struct {
 	Store store.Queue
 	// Addr is the client port's listen address ("host:port").
 	Addr string
-	// Want asks the ring to bring the token soon (node.Node.Want); nil in
-	// tests that drive visits themselves.
-	Want func()
 	// DeliveryLatency, if set, observes each delivery's latency in
 	// seconds: from the sender's node accepting the message to handing it
 	// to the recipient's connection (metrics).
-	DeliveryLatency section.Observer
+	DeliveryLatency Observer
 	// Log receives the server's log lines.
 	Log zerolog.Logger
 

@@ -182,11 +182,11 @@ func (c *conn) writeLoop() {
 			}
 			if len(acks) > 0 {
 				// In the socket's buffer: delivered, as the original counted it.
-				c.s.written(acks)
+				c.s.q.Written(acks)
 			}
 			if sess := c.sessPtr.Load(); sess != nil && sess.starved.Load() && len(c.out) < cap(c.out)/4 {
 				sess.starved.Store(false)
-				c.s.requestFetchFor(sess.userID)
+				c.s.q.FetchFor(sess.userID)
 			}
 		case <-c.quit:
 			c.finish(bw)
@@ -225,7 +225,7 @@ queued:
 		err = bw.Flush()
 	}
 	if err == nil && len(acks) > 0 {
-		c.s.written(acks)
+		c.s.q.Written(acks)
 	}
 }
 

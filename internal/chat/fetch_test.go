@@ -313,23 +313,3 @@ func TestFetchSlicesReachEveryUser(t *testing.T) {
 		}
 	}
 }
-
-// A visit without a fetch that made messages wait for users here (rows
-// made pending again for a user whose queue was full) has the next fetch
-// read those users alone; only a hint that could not name them has it
-// read everyone.
-func TestWaitingWithoutFetchAsksForItsUsers(t *testing.T) {
-	s, err := New(testConfig(t, 1, newStore(t, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.sessions[7], s.sessions[8] = &session{}, &session{}
-	s.committed(time.Now(), &visitWork{waiting: []store.Waiting{{Node: 1, Users: []int64{7, 9}}, {Node: 2, All: true}}})
-	if s.more || !s.fetchFor[7] || s.fetchFor[8] || s.fetchFor[9] {
-		t.Errorf("after rows made to wait for user 7 here: fetch of everyone %v, asked %v; want user 7 alone (9 is not logged in here)", s.more, s.fetchFor)
-	}
-	s.committed(time.Now(), &visitWork{waiting: []store.Waiting{{Node: 1, All: true}}})
-	if !s.more {
-		t.Error("rows waiting for users the hint could not name: no fetch of everyone")
-	}
-}

@@ -11,16 +11,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ringchat/ringchat/internal/protocol"
+	"github.com/ringchat/ringchat/internal/queue"
 	"github.com/ringchat/ringchat/internal/store"
 )
-
-// maxAckBacklog bounds the protocol-2 acknowledgements waiting for the
-// token at one node.
-const maxAckBacklog = 200_000
-
-// maxStrayAcks bounds the acknowledged ids of one user, not among the
-// deliveries their session has open, waiting to be looked up in the store.
-const maxStrayAcks = 1000
 
 // handleLine decodes and serves one line (reader goroutine).
 func (c *conn) handleLine(line []byte) {
@@ -179,7 +172,7 @@ func (c *conn) login(req Request) {
 		c.sendLine(encode(protocol.LoginV1{MessageType: protocol.TypeLogin, Username: u.Name}))
 	}
 	s.makeReady(c, sess) // after the echo: deliveries follow it
-	s.want()
+	s.q.FetchFor(sess.userID)
 	s.log.Debug().Str("user", u.Name).Int("version", version).Str("remote", c.remote).Msg("chat: logged in")
 }
 
@@ -720,55 +713,53 @@ func (c *conn) chat(req Request) {
 		c.reply(refusal)
 		return
 	}
-	m := &outMsg{id: id, senderID: c.sess.userID, sender: c.sess.name, to: req.To, content: req.Content,
-		sentAt: time.Now(), c: c, version: c.version}
-	s.mu.Lock()
-	switch {
-	case s.draining:
+	m := &queue.Message{ID: id, SenderID: c.sess.userID, To: queue.Recipient{Name: req.To.Name, Group: req.To.Group}, Content: req.Content,
+		SentAt: time.Now(), Version: c.version, From: c.sess}
+	switch err := s.q.Submit(m); {
+	case errors.Is(err, queue.ErrDraining):
 		refusal = errorf(protocol.CodeShutdown, "server shutting down: message not accepted; send it again at another node")
-	case len(s.outbox) >= s.cfg.OutboxLimit:
-		refusal = errorf(protocol.CodeBusy, "node busy: %d messages waiting to be stored; send again later", len(s.outbox))
-	default:
-		s.outbox = append(s.outbox, m)
+	case errors.Is(err, queue.ErrFull):
+		refusal = errorf(protocol.CodeBusy, "node busy: %d messages waiting to be stored; send again later", s.cfg.OutboxLimit)
 	}
-	s.mu.Unlock()
 	if refusal != nil {
 		refusal.ID = req.ID
 		c.reply(refusal)
 		return
 	}
-	s.stats.queued.Add(1)
-	s.want()
 	if !req.To.Group && c.sess.features&featAway != 0 {
 		c.tellAway(req.To)
 	}
 }
 
-// ack queues protocol-2 acknowledgements for the next visit.
+// ack queues protocol-2 acknowledgements for the next visit: the rows of
+// the session's open deliveries, and the other ids, looked up by id in the
+// store (a bounded number per user, the rest dropped: a message
+// acknowledged in vain only comes again). If the queue's backlog is full,
+// nothing is taken and the deliveries stay open.
 func (c *conn) ack(req Request) {
 	s := c.s
+	sess := c.sess
+	var rows []store.RecipientSeq
+	var open, stray []string
 	s.mu.Lock()
-	full := len(s.acks)+s.ackCount+len(req.IDs) > maxAckBacklog
-	if !full {
-		sess := c.sess
-		for _, id := range req.IDs {
-			if row, ok := sess.unacked[id]; ok {
-				delete(sess.unacked, id)
-				s.acks = append(s.acks, row)
-				continue
-			}
-			// Not a delivery this session has open: looked up by id in
-			// the store, a bounded number per user (the rest are dropped:
-			// a message acknowledged in vain only comes again).
-			if len(s.ackIDs[sess.userID]) >= maxStrayAcks {
-				continue
-			}
-			s.ackIDs[sess.userID] = append(s.ackIDs[sess.userID], id)
-			s.ackCount++
+	for _, id := range req.IDs {
+		if row, ok := sess.unacked[id]; ok {
+			delete(sess.unacked, id)
+			rows, open = append(rows, row), append(open, id)
+			continue
 		}
+		stray = append(stray, id)
 	}
 	s.mu.Unlock()
+	full := !s.q.Ack(sess.userID, rows, stray)
 	if full {
+		s.mu.Lock()
+		for i, id := range open {
+			if _, ok := sess.unacked[id]; !ok {
+				sess.unacked[id] = rows[i]
+			}
+		}
+		s.mu.Unlock()
 		c.reply(&Error{Code: protocol.CodeBusy, Message: "node busy: too many acknowledgements waiting; send them again later", ID: req.ID})
 	}
 }
@@ -1081,14 +1072,14 @@ func (s *Server) comparePresence(here map[int64]bool, before uint64) (lost []*se
 }
 
 // makeReady lets visits deliver to sess, a session of c just logged in,
-// numbers it for the presence check and asks for its messages.
+// and numbers it for the presence check (the login then asks the queue
+// for its messages).
 func (s *Server) makeReady(c *conn, sess *session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess.ready = true
 	s.readySeq++
 	sess.readyAt = s.readySeq
-	s.fetchFor[sess.userID] = true
 	if !s.health.OK() && sess.features&featFailover != 0 {
 		c.sendLine(encode(s.health.notice(s.cfg.NodeID))) // it turned bad during the login
 	}
@@ -1134,7 +1125,7 @@ func (s *Server) restoreLost(ctx context.Context, lost []*session, elsewhere map
 			s.mu.Unlock()
 		default:
 			s.log.Info().Str("user", sess.name).Msg("chat: restored presence lost while this node was out of the ring")
-			s.requestFetch()
+			s.q.FetchAll()
 		}
 	}
 }

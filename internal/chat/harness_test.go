@@ -114,7 +114,6 @@ func newRingOn(t *testing.T, st store.Store, n int, tweak func(*Config)) *testRi
 	r.cancel = cancel
 	for i := 1; i <= n; i++ {
 		cfg := testConfig(t, int64(i), st)
-		cfg.Want = r.poke
 		if tweak != nil {
 			tweak(&cfg)
 		}
@@ -142,11 +141,27 @@ func newRingOn(t *testing.T, st store.Store, n int, tweak func(*Config)) *testRi
 		defer close(tokenDone)
 		r.pass(ctx)
 	}()
+	var forwards sync.WaitGroup
+	for _, s := range r.servers { // each queue's Wants brings the token, as the node does
+		forwards.Add(1)
+		go func() {
+			defer forwards.Done()
+			for {
+				select {
+				case <-s.Queue().Wants():
+					r.poke()
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
 	t.Cleanup(func() {
 		stopServers() // the token keeps moving while servers drain
 		r.done.Wait()
 		cancel()
 		<-tokenDone
+		forwards.Wait()
 	})
 	return r
 }
@@ -232,7 +247,7 @@ func (r *testRing) pass(ctx context.Context) {
 				tok.App, r.forged = r.forged, nil
 			}
 			r.mu.Unlock()
-			app, w, err := s.Section()(vctx, tok, fenced)
+			app, w, err := s.Queue().Visit(vctx, tok, fenced)
 			cancel()
 			r.visits.Add(1)
 			if err == nil {

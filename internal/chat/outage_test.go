@@ -137,10 +137,7 @@ func outageKeeps(t *testing.T, r *testRing, st *outageStore, streak time.Duratio
 		t.Fatal(err)
 	}
 	eventually(t, "both messages accepted at node 1", func() bool {
-		s := r.servers[0]
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return len(s.outbox) == 2
+		return r.servers[0].Stats().OutboxLen == 2
 	})
 	st.armed.Store(true)
 	r.failVisits(1, 0)

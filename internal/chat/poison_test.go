@@ -15,6 +15,10 @@ import (
 	"github.com/ringchat/ringchat/internal/store"
 )
 
+// poisonAfter is the queue's count of failures after a probe before a
+// piece of work may be set aside.
+const poisonAfter = 3
+
 // badMessageStore fails every visit that stores a message with the content
 // "bad" with a data error (while failing > 0, counting down; -1: always).
 type badMessageStore struct {

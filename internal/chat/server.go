@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ringchat/ringchat/internal/protocol"
+	"github.com/ringchat/ringchat/internal/queue"
 	"github.com/ringchat/ringchat/internal/store"
 )
 
@@ -35,76 +36,24 @@ type Server struct {
 	wg     sync.WaitGroup
 	runCtx context.Context // ends when Run's context ends; bounds store calls of connections
 
-	mu       sync.Mutex
+	// q is the node's message queue: the token visits' work. It takes
+	// the messages, acknowledgements, fetch requests and notices of the
+	// connections, and hands receipts, deliveries and notices to the
+	// sessions (sink.go).
+	q *queue.Queue
+
+	mu       sync.Mutex // guards the fields below
 	conns    map[*conn]struct{}
-	perIP    map[string]int     // open connections by source address
-	sessions map[int64]*session // by user id: logged in, logging in, or logging out
-	outbox   []*outMsg          // messages accepted here, waiting for the token
-	notices  []notice           // READ and TYPING notices waiting for the token
-	acks     []store.RecipientSeq
-	ackIDs   map[int64][]string // protocol-2 ACKs by user id
-	ackCount int
-	fetchReq uint64 // bumped when every local user needs a fetch (presence restored)
-	// fetchFor: users whose own pending messages the next visit reads
-	// (logged in, room again in their queue, got some in the last fetch):
-	// a fetch for them alone reads only their rows.
-	fetchFor map[int64]bool
-	more     bool          // the last fetch of every user left deliveries behind
-	draining bool          // shutting down: no new messages
-	closing  bool          // shutting down: no new connections or logins
-	dirty    bool          // a presence row of ours may be stale (a clear failed)
-	retry    chan struct{} // wakes the presence check soon after dirty is set
-	visited  chan struct{}
+	perIP    map[string]int      // open connections by source address
+	sessions map[int64]*session  // by user id: logged in, logging in, or logging out
+	closing  bool                // shutting down: no new connections or logins
+	dirty    bool                // a presence row of ours may be stale (a clear failed)
+	retry    chan struct{}       // wakes the presence check soon after dirty is set
 	health   Health              // set by the node's assembly (SetHealth)
 	nodes    []protocol.NodeAddr // the ring's nodes, for the LOGIN answer (SetNodes)
 	// readySeq counts the sessions made ready; a presence check judges
 	// only those made ready before it read the rows.
 	readySeq uint64
-
-	// Owned by the visit goroutine (visits of one node never overlap).
-	v visitState
-}
-
-type visitState struct {
-	batch int
-	// fetchMax bounds the deliveries one fetch reads (and the users it
-	// reads, and so its rows: each user's share is fetchMax over the
-	// users). It adapts as the batch does: a quarter after a failed
-	// visit that fetched, back up by halves while visits are fast.
-	fetchMax int
-	// pruneSlice is the messages the next prune slice examines (adapts
-	// like fetchMax; see pruneSliceStart).
-	pruneSlice int
-	// ackMax bounds the acknowledged rows the next visit removes (adapts
-	// like fetchMax, up to maxAckRows).
-	ackMax    int
-	lastGen   int64
-	fetchDone uint64
-	lastFetch time.Time
-	lastPrune time.Time
-	// unmark: deliveries marked in the store but never handed to a
-	// connection (the session was gone, or the visit failed, perhaps after
-	// its commit reached the store); the next visit makes them pending
-	// again. Only the visit goroutine touches it.
-	unmark []marked
-	// fails counts visits failed in a row: each does less than the last.
-	fails int
-	// suspect is the one piece of work the last failed visit did alone.
-	suspect suspect
-	// setAside: users whose fetch failed alone, until when.
-	setAside map[int64]time.Time
-	// fetchTurn rotates the users a fetch reads when there are more than
-	// one fetch takes.
-	fetchTurn int
-	// pruneNext: the sequence the next prune slice starts after (0: a new
-	// round, after the prune interval).
-	pruneNext int64
-}
-
-// marked is rows a visit marked delivered, with the mark's stamp.
-type marked struct {
-	stamp int64
-	rows  []store.RecipientSeq
 }
 
 // session is a user logged in (or logging in, or out) on a connection of
@@ -133,18 +82,6 @@ type session struct {
 // applied by id, one statement per user.
 const maxUnacked = 20_000
 
-// outMsg is a message accepted from a client, stored at the next visit.
-type outMsg struct {
-	id       string
-	senderID int64
-	sender   string
-	to       Recipient
-	content  string
-	sentAt   time.Time
-	c        *conn // for the receipt or the error; may have closed
-	version  int
-}
-
 // Stats are counters of the server's life.
 type Stats struct {
 	Clients         int    // open connections now
@@ -167,9 +104,7 @@ type Stats struct {
 }
 
 type counters struct {
-	accepted, refused, dropped, queued, stored, delivered atomic.Uint64
-	visits, storeVisits, failedVisits, presenceCleared    atomic.Uint64
-	poisoned, pruned, fetchesCut                          atomic.Uint64
+	accepted, refused, dropped, presenceCleared atomic.Uint64
 }
 
 // New checks cfg and builds a server.
@@ -185,24 +120,33 @@ func New(cfg Config) (*Server, error) {
 		guard:    newThrottle(cfg.Throttle),
 		conns:    map[*conn]struct{}{},
 		perIP:    map[string]int{},
-		fetchFor: map[int64]bool{},
 		sessions: map[int64]*session{},
-		ackIDs:   map[int64][]string{},
-		visited:  make(chan struct{}),
 		retry:    make(chan struct{}, 1),
 		runCtx:   context.Background(),
 	}
-	s.v.batch = cfg.BatchStart
-	s.v.fetchMax = cfg.FetchLimit
-	s.v.pruneSlice = pruneSliceStart
-	// The first prune comes a minute after start (or after the interval,
-	// if shorter), not in the storm of reconnecting clients a (re)started
-	// node meets.
-	s.v.lastPrune = time.Now().Add(min(cfg.PruneInterval, firstPruneAfter) - cfg.PruneInterval)
-	s.v.ackMax = maxAckRows
 	s.names.init()
+	q, err := queue.New(s.queueConfig(), (*sessionTable)(s))
+	if err != nil {
+		return nil, err
+	}
+	s.q = q
 	return s, nil
 }
+
+// queueConfig is the configuration of the server's message queue.
+func (s *Server) queueConfig() queue.Config {
+	c := s.cfg
+	return queue.Config{
+		NodeID: c.NodeID, Log: s.log, Lookup: s.lookupQueued,
+		OutboxLimit: c.OutboxLimit, BatchStart: c.BatchStart, BatchMax: c.BatchMax,
+		FetchLimit: c.FetchLimit, FetchPerClient: c.FetchPerClient, SafetyFetch: c.SafetyFetch,
+		Retention: c.Retention, PruneInterval: c.PruneInterval, PoisonStreak: c.PoisonStreak,
+	}
+}
+
+// Queue is the server's message queue: the node runs its Visit at every
+// token visit, and reads its Wants.
+func (s *Server) Queue() *queue.Queue { return s.q }
 
 // Listen binds the client port and clears the presence rows this node id
 // left in the store (a crash or kill leaves them behind).
@@ -304,24 +248,8 @@ func (s *Server) Run(ctx context.Context) error {
 // drain waits (at most ShutdownDrain) until the token has stored every
 // message queued here. New messages are refused meanwhile.
 func (s *Server) drain() {
-	deadline := time.NewTimer(s.cfg.ShutdownDrain)
-	defer deadline.Stop()
-	for {
-		s.mu.Lock()
-		s.draining = true
-		left := len(s.outbox) + len(s.acks) + s.ackCount
-		visited := s.visited
-		s.mu.Unlock()
-		if left == 0 {
-			return
-		}
-		s.want()
-		select {
-		case <-visited:
-		case <-deadline.C:
-			s.log.Warn().Int("left", left).Msg("chat: stopping with messages or acknowledgements not stored")
-			return
-		}
+	if left := s.q.Drain(s.cfg.ShutdownDrain); left > 0 {
+		s.log.Warn().Int("left", left).Msg("chat: stopping with messages or acknowledgements not stored")
 	}
 }
 
@@ -417,41 +345,10 @@ func tcpConn(nc net.Conn) (*net.TCPConn, bool) {
 	return tc, ok
 }
 
-// want asks the ring for the token.
-func (s *Server) want() {
-	if s.cfg.Want != nil {
-		s.cfg.Want()
-	}
-}
-
-// requestFetchFor makes the next visit fetch the user's deliveries.
-func (s *Server) requestFetchFor(userID int64) {
-	s.mu.Lock()
-	s.fetchFor[userID] = true
-	s.mu.Unlock()
-	s.want()
-}
-
-// requestFetch makes the next visit fetch deliveries for every user here.
-func (s *Server) requestFetch() {
-	s.mu.Lock()
-	s.fetchReq++
-	s.mu.Unlock()
-	s.want()
-}
-
-// written records protocol-1 deliveries written to their socket: they are
-// removed from the queue at the next visit (protocol 1 has no ACK).
-func (s *Server) written(rows []store.RecipientSeq) {
-	s.mu.Lock()
-	s.acks = append(s.acks, rows...)
-	s.mu.Unlock()
-}
-
 // Stats returns a snapshot of the counters.
 func (s *Server) Stats() Stats {
 	s.mu.Lock()
-	st := Stats{Clients: len(s.conns), OutboxLen: len(s.outbox), PendingAcks: len(s.acks) + s.ackCount}
+	st := Stats{Clients: len(s.conns)}
 	for _, sess := range s.sessions {
 		if sess.ready {
 			st.Sessions++
@@ -459,10 +356,12 @@ func (s *Server) Stats() Stats {
 	}
 	s.mu.Unlock()
 	st.Accepted, st.Refused, st.Dropped = s.stats.accepted.Load(), s.stats.refused.Load(), s.stats.dropped.Load()
-	st.Queued, st.Stored, st.Delivered = s.stats.queued.Load(), s.stats.stored.Load(), s.stats.delivered.Load()
-	st.Visits, st.StoreVisits, st.FailedVisits = s.stats.visits.Load(), s.stats.storeVisits.Load(), s.stats.failedVisits.Load()
 	st.PresenceCleared = s.stats.presenceCleared.Load()
-	st.Poisoned, st.Pruned, st.FetchesCut = s.stats.poisoned.Load(), s.stats.pruned.Load(), s.stats.fetchesCut.Load()
+	q := s.q.Stats()
+	st.Queued, st.Stored, st.Delivered = q.Queued, q.Stored, q.Delivered
+	st.Visits, st.StoreVisits, st.FailedVisits = q.Visits, q.StoreVisits, q.FailedVisits
+	st.Poisoned, st.Pruned, st.FetchesCut = q.Poisoned, q.Pruned, q.FetchesCut
+	st.OutboxLen, st.PendingAcks = q.OutboxLen, q.PendingAcks
 	return st
 }
 
@@ -544,4 +443,11 @@ func (s *Server) lookup(tx store.Tx, to Recipient) (int64, *Error, error) {
 	}
 	s.names.put(to, id)
 	return id, nil, nil
+}
+
+// lookupQueued resolves a queued message's recipient in a visit's
+// transaction (queue.Config.Lookup): its id, or found false.
+func (s *Server) lookupQueued(tx store.Tx, to queue.Recipient) (int64, bool, error) {
+	id, refusal, err := s.lookup(tx, recipientOf(to))
+	return id, refusal == nil, err
 }

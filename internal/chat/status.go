@@ -1,18 +1,14 @@
 package chat
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/ringchat/ringchat/internal/protocol"
-	"github.com/ringchat/ringchat/internal/section"
+	"github.com/ringchat/ringchat/internal/queue"
 	"github.com/ringchat/ringchat/internal/store"
-	"github.com/ringchat/ringchat/internal/token"
 )
 
 // This file holds what a user tells others about themselves: away status
@@ -24,36 +20,8 @@ import (
 // rides in the token's hint for one lap, and the node where its user is
 // logged in (with the feature asked for at LOGIN) hands it over. Notices
 // are best effort (a lost token loses them; a READ's mark stays in the
-// store, and HISTORY gives it); they are never stored.
-
-// notice is one READ or TYPING notice in the token's hint:
-// {"o":1,"u":17,"k":"r","f":"bob","s":4711,"h":63}.
-type notice struct {
-	Origin int64  `json:"o"` // the node that added it: it drops it a lap later
-	User   int64  `json:"u"` // the user it is for
-	Kind   string `json:"k"` // noticeRead or noticeTyping
-	From   string `json:"f"` // the user it is from
-	Seq    int64  `json:"s,omitempty"`
-	// Hops left: a notice whose origin never sees it again (the node
-	// died, or the token came from elsewhere) is dropped after
-	// noticeHops visits.
-	Hops int `json:"h"`
-}
-
-const (
-	noticeRead   = "r"
-	noticeTyping = "t"
-)
-
-// Bounds of notices: in the token (past it, a node adds none), added by one
-// visit, and waiting at a node for the token (past it, new ones are
-// dropped: they are hints, not messages).
-const (
-	maxHintNotices  = 64
-	noticesPerVisit = 16
-	maxOutNotices   = 64
-	noticeHops      = 64 // a lap of any ring up to 64 nodes
-)
+// store, and HISTORY gives it); they are never stored. The token's part
+// is the queue's (internal/queue, notice.go).
 
 // typingEvery is how often a session's TYPING goes on to the ring; those
 // sent more often are dropped (a client repeats it every few seconds while
@@ -68,89 +36,6 @@ const maxToldAway = 256
 // is told to a sender here from a second later on (it costs one store
 // read a second per user written to, by senders with FeatureAway only).
 const awayTTL = time.Second
-
-// valid reports whether a notice from the token can be handed over.
-func (n notice) valid() bool {
-	return n.User > 0 && n.Origin > 0 && n.Seq >= 0 && (n.Kind == noticeRead || n.Kind == noticeTyping) && CheckName("username", n.From) == nil
-}
-
-// notify queues a notice for the next visit.
-func (s *Server) notify(n notice) {
-	n.Origin, n.Hops = s.cfg.NodeID, noticeHops
-	s.mu.Lock()
-	if len(s.notices) < maxOutNotices {
-		s.notices = append(s.notices, n)
-	}
-	s.mu.Unlock()
-	s.want()
-}
-
-// passNotices hands over the token's notices for users logged in here,
-// drops this node's own (they have gone round), and adds this node's
-// queued ones. It returns the notices the token carries on, and whether
-// it added any (then the token goes round at once).
-func (s *Server) passNotices(in []notice) ([]notice, bool) {
-	self := s.cfg.NodeID
-	var out []notice
-	s.mu.Lock()
-	for _, n := range in[:min(len(in), maxHintNotices)] {
-		n.Hops = min(n.Hops, noticeHops) - 1
-		if !n.valid() || n.Origin == self {
-			continue
-		}
-		sess := s.sessions[n.User]
-		if sess == nil || !sess.ready {
-			if n.Hops > 0 {
-				out = append(out, n)
-			}
-			continue
-		}
-		if sess.wants(n.Kind) {
-			kind := protocol.TypeRead
-			if n.Kind == noticeTyping {
-				kind = protocol.TypeTyping
-			}
-			sess.c.sendLine(encode(protocol.UserNoticeV2{MessageType: kind, Username: n.From, Seq: n.Seq}))
-		}
-	}
-	take := min(len(s.notices), noticesPerVisit, max(0, maxHintNotices-len(out)))
-	out = append(out, s.notices[:take]...)
-	s.notices = slices.Delete(s.notices, 0, take)
-	more := len(s.notices) > 0
-	s.mu.Unlock()
-	if more {
-		s.want()
-	}
-	return out, take > 0
-}
-
-// visit runs the critical section (visitStore) with the token's notices
-// passed on around it.
-func (s *Server) visit(ctx context.Context, tok token.Token, fenced section.Fenced) (json.RawMessage, bool, error) {
-	h, herr := decodeHint(tok.App)
-	notices, added := s.passNotices(h.N)
-	app, worked, err := s.visitStore(ctx, tok, h, herr, fenced)
-	if len(notices) == 0 && (herr != nil || len(h.N) == 0) {
-		return app, worked, err
-	}
-	out, derr := decodeHint(app)
-	if derr != nil {
-		return app, worked, err
-	}
-	out.N = notices
-	return out.encode(), worked || added, err
-}
-
-// wants reports whether the session asked for notices of this kind.
-func (sess *session) wants(kind string) bool {
-	switch kind {
-	case noticeRead:
-		return sess.features&featRead != 0
-	case noticeTyping:
-		return sess.features&featTyping != 0
-	}
-	return false
-}
 
 // Session features, from LOGIN's "features".
 const (
@@ -324,7 +209,7 @@ func (c *conn) read(req Request) {
 		return
 	}
 	if moved {
-		s.notify(notice{User: peer, Kind: noticeRead, From: c.sess.name, Seq: mark})
+		s.q.Notify(queue.Notice{User: peer, Kind: queue.NoticeRead, From: c.sess.name, Seq: mark})
 	}
 }
 
@@ -351,7 +236,7 @@ func (c *conn) typing(req Request) {
 			return
 		}
 	}
-	s.notify(notice{User: peer, Kind: noticeTyping, From: c.sess.name})
+	s.q.Notify(queue.Notice{User: peer, Kind: queue.NoticeTyping, From: c.sess.name})
 }
 
 // tellAway sends a protocol-2 sender that asked for it (FeatureAway) the

@@ -2,12 +2,14 @@ package chat
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/ringchat/ringchat/internal/client"
 	"github.com/ringchat/ringchat/internal/protocol"
+	"github.com/ringchat/ringchat/internal/queue"
 	"github.com/ringchat/ringchat/internal/store"
 )
 
@@ -293,6 +295,14 @@ func TestClientStatus(t *testing.T) {
 // here, who asked for their kind, are handed over; the token carries at
 // most maxHintNotices on, and a notice whose origin never sees it again
 // (a dead node, a forged one) is gone after noticeHops visits.
+// tokenNotices is the notices' part of the token's App data (the queue's
+// hint), and maxHintNotices and noticeHops are the queue's bounds of them.
+type tokenNotices struct {
+	N []queue.Notice `json:"n"`
+}
+
+const maxHintNotices, noticeHops = 64, 64
+
 func TestForgedNoticesInTheToken(t *testing.T) {
 	r := newRing(t, 2, nil)
 	alice := dialRaw(t, r.addr(1))
@@ -305,19 +315,23 @@ func TestForgedNoticesInTheToken(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	forged := []notice{
-		{Origin: 9, User: id, Kind: "zz", From: "mallory", Hops: 5},          // no such kind
-		{Origin: 9, User: id, Kind: noticeRead, From: "", Seq: 1, Hops: 5},   // no sender
-		{Origin: 9, User: id, Kind: noticeRead, From: "m", Seq: -1, Hops: 5}, // no such sequence
-		{Origin: 0, User: id, Kind: noticeRead, From: "m", Seq: 1, Hops: 5},  // from no node
-		{Origin: 9, User: id, Kind: noticeTyping, From: "m", Hops: 5},        // a kind alice did not ask for
-		{Origin: 9, User: id, Kind: noticeRead, From: "bob", Seq: 7, Hops: 5},
+	forged := []queue.Notice{
+		{Origin: 9, User: id, Kind: "zz", From: "mallory", Hops: 5},                // no such kind
+		{Origin: 9, User: id, Kind: queue.NoticeRead, From: "", Seq: 1, Hops: 5},   // no sender
+		{Origin: 9, User: id, Kind: queue.NoticeRead, From: "m", Seq: -1, Hops: 5}, // no such sequence
+		{Origin: 0, User: id, Kind: queue.NoticeRead, From: "m", Seq: 1, Hops: 5},  // from no node
+		{Origin: 9, User: id, Kind: queue.NoticeTyping, From: "m", Hops: 5},        // a kind alice did not ask for
+		{Origin: 9, User: id, Kind: queue.NoticeRead, From: "bob", Seq: 7, Hops: 5},
 	}
 	for range 500 { // for nobody logged in, never coming home
-		forged = append(forged, notice{Origin: 9, User: 999_999, Kind: noticeTyping, From: "x", Hops: 1 << 30})
+		forged = append(forged, queue.Notice{Origin: 9, User: 999_999, Kind: queue.NoticeTyping, From: "x", Hops: 1 << 30})
+	}
+	app, err := json.Marshal(tokenNotices{N: forged})
+	if err != nil {
+		t.Fatal(err)
 	}
 	r.mu.Lock()
-	r.forged = hint{N: forged}.encode()
+	r.forged = app
 	r.mu.Unlock()
 	r.poke()
 	if m := alice.obj(); fmt.Sprint(m) != "map[messageType:READ seq:7 username:bob]" {
@@ -326,9 +340,11 @@ func TestForgedNoticesInTheToken(t *testing.T) {
 	carried := func() int {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		h, err := decodeHint(r.app)
-		if err != nil {
-			t.Fatal(err)
+		var h tokenNotices
+		if len(r.app) > 0 {
+			if err := json.Unmarshal(r.app, &h); err != nil {
+				t.Fatal(err)
+			}
 		}
 		return len(h.N)
 	}

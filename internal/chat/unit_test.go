@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/ringchat/ringchat/internal/protocol"
-	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/token"
 )
 
@@ -42,76 +41,6 @@ func TestBucket(t *testing.T) {
 		if !u.allow(t0) {
 			t.Fatal("rate 0 is unlimited")
 		}
-	}
-}
-
-func TestHint(t *testing.T) {
-	h, err := decodeHint(nil)
-	if err != nil || len(h.W) != 0 || h.encode() != nil {
-		t.Fatalf("empty hint: %v %v", h, err)
-	}
-	all := func(ids ...int64) []store.Waiting {
-		var out []store.Waiting
-		for _, id := range ids {
-			out = append(out, store.Waiting{Node: id, All: true})
-		}
-		return out
-	}
-	h = h.update(2, all(5, 3, 2, 5, 0))
-	if string(h.encode()) != `{"w":[3,5]}` {
-		t.Fatalf("hint %s", h.encode())
-	}
-	back, err := decodeHint(h.encode())
-	if err != nil || !back.has(3) || !back.has(5) || back.has(2) {
-		t.Fatalf("round trip %v %v", back, err)
-	}
-	if _, named := back.users(3); named {
-		t.Fatal("a node named for every user names users")
-	}
-	if back.update(3, nil).update(5, nil).encode() != nil {
-		t.Fatal("a hint with no nodes is no App data")
-	}
-	if _, err := decodeHint(json.RawMessage(`[1`)); err == nil {
-		t.Fatal("garbage decoded")
-	}
-
-	// Users: named per node, merged, and every user once any message
-	// there is for everyone or the list grows past its bound.
-	h = hint{}.update(1, []store.Waiting{{Node: 4, Users: []int64{9, 7}}, {Node: 3, Users: []int64{1}}, {Node: 4, Users: []int64{8, 7}}})
-	if string(h.encode()) != `{"w":[3,4],"u":{"3":[1],"4":[7,8,9]}}` {
-		t.Fatalf("hint with users %s", h.encode())
-	}
-	back, err = decodeHint(h.encode())
-	if us, named := back.users(4); err != nil || !named || !slices.Equal(us, []int64{7, 8, 9}) {
-		t.Fatalf("users at 4 = %v %v (%v)", us, named, err)
-	}
-	h = back.update(1, all(3))
-	if us, named := h.users(3); named || !h.has(3) {
-		t.Fatalf("a message for everyone at 3 left users %v named", us)
-	}
-	if h = h.update(1, []store.Waiting{{Node: 3, Users: []int64{2}}}); !h.has(3) {
-		t.Fatal("node 3 lost")
-	}
-	if _, named := h.users(3); named {
-		t.Fatal("users named at a node already fetching for everyone")
-	}
-	var many []int64
-	for id := range int64(hintUsersPerNode + 1) {
-		many = append(many, id+1)
-	}
-	if h := (hint{}).update(1, []store.Waiting{{Node: 2, Users: many}}); !h.has(2) {
-		t.Fatal("node 2 lost")
-	} else if _, named := h.users(2); named {
-		t.Fatal("more users than the bound stayed named")
-	}
-	// A token naming more users than the bound, or users at a node not
-	// in the list, asks for nothing less than everyone / nothing.
-	forged, _ := decodeHint(json.RawMessage(`{"w":[2],"u":{"2":[` + strings.Repeat("1,", hintUsersPerNode) + `1],"6":[1]}}`))
-	if _, named := forged.users(2); named {
-		t.Fatal("an over-long list names users")
-	}
-	if _, named := forged.users(6); named || forged.has(6) {
-		t.Fatal("a node outside the list is hinted")
 	}
 }
 
@@ -242,7 +171,6 @@ func TestShutdown(t *testing.T) {
 	st := newStore(t, 1)
 	r := &testRing{t: t, st: st, wake: make(chan struct{}, 1), fail: map[int64]int{}, budget: 5 * time.Second}
 	cfg := testConfig(t, 1, st)
-	cfg.Want = r.poke
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

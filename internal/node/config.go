@@ -5,6 +5,8 @@
 package node
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -12,28 +14,46 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ringchat/ringchat/internal/ring"
-	"github.com/ringchat/ringchat/internal/section"
 	"github.com/ringchat/ringchat/internal/store"
+	"github.com/ringchat/ringchat/internal/token"
 	"github.com/ringchat/ringchat/internal/transport"
 )
 
-// Fenced, Section and Observer are the seam's (package section), named
-// here too for the node's callers.
-type (
-	Fenced   = section.Fenced
-	Section  = section.Section
-	Observer = section.Observer
-)
+// Fenced runs fn in one store transaction fenced by the visiting token's
+// stamp: if a newer token (or another copy of this one) has written, fn does
+// not run and the error wraps store.ErrFenced. It is an alias, so that a
+// section written against the same function type (queue.Queue.Visit) is a
+// Section without importing this package.
+type Fenced = func(fn func(store.Tx) error) error
+
+// Section is work done while this node holds the token (a critical section
+// on the message queue). It gets the token (whose App data it may replace)
+// and a way to run fenced transactions; it should touch the store only when
+// it has work. It returns the token's new App data and whether it did work.
+type Section func(ctx context.Context, tok token.Token, fenced Fenced) (app json.RawMessage, worked bool, err error)
+
+// Observer takes one measurement; a Prometheus histogram is one.
+type Observer interface{ Observe(float64) }
 
 // Config configures a node runtime.
 type Config struct {
 	Ring ring.Config
-	// Store is the shared store; the node does not close it.
-	Store store.Store
+	// Store is the ring's part of the shared store; the node does not
+	// close it. If it also names the database server in use (Server,
+	// as store.Store does), the node records that in its row.
+	Store store.Control
+	// ClearPresence, if set, removes the presence rows of a node the
+	// coordinator spliced out of the ring (nobody is logged in there any
+	// more): the chat's part of the store, which the node does not hold.
+	// A failure fails the topology change, which is retried.
+	ClearPresence func(ctx context.Context, node int64) error
 	// Transport carries ring frames; the node closes it when Run ends.
 	Transport transport.Transport
 	// Sections run, in order, at every token visit.
 	Sections []Section
+	// Wants, if set, signals new work for the token (the queue's
+	// queue.Queue.Wants), as Want does.
+	Wants <-chan struct{}
 	// PeerRefresh is how often the node table is re-read (new nodes,
 	// changed addresses).
 	PeerRefresh time.Duration

@@ -14,8 +14,8 @@ import (
 
 // execOp carries out a ring store operation for node id against st. It is
 // what ringsim.Store models in memory.
-func execOp(ctx context.Context, st store.Store, id int64, op ring.Op) ring.Result {
-	res, err := execOpErr(ctx, st, id, op)
+func execOp(ctx context.Context, st store.Control, clearNode presenceClearer, id int64, op ring.Op) ring.Result {
+	res, err := execOpErr(ctx, st, clearNode, id, op)
 	if err == nil {
 		return res
 	}
@@ -29,7 +29,7 @@ func execOp(ctx context.Context, st store.Store, id int64, op ring.Op) ring.Resu
 	return ring.Result{Op: op, Outcome: ring.Failed, Err: err}
 }
 
-func execOpErr(ctx context.Context, st store.Store, id int64, op ring.Op) (ring.Result, error) {
+func execOpErr(ctx context.Context, st store.Control, clearNode presenceClearer, id int64, op ring.Op) (ring.Result, error) {
 	res := ring.Result{Op: op}
 	coord := store.Coordinator{NodeID: id, Epoch: op.Epoch}
 	switch op.Kind {
@@ -78,16 +78,19 @@ func execOpErr(ctx context.Context, st store.Store, id int64, op ring.Op) (ring.
 		res.Stamp, res.Secret = token.Stamp{Gen: f.Generation, Seq: f.Seq}, f.Secret
 		return res, err
 	case ring.OpJoin, ring.OpRepair, ring.OpLeave, ring.OpSync:
-		return execTopology(ctx, st, coord, op)
+		return execTopology(ctx, st, clearNode, coord, op)
 	case ring.OpLease:
 		return execLease(ctx, st, id, op)
 	}
 	return res, fmt.Errorf("node: unknown store operation %v", op.Kind)
 }
 
+// presenceClearer removes a node's presence rows (Config.ClearPresence).
+type presenceClearer = func(ctx context.Context, node int64) error
+
 // execTopology reads the ring, plans the change, writes it under the
 // coordinator's epoch and clears the presence of nodes it removed.
-func execTopology(ctx context.Context, st store.Store, coord store.Coordinator, op ring.Op) (ring.Result, error) {
+func execTopology(ctx context.Context, st store.Control, clearNode presenceClearer, coord store.Coordinator, op ring.Op) (ring.Result, error) {
 	res := ring.Result{Op: op}
 	nodes, err := st.Nodes(ctx)
 	if err != nil {
@@ -132,11 +135,10 @@ func execTopology(ctx context.Context, st store.Store, coord store.Coordinator, 
 			continue
 		}
 		// The node is out of the ring: nobody is logged in there any more.
-		err := st.Update(ctx, func(tx store.Tx) error {
-			_, err := tx.ClearNodePresence(c.Node)
-			return err
-		})
-		if err != nil {
+		if clearNode == nil {
+			continue
+		}
+		if err := clearNode(ctx, c.Node); err != nil {
 			return res, err
 		}
 	}
@@ -145,7 +147,7 @@ func execTopology(ctx context.Context, st store.Store, coord store.Coordinator, 
 
 // execLease acquires or renews the coordinator lease. A lease refused is an
 // OK outcome with LeaseOK false; only an unreachable store fails.
-func execLease(ctx context.Context, st store.Store, id int64, op ring.Op) (ring.Result, error) {
+func execLease(ctx context.Context, st store.Control, id int64, op ring.Op) (ring.Result, error) {
 	res := ring.Result{Op: op}
 	var (
 		ok    bool
@@ -178,7 +180,7 @@ func execLease(ctx context.Context, st store.Store, id int64, op ring.Op) (ring.
 // saw (an election's winner, a first node), or, for a take-over from a
 // coordinator that does not answer (op.IfStale), only if that
 // coordinator's lease ran out.
-func claim(ctx context.Context, st store.Store, id int64, op ring.Op) (int64, error) {
+func claim(ctx context.Context, st store.Control, id int64, op ring.Op) (int64, error) {
 	if op.InRing {
 		nodes, err := st.Nodes(ctx)
 		if err != nil {

@@ -25,7 +25,7 @@ type Node struct {
 	log  zerolog.Logger
 	rn   *ring.Machine
 	tr   transport.Transport
-	st   store.Store
+	st   store.Control
 	wg   sync.WaitGroup
 	done chan struct{}
 
@@ -255,6 +255,9 @@ func (n *Node) loop(ctx context.Context) error {
 		case ch := <-n.statusCh:
 			ch <- n.snapshot()
 		case <-n.wants:
+			n.rn.AdvanceTo(clock())
+			n.rn.Want()
+		case <-n.cfg.Wants:
 			n.rn.AdvanceTo(clock())
 			n.rn.Want()
 		case <-statsC:
@@ -550,7 +553,7 @@ func (n *Node) storeWorker(ctx context.Context) {
 				timeout = min(timeout, n.cfg.CheckTimeout) // a token may be waiting on it
 			}
 			octx, cancel := context.WithTimeout(ctx, timeout)
-			res := execOp(octx, n.st, n.cfg.Ring.ID, op)
+			res := execOp(octx, n.st, n.cfg.ClearPresence, n.cfg.Ring.ID, op)
 			cancel()
 			select {
 			case n.results <- res:
@@ -712,7 +715,11 @@ type dbServerRecord struct {
 // recordDBServer writes the database server in use to the node's row if
 // it is not the one recorded.
 func (n *Node) recordDBServer(ctx context.Context, db *dbServerRecord) {
-	server := n.st.Server()
+	named, ok := n.st.(interface{ Server() string })
+	if !ok {
+		return
+	}
+	server := named.Server()
 	if server == db.recorded { // the same, or none (SQLite)
 		return
 	}

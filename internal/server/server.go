@@ -3,10 +3,14 @@
 // metrics listener. cmd/ringnode parses flags and signals over it; tests
 // run whole rings of servers in one process (see the cluster tests).
 //
-// The pieces meet at two seams: the chat service is the node's critical
-// section (package section: chat.Server.Section runs at every token visit
-// in node.Node's goroutine), and the node is the chat service's token
-// (chat.Config.Want asks the ring for the token when clients have work).
+// Wiring runs one way, chat -> queue -> node, and is complete when each
+// piece is built: the chat service builds its message queue
+// (internal/queue) over its sessions; the node is built next, with the
+// queue's Visit as its critical section (run on the node's visit
+// goroutine) and the queue's Wants as its signal of new work (the queue
+// asks for the token there). The node holds the store's Control part only;
+// the presence of a node it splices out is cleared here, in the Queue
+// part.
 package server
 
 import (
@@ -22,7 +26,6 @@ import (
 	"github.com/ringchat/ringchat/internal/chat"
 	"github.com/ringchat/ringchat/internal/metrics"
 	"github.com/ringchat/ringchat/internal/node"
-	"github.com/ringchat/ringchat/internal/section"
 	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/transport"
 	"github.com/ringchat/ringchat/internal/wire"
@@ -42,11 +45,12 @@ type Config struct {
 	Codec      *wire.Codec
 	ListenAddr string
 	// Node configures the ring runtime (from node.DefaultConfig); its
-	// Store, Transport, Addresses, Log, observers and OnJoin are set here,
-	// and the chat service's section is appended to its Sections.
+	// Store, Transport, Addresses, Log, observers, Wants, ClearPresence
+	// and OnJoin are set here, and the queue's Visit is appended to its
+	// Sections.
 	Node node.Config
 	// Chat configures the client port (from chat.DefaultConfig); its
-	// Store, Log, Want and DeliveryLatency are set here.
+	// Store, Log and DeliveryLatency are set here.
 	Chat chat.Config
 	// MetricsAddr, if set, serves metrics and health (and pprof, with
 	// Pprof) there.
@@ -130,13 +134,14 @@ func (s *Server) listen(ctx context.Context, cfg Config, addrs *node.Addresses) 
 	return tr, nil
 }
 
-// assemble builds the chat service and the node over the transport: the
-// chat service is the node's critical section and asks it for the token;
-// with a metrics address, the metrics observe both.
+// assemble builds the chat service (and with it its queue), then the node
+// over the transport: the queue's Visit is the node's critical section,
+// and the node reads the queue's Wants to bring the token; with a metrics
+// address, the metrics observe both.
 func (s *Server) assemble(cfg Config, addrs *node.Addresses) (err error) {
 	ncfg := cfg.Node
 	ncfg.Store, ncfg.Transport, ncfg.Addresses, ncfg.Log = cfg.Store, s.tr, addrs, cfg.Log
-	var delivery section.Observer
+	var delivery chat.Observer
 	if cfg.MetricsAddr != "" {
 		s.mx = metrics.New(cfg.Node.Ring.ID)
 		s.mx.Pprof = cfg.Pprof
@@ -144,15 +149,26 @@ func (s *Server) assemble(cfg Config, addrs *node.Addresses) (err error) {
 	}
 	ccfg := cfg.Chat
 	ccfg.Store, ccfg.Log, ccfg.DeliveryLatency = cfg.Store, s.log, delivery
-	ccfg.Want = func() { s.node.Want() } // set below, before anything can call it
 	if s.chat, err = chat.New(ccfg); err != nil {
 		return err
 	}
 	s.chat.SetNodes(nodeAddrs(cfg.Table))
-	ncfg.Sections = append(ncfg.Sections, s.chat.Section())
+	q := s.chat.Queue()
+	ncfg.Sections = append(ncfg.Sections, q.Visit)
+	ncfg.Wants = q.Wants()
+	ncfg.ClearPresence = s.clearNodePresence
 	ncfg.OnJoin = s.chat.CheckPresence // after a rejoin: restore presence the coordinator cleared
 	s.node, err = node.New(ncfg)
 	return err
+}
+
+// clearNodePresence removes the presence rows of a node spliced out of
+// the ring (node.Config.ClearPresence).
+func (s *Server) clearNodePresence(ctx context.Context, id int64) error {
+	return s.st.Update(ctx, func(tx store.Tx) error {
+		_, err := tx.ClearNodePresence(id)
+		return err
+	})
 }
 
 // listenMetrics opens the metrics listener at addr and gives the metrics

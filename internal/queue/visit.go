@@ -1,4 +1,4 @@
-package chat
+package queue
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/ringchat/ringchat/internal/protocol"
-	"github.com/ringchat/ringchat/internal/section"
 	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/token"
 )
@@ -65,35 +64,26 @@ const poisonPause = time.Minute
 // visitState.unmark); past it the oldest wait for their user's next login.
 const maxUnmarkRows = 100_000
 
-// Section is the chat service's critical section, run at every token
-// visit (node.Config.Sections).
-func (s *Server) Section() section.Section { return s.visit }
-
 // storedMsg is the outcome of storing one queued message.
 type storedMsg struct {
-	m      *outMsg
+	m      *Message
 	seq    int64
 	sentAt time.Time // as stored: the receipt's time
-	err    *Error
-}
-
-// delivery is one message handed to one local session.
-type delivery struct {
-	sess *session
-	d    store.Delivery
+	// unknown: the recipient does not exist; nothing was stored
+	unknown bool
 }
 
 // visitWork is what one visit found to do, and did.
 type visitWork struct {
-	batch  []*outMsg
+	batch  []*Message
 	acks   []store.RecipientSeq
 	ackIDs map[int64][]string
 	unmark []marked
-	ready  map[int64]*session
+	ready  map[int64]Sink
 	users  []int64 // whose pending messages the fetch reads (ready ones)
 	fetch  bool
 	// fetchAll: the fetch reads every ready user (taking turns past
-	// store.MaxPendingUsers), not only those in Server.fetchFor.
+	// store.MaxPendingUsers), not only those in Queue.fetchFor.
 	fetchAll bool
 	prune    bool
 	fetchRq  uint64
@@ -110,7 +100,7 @@ type visitWork struct {
 
 	// results (reset at every attempt of the transaction)
 	stored     []storedMsg
-	deliveries []delivery
+	deliveries []Delivery
 	stamp      int64           // of the fetch's delivery marks
 	waiting    []store.Waiting // where the stored messages wait: the token's hint
 	more       bool            // the fetch of every user left some behind
@@ -147,29 +137,29 @@ type visitWork struct {
 // A visit with none of this to do does not touch the store.
 //
 // h and herr are the token's hint as visit decoded it.
-func (s *Server) visitStore(ctx context.Context, tok token.Token, h hint, herr error, fenced section.Fenced) (json.RawMessage, bool, error) {
-	s.stats.visits.Add(1)
-	self := s.cfg.NodeID
+func (q *Queue) visitStore(ctx context.Context, tok token.Token, h hint, herr error, fenced Fenced) (json.RawMessage, bool, error) {
+	q.stats.visits.Add(1)
+	self := q.cfg.NodeID
 	now := time.Now()
 	named, byName := h.users(self)
-	w := s.collect(now, tok, herr != nil || (h.has(self) && !byName), named)
-	s.v.lastGen = tok.Gen
+	w := q.collect(now, tok, herr != nil || (h.has(self) && !byName), named)
+	q.v.lastGen = tok.Gen
 	if w.empty() && !w.probe {
-		s.visitedNotify()
+		q.visitedNotify()
 		if h.has(self) || herr != nil {
 			return h.update(self, nil).encode(), false, nil
 		}
 		return tok.App, false, nil
 	}
-	s.stats.storeVisits.Add(1)
+	q.stats.storeVisits.Add(1)
 	start := time.Now()
 	budget := defaultBudget
 	if d, ok := ctx.Deadline(); ok {
 		budget = d.Sub(start)
 	}
 	if w.probe {
-		if stop, err := s.probe(w, fenced); stop {
-			s.visitedNotify()
+		if stop, err := q.probe(w, fenced); stop {
+			q.visitedNotify()
 			return tok.App, false, err
 		}
 	}
@@ -177,26 +167,26 @@ func (s *Server) visitStore(ctx context.Context, tok token.Token, h hint, herr e
 		w.fetchBy = start.Add(budget * fetchShare / 100)
 		w.aloneBy = start.Add(budget * aloneShare / 100)
 	}
-	err := fenced(func(tx store.Tx) error { return s.work(tx, now, w) })
+	err := fenced(func(tx store.Tx) error { return q.work(tx, now, w) })
 	elapsed := time.Since(start)
 	if err != nil {
-		s.visitFailed(ctx, w, err, elapsed, budget)
-		s.visitedNotify()
+		q.visitFailed(ctx, w, err, elapsed, budget)
+		q.visitedNotify()
 		return tok.App, false, err
 	}
-	s.visitSucceeded(now, w, tok.Seq, elapsed)
-	s.adaptBatches(w, elapsed, budget)
-	s.adaptFetch(w, elapsed, budget)
-	s.dispatch(w)
-	s.stats.stored.Add(uint64(len(w.batch)))
-	s.stats.delivered.Add(uint64(len(w.deliveries)))
-	s.mu.Lock()
-	again := len(s.outbox) > 0 || s.more || s.askedReady()
-	s.mu.Unlock()
+	q.visitSucceeded(now, w, tok.Seq, elapsed)
+	q.adaptBatches(w, elapsed, budget)
+	q.adaptFetch(w, elapsed, budget)
+	q.dispatch(w)
+	q.stats.stored.Add(uint64(len(w.batch)))
+	q.stats.delivered.Add(uint64(len(w.deliveries)))
+	q.mu.Lock()
+	again := len(q.outbox) > 0 || q.more || q.askedReady()
+	q.mu.Unlock()
 	if again {
-		s.want()
+		q.want()
 	}
-	s.visitedNotify()
+	q.visitedNotify()
 	worked := len(w.batch) > 0 || len(w.deliveries) > 0
 	return h.update(self, w.waiting).encode(), worked, nil
 }
@@ -208,19 +198,19 @@ func (s *Server) visitStore(ctx context.Context, tok token.Token, h hint, herr e
 // data error then counts against it; once it has so failed poisonAfter
 // times, for at least PoisonStreak, the store taking the probe once more
 // sets it aside, and the rest goes on (stop if nothing is left to do).
-func (s *Server) probe(w *visitWork, fenced section.Fenced) (stop bool, err error) {
+func (q *Queue) probe(w *visitWork, fenced Fenced) (stop bool, err error) {
 	if err := fenced(func(store.Tx) error { return nil }); err != nil {
-		s.stats.failedVisits.Add(1)
-		s.restore(w)
+		q.stats.failedVisits.Add(1)
+		q.restore(w)
 		return true, err
 	}
-	if p := s.v.suspect; p.times < poisonAfter || time.Since(p.since) < s.cfg.PoisonStreak {
+	if p := q.v.suspect; p.times < poisonAfter || time.Since(p.since) < q.cfg.PoisonStreak {
 		w.probed = true
 		return false, nil
 	}
-	s.poison(w)
+	q.poison(w)
 	if w.empty() {
-		s.v.fails = 0
+		q.v.fails = 0
 		return true, nil
 	}
 	return false, nil
@@ -231,63 +221,63 @@ func (s *Server) probe(w *visitWork, fenced section.Fenced) (stop bool, err erro
 // out, the next visits do less (a quarter of each kind of work tried), the
 // work it did alone is noted as the suspect if err is about its data
 // (suspect.after), and the token is asked for again.
-func (s *Server) visitFailed(ctx context.Context, w *visitWork, err error, elapsed, budget time.Duration) {
-	s.stats.failedVisits.Add(1)
-	s.restore(w)
+func (q *Queue) visitFailed(ctx context.Context, w *visitWork, err error, elapsed, budget time.Duration) {
+	q.stats.failedVisits.Add(1)
+	q.restore(w)
 	if errors.Is(err, store.ErrFenced) {
 		// A newer token exists: not this work's fault.
 		return
 	}
-	s.v.fails++
-	s.v.batch = max(1, min(s.v.batch, len(w.batch))/2)
+	q.v.fails++
+	q.v.batch = max(1, min(q.v.batch, len(w.batch))/2)
 	if w.fetch {
 		// A quarter of what was tried: the users read, or the
 		// deliveries taken if more.
-		s.v.fetchMax = max(1, min(s.v.fetchMax, max(len(w.users), len(w.deliveries)))/4)
+		q.v.fetchMax = max(1, min(q.v.fetchMax, max(len(w.users), len(w.deliveries)))/4)
 	}
 	if w.prune {
-		s.v.pruneSlice = max(pruneSliceMin, s.v.pruneSlice/4)
+		q.v.pruneSlice = max(pruneSliceMin, q.v.pruneSlice/4)
 	}
 	if len(w.acks) > 0 {
-		s.v.ackMax = max(1, min(s.v.ackMax, len(w.acks))/4)
+		q.v.ackMax = max(1, min(q.v.ackMax, len(w.acks))/4)
 	}
 	data := store.IsDataError(err)
-	s.v.suspect = s.v.suspect.after(w, data, time.Now())
+	q.v.suspect = q.v.suspect.after(w, data, time.Now())
 	over := errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) || elapsed >= budget
-	s.log.Warn().Err(err).Bool("over_budget", over).Bool("data_error", data).Int("batch", s.v.batch).Int("failed_in_a_row", s.v.fails).
-		Str("suspect", s.v.suspect.String()).Int("suspect_failed", s.v.suspect.times).Dur("took_ms", elapsed).Msg("chat: visit failed; the next one does less")
-	s.want()
+	q.log.Warn().Err(err).Bool("over_budget", over).Bool("data_error", data).Int("batch", q.v.batch).Int("failed_in_a_row", q.v.fails).
+		Str("suspect", q.v.suspect.String()).Int("suspect_failed", q.v.suspect.times).Dur("took_ms", elapsed).Msg("queue: visit failed; the next one does less")
+	q.want()
 }
 
 // visitSucceeded records a visit whose transaction committed: failures are
 // over, and the server's state takes the visit's results (committed).
-func (s *Server) visitSucceeded(now time.Time, w *visitWork, seq int64, elapsed time.Duration) {
-	if s.v.fails > 0 {
-		s.log.Info().Int("failed_in_a_row", s.v.fails).Msg("chat: visits succeed again")
+func (q *Queue) visitSucceeded(now time.Time, w *visitWork, seq int64, elapsed time.Duration) {
+	if q.v.fails > 0 {
+		q.log.Info().Int("failed_in_a_row", q.v.fails).Msg("queue: visits succeed again")
 	}
-	s.v.fails, s.v.suspect = 0, suspect{}
-	s.committed(now, w)
-	s.log.Debug().Int("stored", len(w.batch)).Int("delivered", len(w.deliveries)).Int("acks", len(w.acks)).
-		Bool("fetched", w.fetch).Int("users", len(w.users)).Int("hinted", len(w.waiting)).Dur("took_ms", elapsed).Int64("seq", seq).Msg("chat: visit")
+	q.v.fails, q.v.suspect = 0, suspect{}
+	q.committed(now, w)
+	q.log.Debug().Int("stored", len(w.batch)).Int("delivered", len(w.deliveries)).Int("acks", len(w.acks)).
+		Bool("fetched", w.fetch).Int("users", len(w.users)).Int("hinted", len(w.waiting)).Dur("took_ms", elapsed).Int64("seq", seq).Msg("queue: visit")
 }
 
 // adaptBatches sizes the next visit's batch of messages, acknowledged rows
 // and prune slice after one that committed in elapsed of its budget: larger
 // after a quick visit, smaller after a slow one.
-func (s *Server) adaptBatches(w *visitWork, elapsed, budget time.Duration) {
+func (q *Queue) adaptBatches(w *visitWork, elapsed, budget time.Duration) {
 	switch {
-	case s.v.batch < minBatch && elapsed < budget/2:
-		s.v.batch = min(minBatch, s.v.batch*2) // back from a failure
-	case len(w.batch) >= s.v.batch && elapsed < budget/4:
-		s.v.batch = min(s.cfg.BatchMax, s.v.batch*3/2)
+	case q.v.batch < minBatch && elapsed < budget/2:
+		q.v.batch = min(minBatch, q.v.batch*2) // back from a failure
+	case len(w.batch) >= q.v.batch && elapsed < budget/4:
+		q.v.batch = min(q.cfg.BatchMax, q.v.batch*3/2)
 	case elapsed > budget/2:
-		s.v.batch = max(min(minBatch, s.v.batch), s.v.batch*3/4)
+		q.v.batch = max(min(minBatch, q.v.batch), q.v.batch*3/4)
 	}
 	switch {
 	case len(w.acks) > 0 && elapsed > budget/2:
-		s.v.ackMax = max(1, s.v.ackMax*3/4)
-	case elapsed < budget/4 && (len(w.acks) >= s.v.ackMax/2 || s.v.ackMax < maxAckRows/4):
-		s.v.ackMax = min(maxAckRows, s.v.ackMax*3/2+1)
+		q.v.ackMax = max(1, q.v.ackMax*3/4)
+	case elapsed < budget/4 && (len(w.acks) >= q.v.ackMax/2 || q.v.ackMax < maxAckRows/4):
+		q.v.ackMax = min(maxAckRows, q.v.ackMax*3/2+1)
 	}
 	switch {
 	// Pruning rides on visits, and every visit's time is the token's lap
@@ -295,71 +285,66 @@ func (s *Server) adaptBatches(w *visitWork, elapsed, budget time.Duration) {
 	// to a fiftieth of the budget (2 ms of 100), so that a week of history
 	// expiring adds a few milliseconds to a lap, never a visit's worth.
 	case w.prune && (w.pruneTook > budget/pruneShare || elapsed > budget/5):
-		s.v.pruneSlice = max(pruneSliceMin, s.v.pruneSlice*3/4)
+		q.v.pruneSlice = max(pruneSliceMin, q.v.pruneSlice*3/4)
 	case w.prune && w.pruneTook < budget/(2*pruneShare) && elapsed < budget/10:
-		s.v.pruneSlice = min(pruneSliceMax, s.v.pruneSlice*5/4+1)
+		q.v.pruneSlice = min(pruneSliceMax, q.v.pruneSlice*5/4+1)
 	}
 }
 
 // adaptFetch sizes the next visit's fetch after one that committed in
 // elapsed of its budget: a quarter after a fetch cut at its share of the
 // budget, smaller after a slow visit, larger after a quick one.
-func (s *Server) adaptFetch(w *visitWork, elapsed, budget time.Duration) {
+func (q *Queue) adaptFetch(w *visitWork, elapsed, budget time.Duration) {
 	switch {
 	case w.cut:
 		// The fetch ran over its share: a quarter of it next time (of
 		// the users, or of a single user's rows).
 		if len(w.users) > 1 {
-			s.v.fetchMax = max(1, min(s.v.fetchMax, len(w.users))/4)
+			q.v.fetchMax = max(1, min(q.v.fetchMax, len(w.users))/4)
 		} else {
-			s.v.fetchMax = max(1, s.v.fetchMax/4)
+			q.v.fetchMax = max(1, q.v.fetchMax/4)
 		}
-		s.stats.fetchesCut.Add(1)
-		s.log.Debug().Int("users", len(w.users)).Int("fetch_max", s.v.fetchMax).Dur("took_ms", elapsed).
-			Msg("chat: fetch stopped at its share of the visit; the rest committed, the next fetch reads less")
+		q.stats.fetchesCut.Add(1)
+		q.log.Debug().Int("users", len(w.users)).Int("fetch_max", q.v.fetchMax).Dur("took_ms", elapsed).
+			Msg("queue: fetch stopped at its share of the visit; the rest committed, the next fetch reads less")
 	case w.fetch && elapsed > budget/2:
-		s.v.fetchMax = max(1, s.v.fetchMax*3/4)
-	case w.fetch && elapsed < budget/4 && max(len(w.users), len(w.deliveries)) >= s.v.fetchMax/2:
-		s.v.fetchMax = min(s.cfg.FetchLimit, s.v.fetchMax*3/2+1)
-	case elapsed < budget/4 && s.v.fetchMax < s.cfg.FetchLimit/4:
-		s.v.fetchMax = min(s.cfg.FetchLimit, s.v.fetchMax*2) // back from a failure
+		q.v.fetchMax = max(1, q.v.fetchMax*3/4)
+	case w.fetch && elapsed < budget/4 && max(len(w.users), len(w.deliveries)) >= q.v.fetchMax/2:
+		q.v.fetchMax = min(q.cfg.FetchLimit, q.v.fetchMax*3/2+1)
+	case elapsed < budget/4 && q.v.fetchMax < q.cfg.FetchLimit/4:
+		q.v.fetchMax = min(q.cfg.FetchLimit, q.v.fetchMax*2) // back from a failure
 	}
 }
 
 // collect takes what this visit has to do from the server's state. hinted:
 // the token's hint asks for every user's fetch here; named: the users it
 // names here instead.
-func (s *Server) collect(now time.Time, tok token.Token, hinted bool, named []int64) *visitWork {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.askLocked(named)
-	w := &visitWork{fetchRq: s.fetchReq, ready: map[int64]*session{}, unmark: s.v.unmark}
-	s.v.unmark = nil
-	s.collectReady(now, w)
-	s.collectFetch(now, tok, hinted, w)
-	n := min(len(s.outbox), s.v.batch)
-	w.batch = slices.Clone(s.outbox[:n])
-	s.collectAcks(w)
-	w.prune = s.cfg.Retention > 0 && (s.v.pruneNext > 0 || now.Sub(s.v.lastPrune) >= s.cfg.PruneInterval) &&
-		(len(w.batch) > 0 || w.fetch || len(w.acks) > 0 || len(w.ackIDs) > 0 || len(w.unmark) > 0 || s.v.pruneNext > 0)
-	if s.v.fails > 0 {
-		s.shrink(w)
+func (q *Queue) collect(now time.Time, tok token.Token, hinted bool, named []int64) *visitWork {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.askLocked(named)
+	w := &visitWork{fetchRq: q.fetchReq, unmark: q.v.unmark}
+	q.v.unmark = nil
+	q.collectReady(now, w)
+	q.collectFetch(now, tok, hinted, w)
+	n := min(len(q.outbox), q.v.batch)
+	w.batch = slices.Clone(q.outbox[:n])
+	q.collectAcks(w)
+	w.prune = q.cfg.Retention > 0 && (q.v.pruneNext > 0 || now.Sub(q.v.lastPrune) >= q.cfg.PruneInterval) &&
+		(len(w.batch) > 0 || w.fetch || len(w.acks) > 0 || len(w.ackIDs) > 0 || len(w.unmark) > 0 || q.v.pruneNext > 0)
+	if q.v.fails > 0 {
+		q.shrink(w)
 	}
 	return w
 }
 
 // collectReady puts the ready sessions in w.ready, but those of users
-// whose fetch is set aside (until their pause is over). Caller holds s.mu.
-func (s *Server) collectReady(now time.Time, w *visitWork) {
-	for id, sess := range s.sessions {
-		if !sess.ready {
-			continue
-		}
-		w.ready[id] = sess
-	}
-	for id, until := range s.v.setAside {
+// whose fetch is set aside (until their pause is over). Caller holds q.mu.
+func (q *Queue) collectReady(now time.Time, w *visitWork) {
+	w.ready = q.sessions.Ready()
+	for id, until := range q.v.setAside {
 		if now.After(until) {
-			delete(s.v.setAside, id)
+			delete(q.v.setAside, id)
 			continue
 		}
 		delete(w.ready, id)
@@ -368,55 +353,55 @@ func (s *Server) collectReady(now time.Time, w *visitWork) {
 
 // collectFetch picks the users whose pending messages the visit reads:
 // every ready user (taking turns) or only those who asked. Caller holds
-// s.mu.
-func (s *Server) collectFetch(now time.Time, tok token.Token, hinted bool, w *visitWork) {
+// q.mu.
+func (q *Queue) collectFetch(now time.Time, tok token.Token, hinted bool, w *visitWork) {
 	// Every user's messages are read after a hint (messages were stored for
 	// users here), a new token generation, a fetch that left some behind,
 	// or the safety interval; otherwise only those of users who asked.
-	w.fetchAll = len(w.ready) > 0 && (hinted || tok.Gen != s.v.lastGen || s.fetchReq != s.v.fetchDone || s.more ||
-		now.Sub(s.v.lastFetch) >= s.cfg.SafetyFetch)
-	for id := range s.fetchFor {
-		if s.sessions[id] == nil {
-			delete(s.fetchFor, id) // gone: its next login asks again
+	w.fetchAll = len(w.ready) > 0 && (hinted || tok.Gen != q.v.lastGen || q.fetchReq != q.v.fetchDone || q.more ||
+		now.Sub(q.v.lastFetch) >= q.cfg.SafetyFetch)
+	for id := range q.fetchFor {
+		if sess, _ := q.sessions.Session(id); sess == nil {
+			delete(q.fetchFor, id) // gone: its next login asks again
 		}
 	}
 	if w.fetchAll {
-		w.users = s.fetchUsers(w.ready)
+		w.users = q.fetchUsers(w.ready)
 	} else {
-		w.users = s.askedUsers(w.ready)
+		w.users = q.askedUsers(w.ready)
 	}
 	w.fetch = len(w.users) > 0 // it may also turn on in the visit (messages stored for users here)
 }
 
 // collectAcks takes the visit's acknowledgements: up to ackMax rows and,
-// fewer after failures, up to maxAckIDs ids to look up. Caller holds s.mu.
-func (s *Server) collectAcks(w *visitWork) {
-	ackRows, ackIDs := s.v.ackMax, maxAckIDs
-	if s.v.fails > 0 {
-		ackIDs = max(1, maxAckIDs>>(2*s.v.fails))
+// fewer after failures, up to maxAckIDs ids to look up. Caller holds q.mu.
+func (q *Queue) collectAcks(w *visitWork) {
+	ackRows, ackIDs := q.v.ackMax, maxAckIDs
+	if q.v.fails > 0 {
+		ackIDs = max(1, maxAckIDs>>(2*q.v.fails))
 	}
-	k := min(len(s.acks), ackRows)
-	w.acks = slices.Clone(s.acks[:k])
-	s.acks = slices.Delete(s.acks, 0, k)
-	w.ackIDs = s.takeAckIDs(ackIDs)
+	k := min(len(q.acks), ackRows)
+	w.acks = slices.Clone(q.acks[:k])
+	q.acks = slices.Delete(q.acks, 0, k)
+	w.ackIDs = q.takeAckIDs(ackIDs)
 }
 
 // takeAckIDs takes up to n acknowledged ids for this visit (caller holds
-// s.mu).
-func (s *Server) takeAckIDs(n int) map[int64][]string {
-	if s.ackCount == 0 {
+// q.mu).
+func (q *Queue) takeAckIDs(n int) map[int64][]string {
+	if q.ackCount == 0 {
 		return nil
 	}
 	out := map[int64][]string{}
-	for uid, ids := range s.ackIDs {
+	for uid, ids := range q.ackIDs {
 		k := min(len(ids), n)
 		out[uid] = ids[:k:k]
 		if k == len(ids) {
-			delete(s.ackIDs, uid)
+			delete(q.ackIDs, uid)
 		} else {
-			s.ackIDs[uid] = ids[k:]
+			q.ackIDs[uid] = ids[k:]
 		}
-		s.ackCount -= k
+		q.ackCount -= k
 		if n -= k; n == 0 {
 			break
 		}
@@ -426,30 +411,30 @@ func (s *Server) takeAckIDs(n int) map[int64][]string {
 
 // fetchUsers picks the users whose pending messages this visit reads: all
 // the ready ones, at most fetchUserLimit, taking turns beyond that.
-func (s *Server) fetchUsers(ready map[int64]*session) []int64 {
+func (q *Queue) fetchUsers(ready map[int64]Sink) []int64 {
 	users := slices.Sorted(maps.Keys(ready))
-	limit := s.fetchUserLimit(len(users))
+	limit := q.fetchUserLimit(len(users))
 	if len(users) <= limit {
 		return users
 	}
-	start := s.v.fetchTurn % len(users)
-	s.v.fetchTurn += limit
+	start := q.v.fetchTurn % len(users)
+	q.v.fetchTurn += limit
 	out := append(slices.Clone(users[start:]), users[:start]...)
 	return out[:limit]
 }
 
 // fetchUserLimit is how many of n users one fetch reads: at most
 // store.MaxPendingUsers and the fetch's current size.
-func (s *Server) fetchUserLimit(n int) int {
-	return min(n, store.MaxPendingUsers, s.v.fetchMax)
+func (q *Queue) fetchUserLimit(n int) int {
+	return min(n, store.MaxPendingUsers, q.v.fetchMax)
 }
 
 // askedReady reports whether a user in fetchFor can be fetched now (ready,
-// not set aside; caller holds s.mu, on the visit goroutine).
-func (s *Server) askedReady() bool {
-	for id := range s.fetchFor {
-		if sess := s.sessions[id]; sess != nil && sess.ready {
-			if _, aside := s.v.setAside[id]; !aside {
+// not set aside; caller holds q.mu, on the visit goroutine).
+func (q *Queue) askedReady() bool {
+	for id := range q.fetchFor {
+		if _, ready := q.sessions.Session(id); ready {
+			if _, aside := q.v.setAside[id]; !aside {
 				return true
 			}
 		}
@@ -458,16 +443,16 @@ func (s *Server) askedReady() bool {
 }
 
 // askedUsers picks the ready users in fetchFor, lowest ids first, as many
-// as one fetch reads (the rest stay asked; caller holds s.mu).
-func (s *Server) askedUsers(ready map[int64]*session) []int64 {
+// as one fetch reads (the rest stay asked; caller holds q.mu).
+func (q *Queue) askedUsers(ready map[int64]Sink) []int64 {
 	var users []int64
-	for id := range s.fetchFor {
+	for id := range q.fetchFor {
 		if ready[id] != nil {
 			users = append(users, id)
 		}
 	}
 	slices.Sort(users)
-	return users[:s.fetchUserLimit(len(users))]
+	return users[:q.fetchUserLimit(len(users))]
 }
 
 // shrink keeps one kind of work of a visit after failures (the first there
@@ -475,21 +460,21 @@ func (s *Server) askedUsers(ready map[int64]*session) []int64 {
 // acknowledgements, the fetch), already made smaller by collect, and
 // gives the rest back. If the last visit failed with one piece of work
 // alone, this one probes the store first.
-func (s *Server) shrink(w *visitWork) {
+func (q *Queue) shrink(w *visitWork) {
 	w.shrunk, w.prune = true, false
 	keep := func(kind string) {
 		if kind != "unmark" && len(w.unmark) > 0 {
-			s.v.unmark, w.unmark = append(w.unmark, s.v.unmark...), nil
+			q.v.unmark, w.unmark = append(w.unmark, q.v.unmark...), nil
 		}
 		if kind != "store" {
 			w.batch = nil
 		}
 		if kind != "ack" && (len(w.acks) > 0 || len(w.ackIDs) > 0) {
-			s.giveBackAcks(w)
+			q.giveBackAcks(w)
 		}
 		if kind != "fetch" {
 			if w.fetch && w.fetchAll {
-				s.more = true // the fetch comes after this visit (caller holds s.mu); asked users stay asked
+				q.more = true // the fetch comes after this visit (caller holds q.mu); asked users stay asked
 			}
 			w.fetch, w.users = false, nil
 		}
@@ -498,9 +483,9 @@ func (s *Server) shrink(w *visitWork) {
 	case len(w.unmark) > 0:
 		w.unmark = w.unmark[:1]
 		if n := len(w.unmark[0].rows); n > 1 {
-			half := n >> min(s.v.fails, 16)
+			half := n >> min(q.v.fails, 16)
 			head := marked{stamp: w.unmark[0].stamp, rows: w.unmark[0].rows[:max(1, half)]}
-			s.v.unmark = append([]marked{{stamp: head.stamp, rows: w.unmark[0].rows[len(head.rows):]}}, s.v.unmark...)
+			q.v.unmark = append([]marked{{stamp: head.stamp, rows: w.unmark[0].rows[len(head.rows):]}}, q.v.unmark...)
 			w.unmark = []marked{head}
 		}
 		keep("unmark")
@@ -511,15 +496,15 @@ func (s *Server) shrink(w *visitWork) {
 	default:
 		keep("fetch")
 	}
-	w.probe = s.v.suspect.kind != "" && s.v.suspect.matches(w)
+	w.probe = q.v.suspect.kind != "" && q.v.suspect.matches(w)
 }
 
-// giveBackAcks puts the visit's acknowledgements back (caller holds s.mu).
-func (s *Server) giveBackAcks(w *visitWork) {
-	s.acks = append(w.acks, s.acks...)
+// giveBackAcks puts the visit's acknowledgements back (caller holds q.mu).
+func (q *Queue) giveBackAcks(w *visitWork) {
+	q.acks = append(w.acks, q.acks...)
 	for uid, ids := range w.ackIDs {
-		s.ackIDs[uid] = append(ids, s.ackIDs[uid]...)
-		s.ackCount += len(ids)
+		q.ackIDs[uid] = append(ids, q.ackIDs[uid]...)
+		q.ackCount += len(ids)
 	}
 	w.acks, w.ackIDs = nil, nil
 }
@@ -592,7 +577,7 @@ func (w *visitWork) single() suspect {
 	}
 	switch {
 	case len(w.batch) == 1:
-		return suspect{kind: "store", msgID: w.batch[0].id}
+		return suspect{kind: "store", msgID: w.batch[0].ID}
 	case len(w.users) == 1:
 		return suspect{kind: "fetch", user: w.users[0]}
 	case len(w.unmark) == 1:
@@ -616,75 +601,53 @@ func (w *visitWork) empty() bool {
 // waits poisonPause, acknowledgements are dropped (their messages come
 // again), deliveries to make pending again wait for their user's next
 // login. Each is logged and counted.
-func (s *Server) poison(w *visitWork) {
-	p := s.v.suspect
-	s.v.suspect = suspect{}
-	s.stats.poisoned.Add(1)
-	s.log.Error().Str("work", p.String()).Msg("chat: work failed alone with a data error while the store works; set aside")
+func (q *Queue) poison(w *visitWork) {
+	p := q.v.suspect
+	q.v.suspect = suspect{}
+	q.stats.poisoned.Add(1)
+	q.log.Error().Str("work", p.String()).Msg("queue: work failed alone with a data error while the store works; set aside")
 	switch p.kind {
 	case "store":
 		m := w.batch[0]
 		w.batch = nil
-		s.mu.Lock()
-		if len(s.outbox) > 0 && s.outbox[0] == m {
-			s.outbox = slices.Delete(s.outbox, 0, 1)
+		q.mu.Lock()
+		if len(q.outbox) > 0 && q.outbox[0] == m {
+			q.outbox = slices.Delete(q.outbox, 0, 1)
 		}
-		s.mu.Unlock()
-		m.c.sendLine(encodeError(m.version, notStored(m)))
+		q.mu.Unlock()
+		m.From.Receipt(Receipt{Msg: m, SetAside: true})
 	case "fetch":
-		if s.v.setAside == nil {
-			s.v.setAside = map[int64]time.Time{}
+		if q.v.setAside == nil {
+			q.v.setAside = map[int64]time.Time{}
 		}
-		s.v.setAside[p.user] = time.Now().Add(poisonPause)
+		q.v.setAside[p.user] = time.Now().Add(poisonPause)
 		w.fetch, w.users = false, nil
 	case "ack":
 		w.acks, w.ackIDs = nil, nil
 	case "unmark":
 		w.unmark = nil
 	}
-	s.v.fails = 0
-}
-
-// notStoredText is how much of a protocol-1 message's text its refusal
-// quotes (the sender's client has no id to match it by).
-const notStoredText = 80
-
-// notStored is the refusal of a message set aside: the store refuses it
-// (a data error, again and again, while it takes other work). Protocol 2
-// names the message by its id; protocol 1, which has no ids, by its
-// recipient and its text.
-func notStored(m *outMsg) *Error {
-	const why = "could not be stored: the store refuses it while it stores other messages; not delivered"
-	if m.version >= protocol.V2 {
-		e := errorf(protocol.CodeNotStored, "message %s to %s %s", m.id, m.to, why)
-		e.ID = m.id
-		return e
-	}
-	text := m.content
-	if r := []rune(text); len(r) > notStoredText {
-		text = string(r[:notStoredText]) + "…"
-	}
-	return errorf(protocol.CodeNotStored, "message %q to %s %s", text, m.to, why)
+	q.v.fails = 0
 }
 
 // work is the transaction's body. The store may run it again after a
 // deadlock, so it starts from scratch each time.
-func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
+func (q *Queue) work(tx store.Tx, now time.Time, w *visitWork) error {
 	w.stored, w.deliveries, w.waiting, w.more, w.moreFor, w.stamp, w.cut, w.pruneTook = w.stored[:0], w.deliveries[:0], nil, false, nil, 0, false, 0
-	if err := s.unmarkRows(tx, w); err != nil {
+	if err := q.unmarkRows(tx, w); err != nil {
 		return err
 	}
 	if err := applyAcks(tx, w); err != nil {
 		return err
 	}
-	if err := s.storeAndHint(tx, w); err != nil {
+	if err := q.storeAndHint(tx, w); err != nil {
 		return err
 	}
 	if len(w.ready) > 0 && !w.shrunk {
-		s.fetchOwn(w)
+		q.fetchOwn(w)
 	}
 	if w.fetch {
-		if err := s.fetch(tx, w); errors.Is(err, store.ErrOverBudget) && (len(w.users) > 1 || s.v.fetchMax > 1) {
+		if err := q.fetch(tx, w); errors.Is(err, store.ErrOverBudget) && (len(w.users) > 1 || q.v.fetchMax > 1) {
 			// The fetch stopped at its share of the budget, having
 			// changed nothing: what was stored and acknowledged commits,
 			// and the same users are read again, fewer at once. A single
@@ -697,7 +660,7 @@ func (s *Server) work(tx store.Tx, now time.Time, w *visitWork) error {
 	}
 	if w.prune {
 		began := time.Now()
-		res, err := tx.PruneMessages(now.Add(-s.cfg.Retention), s.v.pruneNext, s.v.pruneSlice)
+		res, err := tx.PruneMessages(now.Add(-q.cfg.Retention), q.v.pruneNext, q.v.pruneSlice)
 		w.pruneTook = time.Since(began)
 		if err != nil {
 			return err
@@ -729,8 +692,8 @@ func applyAcks(tx store.Tx, w *visitWork) error {
 // visit's hint where the stored messages wait, and, for a protocol-1
 // sender of a group message, its own node (it is shown the message too,
 // in this visit).
-func (s *Server) storeAndHint(tx store.Tx, w *visitWork) error {
-	seqs, err := s.storeBatch(tx, w)
+func (q *Queue) storeAndHint(tx store.Tx, w *visitWork) error {
+	seqs, err := q.storeBatch(tx, w)
 	if err != nil {
 		return err
 	}
@@ -742,9 +705,9 @@ func (s *Server) storeAndHint(tx store.Tx, w *visitWork) error {
 		w.waiting = append(w.waiting, waiting...)
 	}
 	for _, r := range w.stored {
-		if r.err == nil && r.m.to.Group && r.m.version < protocol.V2 {
+		if !r.unknown && r.m.To.Group && r.m.Version < protocol.V2 {
 			// Its protocol-1 sender is shown it too, in this visit.
-			w.waiting = append(w.waiting, store.Waiting{Node: s.cfg.NodeID, Users: []int64{r.m.senderID}})
+			w.waiting = append(w.waiting, store.Waiting{Node: q.cfg.NodeID, Users: []int64{r.m.SenderID}})
 		}
 	}
 	return nil
@@ -758,24 +721,24 @@ func (s *Server) storeAndHint(tx store.Tx, w *visitWork) error {
 // id is stored once: its first sequence comes back. Its recipients may not
 // have it yet: the visit that stored it may have failed after its commit
 // reached the store, and its hint never went round.
-func (s *Server) storeBatch(tx store.Tx, w *visitWork) (seqs []int64, err error) {
+func (q *Queue) storeBatch(tx store.Tx, w *visitWork) (seqs []int64, err error) {
 	nms := make([]store.NewMessage, 0, len(w.batch))
 	rcpts := make([][]int64, 0, len(w.batch))
 	var at []int // index in w.stored of each of nms
 	for _, m := range w.batch {
-		id, refusal, err := s.lookup(tx, m.to)
+		id, found, err := q.cfg.Lookup(tx, m.To)
 		if err != nil {
 			return nil, err
 		}
-		w.stored = append(w.stored, storedMsg{m: m, err: refusal})
-		if refusal != nil {
+		w.stored = append(w.stored, storedMsg{m: m, unknown: !found})
+		if !found {
 			continue
 		}
-		nm := store.NewMessage{ID: m.id, SenderID: m.senderID, Content: m.content, SentAt: m.sentAt, NodeID: s.cfg.NodeID}
+		nm := store.NewMessage{ID: m.ID, SenderID: m.SenderID, Content: m.Content, SentAt: m.SentAt, NodeID: q.cfg.NodeID}
 		// A group message is stored once: its members' cursors on the
 		// group say who still waits for it.
 		var rs []int64
-		if m.to.Group {
+		if m.To.Group {
 			nm.ToGroupID = id
 		} else {
 			nm.ToUserID = id
@@ -800,15 +763,15 @@ func (s *Server) storeBatch(tx store.Tx, w *visitWork) (seqs []int64, err error)
 // fetchOwn makes the visit fetch for the users here that its stored
 // messages (or deliveries made pending again) wait for: every user, or
 // those named.
-func (s *Server) fetchOwn(w *visitWork) {
+func (q *Queue) fetchOwn(w *visitWork) {
 	for _, wt := range w.waiting {
-		if wt.Node != s.cfg.NodeID {
+		if wt.Node != q.cfg.NodeID {
 			continue
 		}
 		switch {
 		case w.fetchAll:
 		case wt.All:
-			w.fetchAll, w.users = true, s.fetchUsers(w.ready)
+			w.fetchAll, w.users = true, q.fetchUsers(w.ready)
 		default:
 			for _, id := range wt.Users {
 				if w.ready[id] != nil && !slices.Contains(w.users, id) {
@@ -822,11 +785,11 @@ func (s *Server) fetchOwn(w *visitWork) {
 
 // fetch takes the pending deliveries for local users, as many as their
 // queues take, and marks them delivered.
-func (s *Server) fetch(tx store.Tx, w *visitWork) error {
+func (q *Queue) fetch(tx store.Tx, w *visitWork) error {
 	// What the statements read is bounded by the fetch's size: each
 	// user's share is the size over the users, at most FetchPerClient.
-	limit := s.v.fetchMax
-	perUser := min(s.cfg.FetchPerClient, max(1, limit/max(1, len(w.users))))
+	limit := q.v.fetchMax
+	perUser := min(q.cfg.FetchPerClient, max(1, limit/max(1, len(w.users))))
 	if !w.fetchBy.IsZero() {
 		// The fetch (its read and its marks) may run over its share and be
 		// dropped (ErrOverBudget); a single user's share is most of the
@@ -837,7 +800,7 @@ func (s *Server) fetch(tx store.Tx, w *visitWork) error {
 		}
 		defer tx.Bound(by)()
 	}
-	ds, err := tx.PendingFor(s.cfg.NodeID, w.users, perUser, limit)
+	ds, err := tx.PendingFor(q.cfg.NodeID, w.users, perUser, limit)
 	if err != nil {
 		return err
 	}
@@ -856,7 +819,7 @@ func (s *Server) fetch(tx store.Tx, w *visitWork) error {
 	if cut && !w.fetchAll {
 		w.moreFor = append(w.moreFor, w.users...)
 	}
-	return s.markDelivered(tx, w)
+	return q.markDelivered(tx, w)
 }
 
 // take adds to the visit's deliveries those of ds (read for the visit's
@@ -869,21 +832,21 @@ func (w *visitWork) take(ds []store.Delivery, perUser int) {
 	shares := map[int64]int{} // handed, own group messages too
 	full := map[int64]bool{}
 	for _, d := range ds {
-		sess := w.ready[d.RecipientID]
-		if sess == nil || full[d.RecipientID] {
+		to := w.ready[d.RecipientID]
+		if to == nil || full[d.RecipientID] {
 			continue // logging in or out: it stays pending
 		}
-		shown := !d.Own || sess.version < protocol.V2 // a protocol-1 sender is shown its own group message
+		shown := !d.Own || to.Version() < protocol.V2 // a protocol-1 sender is shown its own group message
 		n := taken[d.RecipientID]
-		if shown && n >= sess.c.room() {
-			sess.starved.Store(true)   // its writer asks for a fetch when it has room
+		if shown && n >= to.Room() {
+			to.Starve()                // its writer asks for a fetch when it has room
 			full[d.RecipientID] = true // what is taken is a prefix: a cursor cannot skip
 			continue
 		}
 		if shown {
 			taken[d.RecipientID] = n + 1
 		}
-		w.deliveries = append(w.deliveries, delivery{sess: sess, d: d})
+		w.deliveries = append(w.deliveries, Delivery{To: to, D: d})
 		if shares[d.RecipientID]++; shares[d.RecipientID] == perUser {
 			w.moreFor = append(w.moreFor, d.RecipientID) // it may have more
 		}
@@ -893,8 +856,8 @@ func (w *visitWork) take(ds []store.Delivery, perUser int) {
 // markDelivered marks the visit's deliveries delivered, and keeps only
 // those the store marked: rows whose user is still present here (a session
 // that ended after the fetch's read is not handed any).
-func (s *Server) markDelivered(tx store.Tx, w *visitWork) error {
-	done, stamp, err := tx.MarkDeliveredRows(s.cfg.NodeID, deliveryRows(w.deliveries))
+func (q *Queue) markDelivered(tx store.Tx, w *visitWork) error {
+	done, stamp, err := tx.MarkDeliveredRows(q.cfg.NodeID, deliveryRows(w.deliveries))
 	if err != nil {
 		return err
 	}
@@ -904,7 +867,7 @@ func (s *Server) markDelivered(tx store.Tx, w *visitWork) error {
 		for _, r := range done {
 			ok[r] = true
 		}
-		w.deliveries = slices.DeleteFunc(w.deliveries, func(d delivery) bool { return !ok[d.d.Row()] })
+		w.deliveries = slices.DeleteFunc(w.deliveries, func(d Delivery) bool { return !ok[d.D.Row()] })
 	}
 	return nil
 }
@@ -912,7 +875,7 @@ func (s *Server) markDelivered(tx store.Tx, w *visitWork) error {
 // unmarkRows makes pending again what earlier visits marked delivered and
 // never handed to a connection, and adds the nodes where those users are
 // now to the visit's hint.
-func (s *Server) unmarkRows(tx store.Tx, w *visitWork) error {
+func (q *Queue) unmarkRows(tx store.Tx, w *visitWork) error {
 	var n int
 	var seqs []int64
 	for _, m := range w.unmark {
@@ -938,27 +901,27 @@ func (s *Server) unmarkRows(tx store.Tx, w *visitWork) error {
 
 // keepUnmark records rows marked delivered at stamp that no connection got,
 // for the next visit to make pending again.
-func (s *Server) keepUnmark(stamp int64, rows []store.RecipientSeq) {
+func (q *Queue) keepUnmark(stamp int64, rows []store.RecipientSeq) {
 	if len(rows) == 0 || stamp == 0 { // stamp 0: nothing was marked
 		return
 	}
-	s.v.unmark = append(s.v.unmark, marked{stamp: stamp, rows: rows})
+	q.v.unmark = append(q.v.unmark, marked{stamp: stamp, rows: rows})
 	total := 0
-	for _, m := range s.v.unmark {
+	for _, m := range q.v.unmark {
 		total += len(m.rows)
 	}
-	for ; total > maxUnmarkRows && len(s.v.unmark) > 1; s.v.unmark = s.v.unmark[1:] {
-		total -= len(s.v.unmark[0].rows)
-		s.log.Warn().Int("rows", len(s.v.unmark[0].rows)).Msg("chat: too many deliveries to make pending again; these wait for their users' next login")
+	for ; total > maxUnmarkRows && len(q.v.unmark) > 1; q.v.unmark = q.v.unmark[1:] {
+		total -= len(q.v.unmark[0].rows)
+		q.log.Warn().Int("rows", len(q.v.unmark[0].rows)).Msg("queue: too many deliveries to make pending again; these wait for their users' next login")
 	}
-	s.want()
+	q.want()
 }
 
 // deliveryRows returns the store rows of ds.
-func deliveryRows(ds []delivery) []store.RecipientSeq {
+func deliveryRows(ds []Delivery) []store.RecipientSeq {
 	rows := make([]store.RecipientSeq, len(ds))
 	for i, d := range ds {
-		rows[i] = d.d.Row()
+		rows[i] = d.D.Row()
 	}
 	return rows
 }
@@ -966,189 +929,100 @@ func deliveryRows(ds []delivery) []store.RecipientSeq {
 // restore puts back what a failed visit took. Its commit may have reached
 // the store all the same: acknowledgements and stores are safe to do again,
 // and its deliveries' marks are undone by the next visit.
-func (s *Server) restore(w *visitWork) {
+func (q *Queue) restore(w *visitWork) {
 	for _, m := range w.unmark {
-		s.keepUnmark(m.stamp, m.rows)
+		q.keepUnmark(m.stamp, m.rows)
 	}
-	s.keepUnmark(w.stamp, deliveryRows(w.deliveries))
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.giveBackAcks(w)
+	q.keepUnmark(w.stamp, deliveryRows(w.deliveries))
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.giveBackAcks(w)
 	// The batch was never removed from the outbox.
 }
 
 // askForWaiting has the next fetch read what a visit without a fetch
 // made wait for users here (stored, or made pending again): the users the
 // hint names, asked as if by themselves (read once their queues take
-// more), or every user here if it could not name them. Caller holds s.mu.
-func (s *Server) askForWaiting(waiting []store.Waiting) {
+// more), or every user here if it could not name them. Caller holds q.mu.
+func (q *Queue) askForWaiting(waiting []store.Waiting) {
 	for _, wt := range waiting {
 		switch {
-		case wt.Node != s.cfg.NodeID:
+		case wt.Node != q.cfg.NodeID:
 		case wt.All:
-			s.more = true
+			q.more = true
 		default:
-			s.askLocked(wt.Users)
+			q.askLocked(wt.Users)
 		}
 	}
 }
 
 // askLocked asks the next fetch for those of users logged in here, as if
 // they had asked themselves: they are served with the others who asked.
-// Caller holds s.mu.
-func (s *Server) askLocked(users []int64) {
+// Caller holds q.mu.
+func (q *Queue) askLocked(users []int64) {
 	for _, id := range users {
-		if s.sessions[id] != nil {
-			s.fetchFor[id] = true
+		if sess, _ := q.sessions.Session(id); sess != nil {
+			q.fetchFor[id] = true
 		}
 	}
 }
 
 // committed updates the server's state after the visit's commit.
-func (s *Server) committed(now time.Time, w *visitWork) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	clear(s.outbox[:len(w.batch)])
-	s.outbox = s.outbox[len(w.batch):]
-	if len(s.outbox) == 0 {
-		s.outbox = nil // let the backing array go
+func (q *Queue) committed(now time.Time, w *visitWork) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	clear(q.outbox[:len(w.batch)])
+	q.outbox = q.outbox[len(w.batch):]
+	if len(q.outbox) == 0 {
+		q.outbox = nil // let the backing array go
 	}
 	switch {
 	case w.cut:
 		// Nothing was read: the same users again.
 		if w.fetchAll {
-			s.more = true
+			q.more = true
 		} else {
 			for _, id := range w.users {
-				s.fetchFor[id] = true
+				q.fetchFor[id] = true
 			}
 		}
 	case w.fetch:
 		if w.fetchAll {
-			s.v.lastFetch, s.v.fetchDone = now, w.fetchRq
+			q.v.lastFetch, q.v.fetchDone = now, w.fetchRq
 		}
-		s.more = w.more
+		q.more = w.more
 		for _, id := range w.users {
-			delete(s.fetchFor, id)
+			delete(q.fetchFor, id)
 		}
 		for _, id := range w.moreFor {
-			s.fetchFor[id] = true
+			q.fetchFor[id] = true
 		}
 	default:
-		s.askForWaiting(w.waiting)
+		q.askForWaiting(w.waiting)
 	}
 	if w.prune {
-		s.v.pruneNext = w.pruned.Next
+		q.v.pruneNext = w.pruned.Next
 		if w.pruned.Done {
-			s.v.lastPrune, s.v.pruneNext = now, 0
+			q.v.lastPrune, q.v.pruneNext = now, 0
 		}
-		s.stats.pruned.Add(uint64(w.pruned.Deleted))
+		q.stats.pruned.Add(uint64(w.pruned.Deleted))
 	}
 }
 
-// dispatch hands the visit's results to the connections' queues.
-func (s *Server) dispatch(w *visitWork) {
-	sendReceipts(w)
-	// Protocol-2 deliveries wait for their ACK; note their rows first, as
-	// the ACK may come back at once.
+// dispatch hands the visit's results to the sessions: receipts to the
+// senders, then the deliveries.
+func (q *Queue) dispatch(w *visitWork) {
+	for _, r := range w.stored {
+		r.m.From.Receipt(Receipt{Msg: r.m, Seq: r.seq, SentAt: r.sentAt, Unknown: r.unknown})
+	}
 	// A protocol-1 sender is shown its own group message, as the original
 	// server did: its client has no receipt, and shows the echo as the
 	// sign that the message went out. A protocol-2 sender has STORED, and
 	// its cursor simply passes its own messages.
-	w.deliveries = slices.DeleteFunc(w.deliveries, func(d delivery) bool { return d.d.Own && d.sess.version >= protocol.V2 })
-	s.noteUnacked(w)
-	s.deliver(w)
-}
-
-// sendReceipts answers the senders of the visit's batch: STORED for a
-// protocol-2 message, the refusal of one that could not be stored.
-func sendReceipts(w *visitWork) {
-	for _, r := range w.stored {
-		m := r.m
-		switch {
-		case r.err != nil:
-			r.err.ID = ""
-			if m.version >= protocol.V2 {
-				r.err.ID = m.id
-			}
-			m.c.sendLine(encodeError(m.version, r.err))
-		case m.version >= protocol.V2:
-			m.c.sendLine(encode(protocol.StoredV2{MessageType: protocol.TypeStored, ID: m.id, Seq: r.seq, Time: formatTime(r.sentAt)}))
-		}
+	w.deliveries = slices.DeleteFunc(w.deliveries, func(d Delivery) bool { return d.D.Own && d.To.Version() >= protocol.V2 })
+	if len(w.deliveries) == 0 {
+		return
 	}
-}
-
-// noteUnacked notes the rows of the visit's protocol-2 deliveries in their
-// sessions (at most maxUnacked each), for their ACKs.
-func (s *Server) noteUnacked(w *visitWork) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, d := range w.deliveries {
-		if sess := d.sess; sess.version >= protocol.V2 {
-			if sess.unacked == nil {
-				sess.unacked = map[string]store.RecipientSeq{}
-			}
-			if len(sess.unacked) < maxUnacked {
-				// The row, with its group: an ACK of a group message
-				// moves the member's cursor.
-				sess.unacked[d.d.ID] = d.d.Row()
-			}
-		}
-	}
-}
-
-// deliver queues the visit's deliveries to their connections, each message
-// encoded once per protocol (and per member for a protocol-1 group line).
-// The rows of sessions that are gone are made pending again for their
-// users' next sessions.
-func (s *Server) deliver(w *visitWork) {
-	type key struct {
-		seq, user int64 // user: a protocol-1 group line names its member
-		version   int
-	}
-	lines := map[key][]byte{}
-	var lost []store.RecipientSeq
-	for _, d := range w.deliveries {
-		v := d.sess.version
-		k := key{seq: d.d.Seq, version: v}
-		if v < protocol.V2 && d.d.ToGroup != "" {
-			k.user = d.d.RecipientID
-		}
-		line, ok := lines[k]
-		if !ok {
-			line = encodeDelivery(d.d, v)
-			lines[k] = line
-		}
-		it := outItem{line: line}
-		if o := s.cfg.DeliveryLatency; o != nil {
-			o.Observe(time.Since(d.d.SentAt).Seconds())
-		}
-		if v < protocol.V2 {
-			it.ack = d.d.Row()
-		}
-		if !d.sess.c.send(it) {
-			lost = append(lost, d.d.Row())
-		}
-	}
-	s.keepUnmark(w.stamp, lost) // the session is gone: pending again for its user's next session
-}
-
-func encodeDelivery(d store.Delivery, version int) []byte {
-	if version >= protocol.V2 {
-		return encode(chatV2Of(d.Message))
-	}
-	to := d.ToUser
-	if d.ToGroup != "" {
-		to = d.Recipient // the original named the member it delivered a group message to
-	}
-	return encode(protocol.ChatV1{MessageType: protocol.TypeChatMessage, FromName: d.Sender, ToUsername: to, ToGroup: d.ToGroup,
-		MessageContent: d.Content, SentAt: formatSentAt(d.SentAt)})
-}
-
-// visitedNotify wakes those waiting for a visit (shutdown's drain).
-func (s *Server) visitedNotify() {
-	s.mu.Lock()
-	close(s.visited)
-	s.visited = make(chan struct{})
-	s.mu.Unlock()
+	lost := q.sessions.Deliver(w.deliveries)
+	q.keepUnmark(w.stamp, lost) // the session is gone: pending again for its user's next session
 }

@@ -1,4 +1,4 @@
-package chat
+package queue
 
 import (
 	"encoding/json"
@@ -7,7 +7,7 @@ import (
 	"github.com/ringchat/ringchat/internal/store"
 )
 
-// hint is the chat service's data in the token (token.Token.App): the ids
+// hint is the queue's data in the token (token.Token.App): the ids
 // of the nodes that have deliveries waiting since the token last visited
 // them and, for some of them, the only users there they wait for. A visit
 // that stores messages adds where their recipients are logged in
@@ -27,8 +27,8 @@ type hint struct {
 	// U: for nodes of W, the users there with deliveries waiting; a node
 	// of W without an entry may have them for every user.
 	U map[int64][]int64 `json:"u,omitempty"`
-	// N: READ and TYPING notices going round (status.go).
-	N []notice `json:"n,omitempty"`
+	// N: READ and TYPING notices going round (notice.go).
+	N []Notice `json:"n,omitempty"`
 }
 
 // Bounds of the users a hint names: per node (past it, the node fetches
