@@ -1,5 +1,10 @@
 package chat
 
+// runs on: a connection's reader goroutine (readLoop: the fields under
+// "Owned by the reader goroutine") and its writer goroutine (writeLoop,
+// finish); the visit goroutine and others only queue lines (send, which
+// never waits) and close it (closeWith, once).
+
 import (
 	"bufio"
 	"bytes"

@@ -1,5 +1,8 @@
 package chat
 
+// runs on: the connections' reader goroutines and the presence check,
+// which take the slots (a buffered channel, safe for all of them).
+
 import (
 	"context"
 	"fmt"

@@ -1,5 +1,10 @@
 package chat
 
+// runs on: the connections' reader goroutines (each request is served on
+// its connection's reader), and the presence check's goroutine
+// (reconcileLoop and what it calls). Shared state is the server's, under
+// s.mu; the queue's is reached through its methods only.
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,8 @@
 package chat
 
+// runs on: the connections' reader goroutines; the address throttle is
+// guarded by its own mutex, password hashes take slots of hashSem.
+
 import (
 	"context"
 	"crypto/rand"

@@ -1,5 +1,7 @@
 package chat
 
+// runs on: one connection's reader goroutine, which owns its bucket.
+
 import "time"
 
 // bucket is a token bucket: rate tokens a second up to burst. Each line a

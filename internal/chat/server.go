@@ -1,5 +1,13 @@
 package chat
 
+// runs on: New and Listen on the assembling goroutine; Run, acceptLoop
+// and the presence check (reconcileLoop, handlers.go) on their own
+// goroutines; the connections' reader and writer goroutines (conn.go).
+// Server's session table and connection counts are guarded by s.mu; a
+// session's fields marked mu too. Nothing here holds s.mu while calling
+// the queue (s.q, which has its own lock and calls the table with it
+// held). The message queue's state is the queue's (internal/queue).
+
 import (
 	"context"
 	"crypto/tls"

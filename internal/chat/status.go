@@ -1,5 +1,8 @@
 package chat
 
+// runs on: the connections' reader goroutines; awayCache is guarded by its
+// own mutex.
+
 import (
 	"errors"
 	"strconv"

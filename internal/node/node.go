@@ -1,5 +1,12 @@
 package node
 
+// runs on: the run loop's goroutine (loop) owns Node's state (the ring
+// machine, counters, hop timing); the store worker, the visit worker
+// (visitWorker: the sections, such as the queue's Visit) and the peer
+// worker run on their own goroutines and talk to it over the channels
+// (ops, results, visits, visited, peers, statusCh, wants and the
+// sections' Config.Wants). Want and Status are safe from any goroutine.
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,8 @@
 package queue
 
+// runs on: the visit goroutine; a hint is a value, decoded from the
+// token and encoded back at every visit.
+
 import (
 	"encoding/json"
 	"slices"

@@ -1,5 +1,10 @@
 package queue
 
+// runs on: the visit goroutine (Visit, run by the node runtime at every
+// token visit; visits of one node never overlap). A visit's work
+// (visitWork) is its own; it reads and writes the queue's shared fields
+// under q.mu (collect, committed, restore, poison), and q.v alone.
+
 import (
 	"context"
 	"encoding/json"
