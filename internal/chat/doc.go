@@ -5,12 +5,12 @@
 //
 // Each connection has one reader goroutine (decode, check, answer) and one
 // writer goroutine draining a bounded queue to the socket; nothing else
-// ever waits on a client. Messages accepted from clients wait in the
-// node's outbox. The service's critical section (Server.Section, run by
-// the node at every token visit) stores them, fetches what is pending for
-// the users logged in here and applies acknowledgements, all in one
-// transaction fenced by the token's stamp; only after it committed do
-// receipts and deliveries go to the connections' queues. The token's App
-// data names the nodes that have deliveries waiting, so a node with
-// nothing to do does not touch the store.
+// ever waits on a client. Messages accepted from clients go to the
+// node's message queue (internal/queue, built by New over the server's
+// sessions and reached as Server.Queue), whose Visit the node runs at
+// every token visit: it stores them, fetches what is pending for the users
+// logged in here and applies acknowledgements, all in one transaction
+// fenced by the token's stamp; only after it committed does it hand
+// receipts, deliveries and notices to the sessions (sink.go), which put
+// them on the connections' queues.
 package chat
