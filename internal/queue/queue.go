@@ -37,7 +37,9 @@ import (
 type Config struct {
 	// NodeID is the node this queue belongs to.
 	NodeID int64
-	// Log receives the queue's log lines.
+	// Log receives the queue's log lines. They keep the wording they had
+	// in the chat service ("chat: visit failed; ..."): the benchmark and
+	// the end-to-end tests read them.
 	Log zerolog.Logger
 	// Lookup resolves a message's recipient in the visit's transaction:
 	// its id, or found false for a name that does not exist.

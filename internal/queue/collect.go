@@ -1,0 +1,207 @@
+package queue
+
+// runs on: the visit goroutine. collect takes a visit's work from the
+// queue's shared fields under q.mu (and asks the session table which
+// sessions are ready, with q.mu held); shrink and giveBackAcks too.
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/ringchat/ringchat/internal/store"
+	"github.com/ringchat/ringchat/internal/token"
+)
+
+// collect takes what this visit has to do from the server's state. hinted:
+// the token's hint asks for every user's fetch here; named: the users it
+// names here instead.
+func (q *Queue) collect(now time.Time, tok token.Token, hinted bool, named []int64) *visitWork {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.askLocked(named)
+	w := &visitWork{fetchRq: q.fetchReq, unmark: q.v.unmark}
+	q.v.unmark = nil
+	q.collectReady(now, w)
+	q.collectFetch(now, tok, hinted, w)
+	n := min(len(q.outbox), q.v.batch)
+	w.batch = slices.Clone(q.outbox[:n])
+	q.collectAcks(w)
+	w.prune = q.cfg.Retention > 0 && (q.v.pruneNext > 0 || now.Sub(q.v.lastPrune) >= q.cfg.PruneInterval) &&
+		(len(w.batch) > 0 || w.fetch || len(w.acks) > 0 || len(w.ackIDs) > 0 || len(w.unmark) > 0 || q.v.pruneNext > 0)
+	if q.v.fails > 0 {
+		q.shrink(w)
+	}
+	return w
+}
+
+// collectReady puts the ready sessions in w.ready, but those of users
+// whose fetch is set aside (until their pause is over). Caller holds q.mu.
+func (q *Queue) collectReady(now time.Time, w *visitWork) {
+	w.ready = q.sessions.Ready()
+	for id, until := range q.v.setAside {
+		if now.After(until) {
+			delete(q.v.setAside, id)
+			continue
+		}
+		delete(w.ready, id)
+	}
+}
+
+// collectFetch picks the users whose pending messages the visit reads:
+// every ready user (taking turns) or only those who asked. Caller holds
+// q.mu.
+func (q *Queue) collectFetch(now time.Time, tok token.Token, hinted bool, w *visitWork) {
+	// Every user's messages are read after a hint (messages were stored for
+	// users here), a new token generation, a fetch that left some behind,
+	// or the safety interval; otherwise only those of users who asked.
+	w.fetchAll = len(w.ready) > 0 && (hinted || tok.Gen != q.v.lastGen || q.fetchReq != q.v.fetchDone || q.more ||
+		now.Sub(q.v.lastFetch) >= q.cfg.SafetyFetch)
+	for id := range q.fetchFor {
+		if sess, _ := q.sessions.Session(id); sess == nil {
+			delete(q.fetchFor, id) // gone: its next login asks again
+		}
+	}
+	if w.fetchAll {
+		w.users = q.fetchUsers(w.ready)
+	} else {
+		w.users = q.askedUsers(w.ready)
+	}
+	w.fetch = len(w.users) > 0 // it may also turn on in the visit (messages stored for users here)
+}
+
+// collectAcks takes the visit's acknowledgements: up to ackMax rows and,
+// fewer after failures, up to maxAckIDs ids to look up. Caller holds q.mu.
+func (q *Queue) collectAcks(w *visitWork) {
+	ackRows, ackIDs := q.v.ackMax, maxAckIDs
+	if q.v.fails > 0 {
+		ackIDs = max(1, maxAckIDs>>(2*q.v.fails))
+	}
+	k := min(len(q.acks), ackRows)
+	w.acks = slices.Clone(q.acks[:k])
+	q.acks = slices.Delete(q.acks, 0, k)
+	w.ackIDs = q.takeAckIDs(ackIDs)
+}
+
+// takeAckIDs takes up to n acknowledged ids for this visit (caller holds
+// q.mu).
+func (q *Queue) takeAckIDs(n int) map[int64][]string {
+	if q.ackCount == 0 {
+		return nil
+	}
+	out := map[int64][]string{}
+	for uid, ids := range q.ackIDs {
+		k := min(len(ids), n)
+		out[uid] = ids[:k:k]
+		if k == len(ids) {
+			delete(q.ackIDs, uid)
+		} else {
+			q.ackIDs[uid] = ids[k:]
+		}
+		q.ackCount -= k
+		if n -= k; n == 0 {
+			break
+		}
+	}
+	return out
+}
+
+// fetchUsers picks the users whose pending messages this visit reads: all
+// the ready ones, at most fetchUserLimit, taking turns beyond that.
+func (q *Queue) fetchUsers(ready map[int64]Sink) []int64 {
+	users := slices.Sorted(maps.Keys(ready))
+	limit := q.fetchUserLimit(len(users))
+	if len(users) <= limit {
+		return users
+	}
+	start := q.v.fetchTurn % len(users)
+	q.v.fetchTurn += limit
+	out := append(slices.Clone(users[start:]), users[:start]...)
+	return out[:limit]
+}
+
+// fetchUserLimit is how many of n users one fetch reads: at most
+// store.MaxPendingUsers and the fetch's current size.
+func (q *Queue) fetchUserLimit(n int) int {
+	return min(n, store.MaxPendingUsers, q.v.fetchMax)
+}
+
+// askedReady reports whether a user in fetchFor can be fetched now (ready,
+// not set aside; caller holds q.mu, on the visit goroutine).
+func (q *Queue) askedReady() bool {
+	for id := range q.fetchFor {
+		if _, ready := q.sessions.Session(id); ready {
+			if _, aside := q.v.setAside[id]; !aside {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// askedUsers picks the ready users in fetchFor, lowest ids first, as many
+// as one fetch reads (the rest stay asked; caller holds q.mu).
+func (q *Queue) askedUsers(ready map[int64]Sink) []int64 {
+	var users []int64
+	for id := range q.fetchFor {
+		if ready[id] != nil {
+			users = append(users, id)
+		}
+	}
+	slices.Sort(users)
+	return users[:q.fetchUserLimit(len(users))]
+}
+
+// shrink keeps one kind of work of a visit after failures (the first there
+// is of: deliveries to make pending again, messages to store,
+// acknowledgements, the fetch), already made smaller by collect, and
+// gives the rest back. If the last visit failed with one piece of work
+// alone, this one probes the store first.
+func (q *Queue) shrink(w *visitWork) {
+	w.shrunk, w.prune = true, false
+	keep := func(kind string) {
+		if kind != "unmark" && len(w.unmark) > 0 {
+			q.v.unmark, w.unmark = append(w.unmark, q.v.unmark...), nil
+		}
+		if kind != "store" {
+			w.batch = nil
+		}
+		if kind != "ack" && (len(w.acks) > 0 || len(w.ackIDs) > 0) {
+			q.giveBackAcks(w)
+		}
+		if kind != "fetch" {
+			if w.fetch && w.fetchAll {
+				q.more = true // the fetch comes after this visit (caller holds q.mu); asked users stay asked
+			}
+			w.fetch, w.users = false, nil
+		}
+	}
+	switch {
+	case len(w.unmark) > 0:
+		w.unmark = w.unmark[:1]
+		if n := len(w.unmark[0].rows); n > 1 {
+			half := n >> min(q.v.fails, 16)
+			head := marked{stamp: w.unmark[0].stamp, rows: w.unmark[0].rows[:max(1, half)]}
+			q.v.unmark = append([]marked{{stamp: head.stamp, rows: w.unmark[0].rows[len(head.rows):]}}, q.v.unmark...)
+			w.unmark = []marked{head}
+		}
+		keep("unmark")
+	case len(w.batch) > 0:
+		keep("store")
+	case len(w.acks) > 0 || len(w.ackIDs) > 0:
+		keep("ack")
+	default:
+		keep("fetch")
+	}
+	w.probe = q.v.suspect.kind != "" && q.v.suspect.matches(w)
+}
+
+// giveBackAcks puts the visit's acknowledgements back (caller holds q.mu).
+func (q *Queue) giveBackAcks(w *visitWork) {
+	q.acks = append(w.acks, q.acks...)
+	for uid, ids := range w.ackIDs {
+		q.ackIDs[uid] = append(ids, q.ackIDs[uid]...)
+		q.ackCount += len(ids)
+	}
+	w.acks, w.ackIDs = nil, nil
+}
