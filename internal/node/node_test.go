@@ -378,3 +378,47 @@ func TestVisitBudgetStretchesAfterCutShortVisits(t *testing.T) {
 		t.Errorf("maxStretch %d: a stretched visit must outlast a lost packet's retransmission (200 ms) with room for the rest", maxStretch)
 	}
 }
+
+// The coordinator that splices a crashed node out clears the presence
+// rows of the users logged in there (Config.ClearPresence, the chat's
+// part of the store), so they can log in elsewhere at once.
+func TestSplicedOutNodesPresenceCleared(t *testing.T) {
+	c := newCluster(t, 1, 2, 3)
+	var mu sync.Mutex
+	var cleared []int64
+	clearPresence := func(ctx context.Context, node int64) error {
+		mu.Lock()
+		cleared = append(cleared, node)
+		mu.Unlock()
+		return c.st.Update(ctx, func(tx store.Tx) error {
+			_, err := tx.ClearNodePresence(node)
+			return err
+		})
+	}
+	probe := MutexProbe(zerolog.Nop())
+	for _, id := range []int64{1, 2, 3} {
+		c.startWith(id, func(cfg *Config) { cfg.Sections, cfg.ClearPresence = []Section{probe}, clearPresence })
+	}
+	c.waitHealthy("formation")
+	ctx := context.Background()
+	if err := c.st.Update(ctx, func(tx store.Tx) error {
+		u, _, err := tx.EnsureUser("carol")
+		if err != nil {
+			return err
+		}
+		return tx.SetPresence(u.ID, 3)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c.crash(3)
+	c.waitHealthy("after node 3 crashed")
+	testutil.Eventually(t, testutil.WaitLimit, "carol's presence at node 3 cleared", func() bool {
+		online, err := c.st.Online(ctx)
+		return err == nil && len(online) == 0
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Contains(cleared, 3) {
+		t.Errorf("presence cleared for nodes %v, want node 3", cleared)
+	}
+}
