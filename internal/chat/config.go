@@ -84,6 +84,10 @@ type Config struct {
 	// clients at once (logins, joins, WHO, HISTORY, presence); more wait
 	// for a slot. The token's visits never wait for one.
 	StoreSlots int
+	// The fields from OutboxLimit to PoisonStreak configure the node's
+	// message queue (internal/queue: the token visits' work), which New
+	// builds.
+
 	// OutboxLimit bounds the messages accepted here that wait for the token.
 	OutboxLimit int
 	// BatchStart and BatchMax bound the messages stored in one visit; the
