@@ -865,7 +865,7 @@ func (r *runner) hostileCounters(reasons []string, storeFailed map[int][]time.Ti
 			}
 		}
 		if sent, got := refusedTokens(want, c); got < float64(sent) {
-			bad = append(bad, fmt.Sprintf("node %d run %d: %d TOKENs sent in another node's name, its forged_token and not_predecessor counters say %.0f", id, in.Run, sent, got))
+			bad = append(bad, fmt.Sprintf("node %d run %d: %d TOKENs sent in another node's name, its forged_token, not_predecessor and unjudged_token counters say %.0f", id, in.Run, sent, got))
 		}
 		detail = append(detail, fmt.Sprintf("node %d run %d, its own counters (sent/counted): %s", id, in.Run, strings.Join(parts, ", ")))
 	}
@@ -883,11 +883,18 @@ func isTokenReason(reason string) bool {
 // in a stranger's are judged together: with the ring changing, the node
 // may name the stranger its predecessor (the token is refused as forged)
 // or the store's new predecessor may not be the one the barrage read
-// (refused as not_predecessor); either way it is refused and counted.
+// (refused as not_predecessor); and while one waits for the store's word
+// on its sender, the other, sent just after it, replaces it (the first is
+// dropped without being taken: unjudged_token). Either way it is refused
+// and counted.
 func refusedTokens(want map[string]int, c map[string]float64) (int, float64) {
 	forged, notPred := reasonOf(hTCPForgedToken), reasonOf(hTCPNotPred)
-	return want[forged] + want[notPred], c[forged] + c[notPred]
+	return want[forged] + want[notPred], c[forged] + c[notPred] + c[reasonUnjudged]
 }
+
+// reasonUnjudged is the counter of a TOKEN waiting for the store's word
+// on its sender that was dropped unjudged.
+const reasonUnjudged = "unjudged_token"
 
 // checkPauses judges the longest time in which no node committed a visit
 // during the fault phase, outside the faults' repairs; fig is the report's

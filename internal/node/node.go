@@ -93,9 +93,13 @@ type Stats struct {
 	// the store never issued or with a proof that does not hold
 	// (TokensForged), a token on the link of a node the store's ring does
 	// not name as predecessor (NotPredecessor), a frame on a path its type
-	// never takes or a datagram in this node's own name (OffLink).
+	// never takes or a datagram in this node's own name (OffLink). A token
+	// waiting for the store's word on its sender that was dropped before
+	// it came (its link closed, or a later one replaced it) is
+	// TokensUnjudged: never taken.
 	TokensForged   uint64
 	NotPredecessor uint64
+	TokensUnjudged uint64
 	OffLink        uint64
 	SuccessorFails uint64
 }
@@ -484,6 +488,8 @@ func (n *Node) logNote(note ring.Note) {
 		n.stats.TokensForged++
 	case ring.EventNotPredecessor:
 		n.stats.NotPredecessor++
+	case ring.EventTokenUnjudged:
+		n.stats.TokensUnjudged++
 	case ring.EventOffLink:
 		n.stats.OffLink++
 	}
@@ -494,7 +500,7 @@ func (n *Node) logNote(note ring.Note) {
 		ring.EventCoordinatorOrphaned, ring.EventTokenRegenerated, ring.EventLeaveDeadline, ring.EventLeaveUnanswered,
 		ring.EventElectionWon, ring.EventLeaseLost:
 		ev = n.log.Info()
-	case ring.EventTokenForged, ring.EventNotPredecessor:
+	case ring.EventTokenForged, ring.EventNotPredecessor, ring.EventTokenUnjudged:
 		if now := time.Now(); now.Sub(n.hostileLogged[note.Event]) >= time.Second {
 			if n.hostileLogged == nil {
 				n.hostileLogged = map[ring.Event]time.Time{}

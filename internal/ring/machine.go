@@ -1007,8 +1007,12 @@ func (n *Machine) startHandoff() {
 
 // checkPred handles a TOKEN on the link of a node the store's ring did not
 // name as this node's predecessor: it waits (one at a time; a later one
-// replaces it) while the store is asked.
+// replaces it, and the one replaced is counted as dropped unjudged) while
+// the store is asked.
 func (n *Machine) checkPred(m Msg) {
+	if p := n.parkedTok; p != nil {
+		n.note(EventTokenUnjudged, p.m.From)
+	}
 	n.parkedTok = &parkedMsg{m: m, after: n.nextOpID}
 	n.enqueue(Op{Kind: OpCheckMember})
 }
@@ -1033,7 +1037,9 @@ func (n *Machine) settleToken(readID uint64, failed bool) {
 	case m.From == n.ringPred || failed:
 		if linked {
 			n.stepToken(m)
-		} // else the link it came on is gone: its sender sends it again
+		} else { // the link it came on is gone: a real sender sends it again
+			n.note(EventTokenUnjudged, m.From)
+		}
 	case readID <= p.after:
 		n.checkPred(m) // that read was asked before the token came
 	default:

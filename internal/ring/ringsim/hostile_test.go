@@ -367,3 +367,66 @@ func TestHostileTokenFromNotPredecessorWhileThePredecessorRelinks(t *testing.T) 
 		t.Fatalf("node %d's inbound link is from %d; the store names %d", victim, n.Predecessor(), s.Store.Topo.Predecessor(victim))
 	}
 }
+
+// Two TOKENs on strangers' links in a row, the second before the store
+// answered about the first: one token waits at a time, so the first is
+// dropped without being taken and counted (token-unjudged), and the second
+// is refused as not-predecessor. Before, the first went uncounted (seen
+// in the chaos suite's barrage: a forged TOKEN in the predecessor's name
+// waiting for a member check, replaced by the stranger's TOKEN sent just
+// after it).
+func TestHostileTokensFromTwoStrangersInARow(t *testing.T) {
+	s := hostileSim(t, 109)
+	s.IdleVisits = true
+	s.OpDelay = 20 // both come before the store's answer
+	var victim int64
+	var strangers []int64
+	for _, id := range s.Live() {
+		if id == s.Store.Coord {
+			continue
+		}
+		pred := s.Store.Topo.Predecessor(id)
+		strangers = nil
+		for _, o := range s.Live() {
+			if o != id && o != pred {
+				strangers = append(strangers, o)
+			}
+		}
+		victim = id
+		break
+	}
+	first, second := strangers[0], strangers[1]
+	n := s.Procs[victim].Node
+	unjudged, refused := false, false
+	trace := s.Trace
+	s.Trace = func(line string) {
+		trace(line)
+		switch {
+		case strings.Contains(line, fmt.Sprintf("node %d: %s peer=%d", victim, ring.EventTokenUnjudged, first)):
+			unjudged = true
+		case strings.Contains(line, fmt.Sprintf("node %d: %s peer=%d", victim, ring.EventNotPredecessor, second)):
+			refused = true
+		}
+	}
+	at := s.Now
+	var stamps []token.Stamp
+	for i, from := range []int64{first, second} {
+		s.DialAs(victim, from)
+		s.Step()
+		st := token.Stamp{Gen: s.Store.Gen, Seq: n.LastStamp().Seq + 1 + int64(i)}
+		stamps = append(stamps, st)
+		s.Inject(victim, ring.Msg{Type: ring.MsgToken, Via: ring.ViaPred, From: from, Epoch: s.Store.Epoch,
+			Token: &token.Token{Stamp: st, Proof: token.Prove(Secret(s.Store.Gen), st)}})
+		s.Step()
+	}
+	if !s.RunUntil(within2s(s), func() bool { return unjudged && refused }) {
+		t.Fatalf("node %d: the first stranger's token (node %d) counted unjudged %v, the second's (node %d) refused %v", victim, first, unjudged, second, refused)
+	}
+	for _, st := range stamps {
+		if n.LastStamp() == st {
+			t.Fatalf("node %d took the token %s from a node that is not its predecessor", victim, st)
+		}
+	}
+	workEverywhere(s)
+	recovered(t, s, at, "TOKENs from two strangers in a row")
+}
