@@ -55,9 +55,13 @@ func NewGalera(script string) (*Galera, error) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return nil, err
 	}
+	// Below the kernel's ephemeral range (32768-60999 here): a port from
+	// inside it can be taken by any outgoing connection between the check
+	// and the server's bind (seen: "Bind on TCP/IP port ... Address
+	// already in use" while other tests ran).
 	var last error
 	for range 200 {
-		port, gcomm := 20000+rand.IntN(20000), 40000+rand.IntN(20000)
+		port, gcomm := 20000+rand.IntN(12000), 10000+rand.IntN(9900)
 		if last = portsFree(port, GaleraServers); last != nil {
 			continue
 		}
