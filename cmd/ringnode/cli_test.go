@@ -123,7 +123,7 @@ func checkFreshStatus(t *testing.T, dir string, env []string) {
 			t.Errorf("node %d: not probed", i+1)
 		}
 		n.Answers = nil // whether something listens on 800x here is not the test's
-		want := status.NodeReport{ID: int64(i + 1), Host: "127.0.0.1", CoordinationPort: 5001 + i, ClientPort: 8001 + i, Online: []string{}}
+		want := status.NodeReport{ID: int64(i + 1), Host: "127.0.0.1", CoordinationPort: 5001 + i, ClientPort: 8001 + i, Online: []string{}, HealthAgeMS: -1}
 		if diff := cmp.Diff(want, n); diff != "" {
 			t.Errorf("node %d (-want +got):\n%s", i+1, diff)
 		}

@@ -126,6 +126,9 @@ type Status struct {
 	// (the store answers, but not well enough to serve them: a lossy
 	// link). Its clients are better served elsewhere.
 	VisitsFailing bool
+	// AvoidedLinks: as coordinator, the links (pairs of nodes) it avoids
+	// placing a node across, for they failed again and again lately.
+	AvoidedLinks [][2]int64
 }
 
 // New builds a node; Run starts it.
@@ -314,7 +317,7 @@ func (n *Node) snapshot() Status {
 		ID: n.cfg.Ring.ID, Phase: n.rn.Phase(), Coordinator: c, Epoch: e, IsCoord: n.rn.IsCoordinator(),
 		Successor: succ, SuccessorUp: up, Predecessor: n.rn.Predecessor(), HoldsToken: n.rn.HoldsToken(),
 		LastStamp: n.rn.LastStamp(), Stats: n.stats, HopTimes: append([]time.Duration(nil), n.hopTimes...),
-		Elections: n.rn.Elections(), VisitsFailing: n.trouble.at(time.Now()),
+		Elections: n.rn.Elections(), VisitsFailing: n.trouble.at(time.Now()), AvoidedLinks: n.rn.AvoidedLinks(),
 	}
 }
 
@@ -690,6 +693,7 @@ func (n *Node) peerWorker(ctx context.Context) {
 	check := time.NewTicker(min(dbServerCheck, n.cfg.PeerRefresh))
 	defer check.Stop()
 	var db dbServerRecord
+	var health healthRecord
 	n.recordDBServer(ctx, &db)
 	for {
 		select {
@@ -697,6 +701,7 @@ func (n *Node) peerWorker(ctx context.Context) {
 			return
 		case <-check.C:
 			n.recordDBServer(ctx, &db)
+			n.reportHealth(ctx, &health)
 		case <-refresh.C:
 			n.refreshPeers(ctx)
 		}

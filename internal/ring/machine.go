@@ -185,6 +185,11 @@ func (n *Machine) Members() []int64               { return slices.Clone(n.member
 func (n *Machine) Now() int64                     { return n.now }
 func (n *Machine) Config() Config                 { return n.cfg }
 func (n *Machine) Visiting() bool                 { return n.tok.Visiting() }
+
+// AvoidedLinks lists the links (pairs of nodes, either way) this node, as
+// coordinator, avoids placing a node across: they failed again and again
+// lately.
+func (n *Machine) AvoidedLinks() [][2]int64 { return n.avoidedLinks() }
 func (n *Machine) PendingRequest() (MsgType, bool) {
 	if n.req == nil {
 		return "", false

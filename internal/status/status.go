@@ -59,6 +59,33 @@ type NodeReport struct {
 	// DBServer is the database server the node recorded using (empty
 	// until it records one; an SQLite store has none).
 	DBServer string `json:"db_server"`
+	// Health is what the node last said of itself (empty: it serves),
+	// HealthAgeMS how long ago on the store's clock (-1: never).
+	Health      string `json:"health"`
+	HealthAgeMS int64  `json:"health_age_ms"`
+}
+
+// healthStale is how long a node in the ring may go without reporting
+// its health (it reports every 2 s) before status names it: stopped, or
+// cut off from the store.
+const healthStale = 10 * time.Second
+
+// healthProblems are the problems the nodes' own reports show: what a
+// node says is wrong with it (a fresh report), and a node of the ring
+// that stopped reporting. A node that never reported (an older binary)
+// says nothing.
+func healthProblems(nodes []store.NodeRow) []string {
+	var out []string
+	for _, n := range nodes {
+		switch {
+		case n.HealthAge < 0:
+		case n.HealthAge > healthStale && n.InRing():
+			out = append(out, fmt.Sprintf("node %d has not reported for %s (stopped, or cut off from the store)", n.ID, n.HealthAge.Round(time.Second)))
+		case n.HealthAge <= healthStale && n.Health != "":
+			out = append(out, fmt.Sprintf("node %d: %s (%s ago)", n.ID, n.Health, n.HealthAge.Round(time.Second)))
+		}
+	}
+	return out
 }
 
 // Probe asks every node of the report whether it answers: a TCP
@@ -113,21 +140,13 @@ func Collect(ctx context.Context, st store.Store, storeName string) (Report, err
 	}
 	succ := store.Successors(nodes)
 	for _, n := range nodes {
-		rn := NodeReport{ID: n.ID, Host: n.Host, CoordinationPort: n.CoordPort, ClientPort: n.ClientPort,
-			InRing: n.InRing(), Coordinator: n.ID == coord.NodeID, Online: byNode[n.ID], DBServer: n.DBServer}
-		if rn.Online == nil {
-			rn.Online = []string{}
-		}
+		r.Nodes = append(r.Nodes, nodeReport(n, coord.NodeID, byNode[n.ID]))
 		delete(byNode, n.ID)
-		if n.InRing() {
-			s := n.Successor
-			rn.Successor = &s
-		}
-		r.Nodes = append(r.Nodes, rn)
 	}
 	if order, problems := ring.Order(succ); order != nil {
 		r.Ring, r.RingProblems = order, append(r.RingProblems, problems...)
 	}
+	r.RingProblems = append(r.RingProblems, healthProblems(nodes)...)
 	for node, users := range byNode {
 		r.RingProblems = append(r.RingProblems, fmt.Sprintf("users %v are online at node %d, which is not in the node table", users, node))
 	}
@@ -137,6 +156,25 @@ func Collect(ctx context.Context, st store.Store, storeName string) (Report, err
 		}
 	}
 	return r, nil
+}
+
+// nodeReport is the report of the node of row n, with the coordinator
+// coord and the users online there.
+func nodeReport(n store.NodeRow, coord int64, online []string) NodeReport {
+	rn := NodeReport{ID: n.ID, Host: n.Host, CoordinationPort: n.CoordPort, ClientPort: n.ClientPort,
+		InRing: n.InRing(), Coordinator: n.ID == coord, Online: online, DBServer: n.DBServer,
+		Health: n.Health, HealthAgeMS: -1}
+	if n.HealthAge >= 0 {
+		rn.HealthAgeMS = n.HealthAge.Milliseconds()
+	}
+	if rn.Online == nil {
+		rn.Online = []string{}
+	}
+	if n.InRing() {
+		s := n.Successor
+		rn.Successor = &s
+	}
+	return rn
 }
 
 // answering counts the nodes that answered a probe, and reports whether

@@ -3,6 +3,10 @@ package status
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/ringchat/ringchat/internal/nodelist"
+	"github.com/ringchat/ringchat/internal/store"
 )
 
 func TestWriteText(t *testing.T) {
@@ -86,5 +90,30 @@ NODE  HOST  COORD  CLIENT  ANSWERS  IN RING  SUCCESSOR  ROLE         DB SERVER  
 		if b.String() != c.want {
 			t.Errorf("%s: got\n%s\nwant\n%s", c.name, b.String(), c.want)
 		}
+	}
+}
+
+// A node's fresh report of trouble, and a node of the ring silent for
+// longer than healthStale, are problems; a serving node, an old report of
+// trouble from a node out of the ring, and a node that never reported
+// (an older binary) are not.
+func TestHealthProblems(t *testing.T) {
+	row := func(id, succ int64, health string, age time.Duration) store.NodeRow {
+		return store.NodeRow{Entry: nodelist.Entry{ID: id}, Successor: succ, Health: health, HealthAge: age}
+	}
+	got := healthProblems([]store.NodeRow{
+		row(1, 2, "", time.Second),
+		row(2, 3, "most of its critical sections fail (the store answers, but not its visits)", 1400*time.Millisecond),
+		row(3, 5, "", healthStale+time.Second),
+		row(4, 0, "not in the ring (joining)", healthStale+time.Second),
+		row(5, 1, "", -1),
+		row(6, 0, "", healthStale),
+	})
+	want := []string{
+		"node 2: most of its critical sections fail (the store answers, but not its visits) (1s ago)",
+		"node 3 has not reported for 11s (stopped, or cut off from the store)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -267,8 +267,13 @@ func (s *sqlStore) AddNodes(ctx context.Context, nodes []nodelist.Entry) (int, e
 func validPort(p int) bool { return p >= 1 && p <= 65535 }
 
 func (s *sqlStore) Nodes(ctx context.Context) ([]NodeRow, error) {
+	var args []any
+	if s.d.clockUS == "?" {
+		args = append(args, s.nowUS())
+	}
 	rows, err := s.db.QueryContext(ctx,
-		"SELECT node_id, host, coord_port, client_port, successor_id, db_server FROM nodes ORDER BY node_id")
+		"SELECT node_id, host, coord_port, client_port, successor_id, db_server, health, health_us, "+s.d.clockUS+
+			" FROM nodes ORDER BY node_id", args...)
 	if err != nil {
 		return nil, wrapOp("list nodes", err)
 	}
@@ -276,12 +281,16 @@ func (s *sqlStore) Nodes(ctx context.Context) ([]NodeRow, error) {
 	var out []NodeRow
 	for rows.Next() {
 		var n NodeRow
-		var succ sql.NullInt64
-		var server sql.NullString
-		if err := rows.Scan(&n.ID, &n.Host, &n.CoordPort, &n.ClientPort, &succ, &server); err != nil {
+		var succ, healthUS sql.NullInt64
+		var server, health sql.NullString
+		var nowUS int64
+		if err := rows.Scan(&n.ID, &n.Host, &n.CoordPort, &n.ClientPort, &succ, &server, &health, &healthUS, &nowUS); err != nil {
 			return nil, wrapOp("list nodes", err)
 		}
-		n.Successor, n.DBServer = succ.Int64, server.String
+		n.Successor, n.DBServer, n.Health, n.HealthAge = succ.Int64, server.String, health.String, -1
+		if healthUS.Valid {
+			n.HealthAge = time.Duration(max(nowUS-healthUS.Int64, 0)) * time.Microsecond
+		}
 		out = append(out, n)
 	}
 	if err := rows.Err(); err != nil {

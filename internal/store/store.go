@@ -55,6 +55,11 @@ type NodeRow struct {
 	// DBServer is the database server the node last recorded using
 	// (SetDBServer; empty until it does).
 	DBServer string
+	// Health is what the node last said of itself (SetHealth; empty: it
+	// serves), HealthAge how long ago on the store's clock (negative: it
+	// never reported).
+	Health    string
+	HealthAge time.Duration
 }
 
 // InRing reports whether the node has a successor pointer.
@@ -276,6 +281,11 @@ type Control interface {
 	// SetDBServer records the database server a node uses (shown by
 	// status); an unknown node id changes nothing.
 	SetDBServer(ctx context.Context, nodeID int64, server string) error
+	// SetHealth records what a node says of itself now (empty: it serves;
+	// at most MaxHealthLen bytes, else ErrInvalid), stamped with the
+	// store's clock: status shows it with its age. An unknown node id
+	// changes nothing.
+	SetHealth(ctx context.Context, nodeID int64, health string) error
 	// SetSuccessors applies topology changes in one transaction, only if
 	// coord still holds the coordinator role at coord.Epoch
 	// (ErrNotCoordinator otherwise). Unknown node ids give ErrInvalid and

@@ -113,6 +113,7 @@ var schemaTests = []conformanceTest{
 var controlTests = []conformanceTest{
 	{"AddNodes", testAddNodes},
 	{"DBServer", testDBServer},
+	{"Health", testHealth},
 	{"ClaimCoordinator", testClaimCoordinator},
 	{"ClaimCoordinatorRace", testClaimCoordinatorRace},
 	{"Lease", testLease},
