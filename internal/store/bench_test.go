@@ -1,0 +1,161 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ringchat/ringchat/internal/testutil"
+)
+
+// BenchmarkDirectMessages runs the store's side of direct messages as a
+// ring does: a visit stores a batch (one message to each of 50 users, 20
+// batches a round), a visit of the users' node fetches and marks them, and
+// a visit acknowledges them, every second round by id (protocol 2) and
+// otherwise by row (protocol 1). It reports the time, the statements and,
+// on MariaDB, the rows written (the session's Handler_write, Handler_update
+// and Handler_delete) and the redo log written (the server's
+// Innodb_os_log_written, which other clients of the server add to) per
+// message.
+func BenchmarkDirectMessages(b *testing.B) {
+	b.Run("mariadb", func(b *testing.B) { benchDirect(b, testutil.MySQLDSN(b)) })
+	b.Run("sqlite", func(b *testing.B) { benchDirect(b, "sqlite:"+filepath.Join(b.TempDir(), "bench.db")) })
+}
+
+const benchUsers, benchBatches = 50, 20
+
+func benchDirect(b *testing.B, dsn string) {
+	ctx := context.Background()
+	st, err := Open(ctx, dsn, Options{Create: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := Migrate(ctx, st); err != nil {
+		b.Fatal(err)
+	}
+	s := st.(*sqlStore)
+	s.db.SetMaxOpenConns(1) // one session: its status counts this benchmark's rows
+	var sender int64
+	users := make([]int64, benchUsers)
+	err = s.Update(ctx, func(tx Tx) error {
+		u, _, err := tx.EnsureUser("sender")
+		sender = u.ID
+		for i := range users {
+			if err == nil {
+				u, _, err = tx.EnsureUser(fmt.Sprintf("u%d", i))
+				users[i] = u.ID
+				err = tx.SetPresence(u.ID, 1)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var stmts int
+	s.inspect = func(_ *sqlTx, q string, _ []any) { stmts++ }
+	rows0, log0 := benchStatus(b, s)
+	fence := Fence{Generation: 1, Holder: 1}
+	visit := func(fn func(tx Tx) error) {
+		fence.Seq++
+		if err := s.Fenced(ctx, fence, fn); err != nil {
+			b.Fatal(err)
+		}
+	}
+	msgs := 0
+	b.ResetTimer()
+	for round := range b.N {
+		for batch := range benchBatches {
+			ms := make([]NewMessage, len(users))
+			rcpts := make([][]int64, len(users))
+			for i, u := range users {
+				ms[i] = NewMessage{ID: fmt.Sprintf("b%d-%d-%d", round, batch, i), SenderID: sender, ToUserID: u,
+					Content: strings.Repeat("x", 40), SentAt: time.Now(), NodeID: 1}
+				rcpts[i] = []int64{u}
+			}
+			msgs += len(ms)
+			visit(func(tx Tx) error {
+				res, err := tx.InsertMessages(ms, rcpts)
+				if err != nil {
+					return err
+				}
+				seqs := make([]int64, len(res))
+				for i, r := range res {
+					seqs[i] = r.Seq
+				}
+				_, err = tx.WaitingFor(seqs, 64)
+				return err
+			})
+			var marked []RecipientSeq
+			var ds []Delivery
+			visit(func(tx Tx) error {
+				var err error
+				if ds, err = tx.PendingFor(1, users, 64, 2000); err != nil {
+					return err
+				}
+				rows := make([]RecipientSeq, len(ds))
+				for i, d := range ds {
+					rows[i] = d.Row()
+				}
+				marked, _, err = tx.MarkDeliveredRows(1, rows)
+				return err
+			})
+			if len(marked) != len(users) {
+				b.Fatalf("marked %d of %d", len(marked), len(users))
+			}
+			visit(func(tx Tx) error {
+				if round%2 == 0 {
+					_, err := tx.AckRows(marked)
+					return err
+				}
+				for _, d := range ds {
+					if _, err := tx.Ack(d.RecipientID, []string{d.ID}); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}
+	}
+	b.StopTimer()
+	s.inspect = nil
+	rows1, log1 := benchStatus(b, s)
+	b.ReportMetric(float64(stmts)/float64(msgs), "stmts/msg")
+	if s.d.name == "mysql" {
+		b.ReportMetric(float64(rows1-rows0)/float64(msgs), "rows-written/msg")
+		b.ReportMetric(float64(log1-log0)/float64(msgs), "redo-B/msg")
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(msgs), "µs/msg")
+}
+
+// benchStatus returns the session's rows written and the server's redo log
+// written so far (MariaDB; zero on SQLite).
+func benchStatus(b *testing.B, s *sqlStore) (rows, redo int64) {
+	if s.d.name != "mysql" {
+		return 0, 0
+	}
+	q := "SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME IN " +
+		"('HANDLER_WRITE', 'HANDLER_UPDATE', 'HANDLER_DELETE', 'INNODB_OS_LOG_WRITTEN')"
+	r, err := s.db.QueryContext(context.Background(), q)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	for r.Next() {
+		var name string
+		var v int64
+		if err := r.Scan(&name, &v); err != nil {
+			b.Fatal(err)
+		}
+		if name == "INNODB_OS_LOG_WRITTEN" {
+			redo = v
+		} else {
+			rows += v
+		}
+	}
+	return rows, redo
+}
