@@ -132,10 +132,9 @@ func (t *sqlTx) pendingDirect(users []int64, perUser int, sources map[int64][]us
 			}
 			// The inner select reads only the user's index range; the
 			// message and the names are joined after it, by key.
-			fmt.Fprintf(&b, "SELECT q%d.user_id, ru.name, "+messageCols+" FROM (SELECT r.user_id, r.msg_seq FROM recipients r"+
-				" WHERE r.user_id = ? AND r.delivered_us IS NULL ORDER BY r.msg_seq LIMIT ?) q%d"+
+			fmt.Fprintf(&b, "SELECT q%d.user_id, ru.name, "+messageCols+" FROM ("+inboxPending+") q%d"+
 				" %s users ru ON ru.user_id = q%d.user_id %s messages m ON m.msg_seq = q%d.msg_seq"+t.messageJoins(),
-				i, i, t.s.d.straightJoin, i, t.s.d.straightJoin, i)
+				i, t.s.d.straightJoin, i, t.s.d.straightJoin, i, t.s.d.straightJoin, i)
 			args = append(args, u, perUser)
 		}
 		err := t.each(b.String(), args, func(rows *sql.Rows) error {
@@ -171,8 +170,8 @@ func (t *sqlTx) pendingDirect(users []int64, perUser int, sources map[int64][]us
 func (t *sqlTx) usersWithDirect(users []int64) ([]int64, error) {
 	var out []int64
 	for chunk := range slices.Chunk(users, inChunk) {
-		err := t.each("SELECT u.user_id, EXISTS (SELECT 1 FROM recipients r WHERE r.user_id = u.user_id AND r.delivered_us IS NULL)"+
-			" FROM users u WHERE u.user_id IN ("+placeholders(len(chunk))+")", anySlice(chunk), func(rows *sql.Rows) error {
+		err := t.each("SELECT c.user_id, EXISTS (SELECT 1 FROM messages m WHERE m.to_user_id = c.user_id AND m.msg_seq > c.sent_seq)"+
+			" FROM inbox_cursors c WHERE c.user_id IN ("+placeholders(len(chunk))+")", anySlice(chunk), func(rows *sql.Rows) error {
 			var id int64
 			var pending bool
 			if err := rows.Scan(&id, &pending); err != nil {
@@ -586,8 +585,11 @@ func (t *sqlTx) pruneSlice(cutoffUS, afterSeq int64, limit int) (PruneSlice, err
 		old = append(old, c.seq)
 	}
 	for chunk := range slices.Chunk(old, inChunk) {
+		// A direct message goes once its recipient's cursor has it
+		// acknowledged (one acknowledged out of order waits for the
+		// cursor: its row in inbox_acks goes with it).
 		k, err := t.exec("DELETE FROM messages WHERE msg_seq IN ("+placeholders(len(chunk))+
-			") AND NOT EXISTS (SELECT 1 FROM recipients r WHERE r.msg_seq = messages.msg_seq)", chunk...)
+			") AND NOT EXISTS (SELECT 1 FROM inbox_cursors c WHERE c.user_id = messages.to_user_id AND c.acked_seq < messages.msg_seq)", chunk...)
 		if err != nil {
 			return PruneSlice{}, err
 		}

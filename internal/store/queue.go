@@ -386,7 +386,7 @@ func (t *sqlTx) InsertMessage(m NewMessage, recipients []int64) (int64, bool, er
 		}
 		return seq, false, nil
 	}
-	if err := t.insertRecipients(recipientRows(seq, recipients)); err != nil {
+	if err := t.ensureInboxes([]int64{m.ToUserID}); err != nil {
 		return 0, false, err
 	}
 	return seq, false, nil
@@ -427,38 +427,6 @@ func (t *sqlTx) advanceGroups(last map[int64]int64) error {
 	return nil
 }
 
-// recipientRows are the rows of one message's recipients, duplicates
-// removed.
-func recipientRows(seq int64, recipients []int64) []RecipientSeq {
-	rs := slices.Clone(recipients)
-	slices.Sort(rs)
-	rs = slices.Compact(rs)
-	rows := make([]RecipientSeq, len(rs))
-	for i, id := range rs {
-		rows[i] = RecipientSeq{RecipientID: id, Seq: seq}
-	}
-	return rows
-}
-
-func (t *sqlTx) insertRecipients(rows []RecipientSeq) error {
-	for chunk := range slices.Chunk(rows, inChunk) {
-		var b strings.Builder
-		b.WriteString("INSERT INTO recipients (user_id, msg_seq) VALUES ")
-		args := make([]any, 0, 2*len(chunk))
-		for i, r := range chunk {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("(?, ?)")
-			args = append(args, r.RecipientID, r.Seq)
-		}
-		if _, err := t.exec(b.String(), args...); err != nil {
-			return fmt.Errorf("store: insert recipients: %w", err)
-		}
-	}
-	return nil
-}
-
 // msgChunk bounds the rows of one multi-row message insert.
 const msgChunk = 100
 
@@ -480,7 +448,7 @@ func (t *sqlTx) InsertMessages(ms []NewMessage, recipients [][]int64) ([]Inserte
 	if err != nil {
 		return nil, err
 	}
-	var rows []RecipientSeq
+	var inboxes []int64
 	last := map[int64]int64{}
 	for _, i := range fresh {
 		seq := stored[ms[i].ID].seq
@@ -488,12 +456,12 @@ func (t *sqlTx) InsertMessages(ms []NewMessage, recipients [][]int64) ([]Inserte
 			last[g] = max(last[g], seq)
 			continue
 		}
-		rows = append(rows, recipientRows(seq, recipients[i])...)
+		inboxes = append(inboxes, ms[i].ToUserID)
 	}
 	if err := t.advanceGroups(last); err != nil {
 		return nil, err
 	}
-	if err := t.insertRecipients(rows); err != nil {
+	if err := t.ensureInboxes(inboxes); err != nil {
 		return nil, err
 	}
 	for i, m := range ms {
@@ -729,13 +697,15 @@ func (t *sqlTx) WaitingFor(seqs []int64, maxUsers int) ([]Waiting, error) {
 	seqs = slices.Compact(seqs)
 	w := waitingAt{maxUsers: maxUsers, at: map[int64]*Waiting{}, byGroup: map[int64]*groupSenders{}}
 	for chunk := range slices.Chunk(seqs, inChunk) {
-		// One statement: the direct messages' recipients still waiting
-		// and where they are (one recipient row per message: the rows
-		// read are the messages', whatever the history), then per group
-		// among the messages its senders and last sequence.
+		// One statement: the direct messages' recipients who do not have
+		// them yet and where they are (the messages, their recipients'
+		// cursors and presence, by key: whatever the history), then per
+		// group among the messages its senders and last sequence.
 		ph := placeholders(len(chunk))
-		err := t.each("SELECT DISTINCT 0, p.node_id, r.user_id, 0, 0 FROM recipients r JOIN presence p ON p.user_id = r.user_id"+
-			" WHERE r.msg_seq IN ("+ph+") AND r.delivered_us IS NULL"+
+		err := t.each("SELECT DISTINCT 0, p.node_id, m.to_user_id, 0, 0 FROM messages m "+t.s.d.straightJoin+" inbox_cursors c"+
+			" ON c.user_id = m.to_user_id "+t.s.d.straightJoin+" presence p ON p.user_id = m.to_user_id"+
+			" WHERE m.msg_seq IN ("+ph+") AND m.msg_seq > c.sent_seq"+
+			" AND NOT EXISTS (SELECT 1 FROM inbox_acks a WHERE a.user_id = m.to_user_id AND a.msg_seq = m.msg_seq)"+
 			" UNION ALL SELECT 1, to_group_id, MIN(sender_id), MAX(sender_id), MAX(msg_seq) FROM messages"+
 			" WHERE msg_seq IN ("+ph+") AND to_group_id IS NOT NULL GROUP BY to_group_id", append(anySlice(chunk), anySlice(chunk)...),
 			w.scan)
@@ -804,22 +774,6 @@ func (w *waitingAt) scan(rows *sql.Rows) error {
 	return nil
 }
 
-// execIn runs q once per chunk of vals, with q's single "(?)" placeholder
-// list expanded; head are the arguments before the list.
-func (t *sqlTx) execIn(q string, head []any, vals []any) (int, error) {
-	total := 0
-	for chunk := range slices.Chunk(vals, inChunk) {
-		ph := placeholders(len(chunk))
-		args := append(slices.Clone(head), chunk...)
-		k, err := t.exec(strings.Replace(q, "(?)", "("+ph+")", 1), args...)
-		if err != nil {
-			return total, err
-		}
-		total += int(k)
-	}
-	return total, nil
-}
-
 func anySlice[T any](in []T) []any {
 	out := make([]any, len(in))
 	for i, v := range in {
@@ -829,11 +783,6 @@ func anySlice[T any](in []T) []any {
 }
 
 func (t *sqlTx) MarkDelivered(recipientID int64, seqs []int64) error {
-	_, err := t.execIn("UPDATE recipients SET delivered_us = ? WHERE user_id = ? AND msg_seq IN (?)",
-		[]any{t.s.nowUS(), recipientID}, anySlice(seqs))
-	if err != nil {
-		return fmt.Errorf("store: mark delivered: %w", err)
-	}
 	rows, err := t.groupRowsOf(recipientID, seqs)
 	if err != nil {
 		return fmt.Errorf("store: mark delivered: %w", err)
@@ -841,7 +790,27 @@ func (t *sqlTx) MarkDelivered(recipientID int64, seqs []int64) error {
 	if _, err := t.markCursors(rows); err != nil {
 		return fmt.Errorf("store: mark delivered: %w", err)
 	}
-	return nil
+	group := map[int64]bool{}
+	for _, r := range rows {
+		group[r.Seq] = true
+	}
+	var direct []RecipientSeq
+	for _, seq := range seqs {
+		if !group[seq] {
+			direct = append(direct, RecipientSeq{RecipientID: recipientID, Seq: seq})
+		}
+	}
+	if len(direct) == 0 {
+		return nil
+	}
+	var sent, newest int64
+	if err := t.queryRow("SELECT sent_seq, "+t.s.d.greatest+"(sent_us, back_us) FROM inbox_cursors WHERE user_id = ?", recipientID).
+		Scan(&sent, &newest); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("store: mark delivered: %w", err)
+	}
+	direct = slices.DeleteFunc(direct, func(r RecipientSeq) bool { return r.Seq <= sent })
+	_, err = t.markInbox(max(t.s.nowUS(), newest+1), direct, map[int64]int64{recipientID: sent})
+	return err
 }
 
 // groupRowsOf returns the cursor positions of the group messages among
@@ -863,56 +832,13 @@ func (t *sqlTx) groupRowsOf(recipientID int64, seqs []int64) ([]RecipientSeq, er
 	return rows, nil
 }
 
-// rowChunk bounds the rows of one statement (SQLite limits the depth of an
-// expression tree: at most one OR term per row).
+// rowChunk bounds the users of one statement on inbox cursors (SQLite
+// limits the depth of an expression tree: at most one OR term or CASE
+// branch per user).
 const rowChunk = 200
-
-// execRows runs head followed by the rows' condition (rowsClause), once
-// per chunk; both dialects read it by the primary key.
-func (t *sqlTx) execRows(head string, args []any, rows []RecipientSeq) (int, error) {
-	total := 0
-	for chunk := range slices.Chunk(rows, rowChunk) {
-		q, a := rowsClause(head, args, chunk)
-		k, err := t.exec(q, a...)
-		if err != nil {
-			return total, err
-		}
-		total += int(k)
-	}
-	return total, nil
-}
 
 // placeholders returns "?, ?, ..." with n question marks, for an IN list.
 func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
-
-// rowsClause returns head followed by the rows as one condition: per
-// user, "(user_id = ? AND msg_seq IN (?, ...))", the users joined by OR.
-// MariaDB reads an IN list on the primary key's second column as one range
-// per value, three to five times faster than an OR of equality pairs.
-func rowsClause(head string, args []any, rows []RecipientSeq) (string, []any) {
-	var users []int64
-	seqs := map[int64][]any{}
-	for _, r := range rows {
-		if seqs[r.RecipientID] == nil {
-			users = append(users, r.RecipientID)
-		}
-		seqs[r.RecipientID] = append(seqs[r.RecipientID], r.Seq)
-	}
-	var b strings.Builder
-	b.WriteString(head)
-	b.WriteString(" (")
-	a := slices.Clone(args)
-	for i, u := range users {
-		if i > 0 {
-			b.WriteString(" OR ")
-		}
-		b.WriteString("(user_id = ? AND msg_seq IN (" + placeholders(len(seqs[u])) + "))")
-		a = append(a, u)
-		a = append(a, seqs[u]...)
-	}
-	b.WriteString(")")
-	return b.String(), a
-}
 
 // each runs q and calls scan for each row of its result; the rows are
 // closed whatever happens.
@@ -950,9 +876,9 @@ func (t *sqlTx) MarkDeliveredRows(nodeID int64, rows []RecipientSeq) ([]Recipien
 	if t.until.IsZero() {
 		return t.markDeliveredRows(nodeID, stamp, rows)
 	}
-	if direct, group := splitRows(rows); len(group) == 0 && len(direct) <= rowChunk {
-		// One update at most (direct rows, one chunk): the server stops it
-		// whole, and nothing needs undoing. Only a look-up after it can be
+	if direct, group := splitRows(rows); len(group) == 0 && len(inboxSpans(direct)) <= rowChunk {
+		// One update at most (direct rows, one chunk of users): the server
+		// stops it whole, and nothing needs undoing. Only a look-up after it can be
 		// stopped with the update done: then the visit fails (and rolls it
 		// back) instead of dropping the fetch.
 		before := t.writes
@@ -987,29 +913,28 @@ func (t *sqlTx) markDeliveredRows(nodeID, stamp int64, rows []RecipientSeq) ([]R
 			users = append(users, r.RecipientID)
 		}
 	}
-	// Who is present here now (read committed: the latest commit), locked
-	// until this transaction ends.
-	present := map[int64]bool{}
-	for chunk := range slices.Chunk(users, inChunk) {
-		ph := placeholders(len(chunk))
-		q := "SELECT user_id FROM presence WHERE node_id = ? AND user_id IN (" + ph + ")" + t.s.d.lockShare
-		ids, err := t.queryIDs(q, append([]any{nodeID}, chunk...)...)
-		if err != nil {
-			return nil, 0, fmt.Errorf("store: mark delivered: %w", err)
-		}
-		for _, id := range ids {
-			present[id] = true
-		}
+	present, newest, err := t.presentHere(nodeID, users)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: mark delivered: %w", err)
 	}
-	want := slices.DeleteFunc(slices.Clone(rows), func(r RecipientSeq) bool { return !present[r.RecipientID] })
+	// Newer than every stamp on the users' inbox cursors: marks on one
+	// cursor are ordered, whatever the nodes' clocks.
+	stamp = max(stamp, newest+1)
+	want := slices.DeleteFunc(slices.Clone(rows), func(r RecipientSeq) bool {
+		sent, ok := present[r.RecipientID]
+		// A direct message the cursor has passed is delivered already.
+		return !ok || (r.GroupID == 0 && r.Seq <= sent)
+	})
 	want, groupRows := splitRows(want)
 	cursors, err := t.markCursors(groupRows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: mark delivered: %w", err)
 	}
-	direct, err := t.markRows(stamp, want)
-	if err != nil {
-		return nil, 0, err
+	var direct []RecipientSeq
+	if len(want) > 0 {
+		if direct, err = t.markInbox(stamp, want, present); err != nil {
+			return nil, 0, err
+		}
 	}
 	marked := append(direct, cursors...)
 	if len(marked) == 0 {
@@ -1023,41 +948,37 @@ func (t *sqlTx) markDeliveredRows(nodeID, stamp int64, rows []RecipientSeq) ([]R
 	return slices.DeleteFunc(slices.Clone(rows), func(r RecipientSeq) bool { return !ok[r] }), stamp, nil
 }
 
-// markRows marks pending recipient rows delivered at stamp and returns
-// those it marked.
-func (t *sqlTx) markRows(stamp int64, want []RecipientSeq) ([]RecipientSeq, error) {
-	if len(want) == 0 {
-		return nil, nil
-	}
-	k, err := t.execRows("UPDATE recipients SET delivered_us = ? WHERE delivered_us IS NULL AND", []any{stamp}, want)
-	if err != nil {
-		return nil, fmt.Errorf("store: mark delivered: %w", err)
-	}
-	if k == len(want) {
-		return want, nil
-	}
-	// Some were not pending any more: find the ones this call marked.
-	marked := map[RecipientSeq]bool{}
-	for chunk := range slices.Chunk(want, rowChunk) {
-		q, args := rowsClause("SELECT user_id, msg_seq FROM recipients WHERE delivered_us = ? AND", []any{stamp}, chunk)
-		err := t.each(q, args, func(rs *sql.Rows) error {
-			var r RecipientSeq
-			err := rs.Scan(&r.RecipientID, &r.Seq)
-			marked[r] = true
+// presentHere returns which of users are present at nodeID now (read
+// committed: the latest commit), with their presence rows locked until the
+// transaction ends, each with their inbox cursor's sent_seq, and the newest
+// stamp on those cursors (the cursors are read by subqueries, which the
+// locking read does not lock).
+func (t *sqlTx) presentHere(nodeID int64, users []any) (map[int64]int64, int64, error) {
+	present := map[int64]int64{}
+	var newest int64
+	for chunk := range slices.Chunk(users, inChunk) {
+		q := "SELECT p.user_id, COALESCE((SELECT c.sent_seq FROM inbox_cursors c WHERE c.user_id = p.user_id), 0)," +
+			" COALESCE((SELECT " + t.s.d.greatest + "(c.sent_us, c.back_us) FROM inbox_cursors c" +
+			" WHERE c.user_id = p.user_id), 0) FROM presence p WHERE p.node_id = ? AND p.user_id IN (" +
+			placeholders(len(chunk)) + ")" + t.s.d.lockShare
+		err := t.each(q, append([]any{nodeID}, chunk...), func(rows *sql.Rows) error {
+			var id, sent, us int64
+			err := rows.Scan(&id, &sent, &us)
+			present[id], newest = sent, max(newest, us)
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("store: mark delivered: %w", err)
+			return nil, 0, err
 		}
 	}
-	return slices.DeleteFunc(want, func(r RecipientSeq) bool { return !marked[r] }), nil
+	return present, newest, nil
 }
 
 func (t *sqlTx) UnmarkDelivered(stamp int64, rows []RecipientSeq) (int, error) {
 	direct, group := splitRows(rows)
-	k, err := t.execRows("UPDATE recipients SET delivered_us = NULL WHERE delivered_us = ? AND", []any{stamp}, direct)
+	k, err := t.unmarkInbox(stamp, direct)
 	if err != nil {
-		return k, fmt.Errorf("store: unmark delivered: %w", err)
+		return k, err
 	}
 	m, err := t.unmarkCursors(group)
 	if err != nil {
@@ -1068,9 +989,9 @@ func (t *sqlTx) UnmarkDelivered(stamp int64, rows []RecipientSeq) (int, error) {
 
 func (t *sqlTx) AckRows(rows []RecipientSeq) (int, error) {
 	direct, group := splitRows(rows)
-	k, err := t.execRows("DELETE FROM recipients WHERE", nil, direct)
+	k, err := t.ackInbox(directByUser(direct))
 	if err != nil {
-		return k, fmt.Errorf("store: ack: %w", err)
+		return k, err
 	}
 	m, err := t.ackCursors(group)
 	if err != nil {
@@ -1080,15 +1001,15 @@ func (t *sqlTx) AckRows(rows []RecipientSeq) (int, error) {
 }
 
 func (t *sqlTx) ResetDelivered(recipientID int64) (int, error) {
-	k, err := t.exec("UPDATE recipients SET delivered_us = NULL WHERE user_id = ? AND delivered_us IS NOT NULL", recipientID)
+	k, err := t.resetInbox(recipientID)
 	if err != nil {
-		return 0, fmt.Errorf("store: reset delivered: %w", err)
+		return 0, err
 	}
 	m, err := t.exec("UPDATE group_cursors SET sent_seq = acked_seq WHERE user_id = ? AND sent_seq > acked_seq", recipientID)
 	if err != nil {
 		return 0, fmt.Errorf("store: reset delivered: %w", err)
 	}
-	return int(k + m), nil
+	return k + int(m), nil
 }
 
 // MaxAckIDs bounds the message ids of one Ack call.
@@ -1109,9 +1030,14 @@ func (t *sqlTx) AckSeqs(recipientID int64, seqs []int64) (int, error) {
 	if len(seqs) > MaxAckIDs {
 		return 0, fmt.Errorf("%w: %d messages to acknowledge (at most %d)", ErrInvalid, len(seqs), MaxAckIDs)
 	}
-	k, err := t.execIn("DELETE FROM recipients WHERE user_id = ? AND msg_seq IN (?)", []any{recipientID}, anySlice(seqs))
+	if len(seqs) == 0 {
+		return 0, nil
+	}
+	// Direct messages: the recipient's inbox (sequences that are not
+	// direct messages to them change nothing there).
+	k, err := t.ackInbox(map[int64][]int64{recipientID: seqs})
 	if err != nil {
-		return k, fmt.Errorf("store: ack: %w", err)
+		return k, err
 	}
 	// Group messages: the cursors of the recipient's groups.
 	rows, err := t.groupRowsOf(recipientID, seqs)
@@ -1126,8 +1052,9 @@ func (t *sqlTx) AckSeqs(recipientID int64, seqs []int64) (int, error) {
 }
 
 func (t *sqlTx) PendingCount(recipientID int64) (int, error) {
-	var n, g int
-	if err := t.queryRow("SELECT COUNT(*) FROM recipients WHERE user_id = ?", recipientID).Scan(&n); err != nil {
+	var g int
+	n, err := t.inboxCount(recipientID)
+	if err != nil {
 		return 0, fmt.Errorf("store: pending count: %w", err)
 	}
 	// Not for a visit: it counts the messages behind each cursor.

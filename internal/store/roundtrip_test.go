@@ -66,7 +66,8 @@ func TestMariaDBTransactionsReadCommittedWithoutASetEach(t *testing.T) {
 }
 
 // TestNewMessagesStoredInTwoStatements: a batch of new direct messages is
-// one INSERT that returns the sequences and one of their recipient rows,
+// one INSERT that returns the sequences and one that makes sure their
+// recipients have an inbox cursor (it writes nothing for one who has),
 // on both stores; a batch holding a stored id still stores the rest once.
 func TestNewMessagesStoredInTwoStatements(t *testing.T) {
 	scaleStores(t, func(t *testing.T, s *sqlStore) {
@@ -117,8 +118,11 @@ func TestNewMessagesStoredInTwoStatements(t *testing.T) {
 			!again[1].SentAt.Equal(first[1].SentAt) || again[2].Seq <= again[0].Seq || again[0].Seq <= first[2].Seq {
 			t.Errorf("a batch with a stored id: %+v (first %+v)", again, first)
 		}
-		if n := count(t, s, "SELECT COUNT(*) FROM recipients WHERE user_id = 2"); n != 5 {
-			t.Errorf("%d recipient rows, want 5", n)
+		if n := count(t, s, "SELECT COUNT(*) FROM messages m JOIN inbox_cursors c ON c.user_id = m.to_user_id WHERE c.user_id = 2 AND m.msg_seq > c.sent_seq"); n != 5 {
+			t.Errorf("%d messages wait in the inbox, want 5", n)
+		}
+		if n := count(t, s, "SELECT COUNT(*) FROM inbox_cursors"); n != 1 {
+			t.Errorf("%d inbox cursors, want 1", n)
 		}
 		if n := count(t, s, "SELECT COUNT(*) FROM messages"); n != 5 {
 			t.Errorf("%d messages, want 5", n)
@@ -127,8 +131,8 @@ func TestNewMessagesStoredInTwoStatements(t *testing.T) {
 }
 
 // TestMariaDBBoundDirectMarkWithoutSavepoint: a bound mark of direct rows
-// alone (one update) runs without a savepoint, and a stop of its update
-// still leaves every row pending.
+// alone (one update of the users' inbox cursors) runs without a savepoint,
+// and a stop of its update still leaves every row pending.
 func TestMariaDBBoundDirectMarkWithoutSavepoint(t *testing.T) {
 	s := openScale(t, testutil.MySQLDSN(t))
 	if !s.statementTime {
@@ -138,7 +142,7 @@ func TestMariaDBBoundDirectMarkWithoutSavepoint(t *testing.T) {
 	now := time.Now().UnixMicro()
 	seed(t, s,
 		fmt.Sprintf("INSERT INTO messages (msg_seq, msg_id, sender_id, to_user_id, content, sent_us, stored_us, node_id) VALUES (1, 'd1', 2, 1, 'one', %d, %d, 1), (2, 'd2', 2, 1, 'two', %d, %d, 1)", now, now, now, now),
-		"INSERT INTO recipients (user_id, msg_seq) VALUES (1, 1), (1, 2)",
+		"INSERT INTO inbox_cursors (user_id) VALUES (1)",
 		"INSERT INTO presence (user_id, node_id, since_us) VALUES (1, 1, 0)")
 	var stmts []string
 	s.inspect = func(_ *sqlTx, q string, _ []any) { stmts = append(stmts, q) }
@@ -148,7 +152,7 @@ func TestMariaDBBoundDirectMarkWithoutSavepoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := locker.ExecContext(ctx, "SELECT * FROM recipients WHERE user_id = 1 AND msg_seq = 2 FOR UPDATE"); err != nil {
+	if _, err := locker.ExecContext(ctx, "SELECT * FROM inbox_cursors WHERE user_id = 1 FOR UPDATE"); err != nil {
 		t.Fatal(err)
 	}
 	err = visit(t, s, 1, func(tx *sqlTx) error {
@@ -163,8 +167,8 @@ func TestMariaDBBoundDirectMarkWithoutSavepoint(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the visit after its stopped mark: %v", err)
 	}
-	if n := count(t, s, "SELECT COUNT(*) FROM recipients WHERE delivered_us IS NULL"); n != 2 {
-		t.Errorf("rows pending after a stopped mark: %d, want 2", n)
+	if n := count(t, s, "SELECT sent_seq FROM inbox_cursors WHERE user_id = 1"); n != 0 {
+		t.Errorf("inbox cursor after a stopped mark: sent %d, want 0 (both pending)", n)
 	}
 	stmts = nil
 	err = visit(t, s, 2, func(tx *sqlTx) error {
@@ -184,7 +188,7 @@ func TestMariaDBBoundDirectMarkWithoutSavepoint(t *testing.T) {
 			break
 		}
 	}
-	if n := count(t, s, "SELECT COUNT(*) FROM recipients WHERE delivered_us IS NULL"); n != 0 {
-		t.Errorf("rows pending after the mark: %d, want 0", n)
+	if n := count(t, s, "SELECT sent_seq FROM inbox_cursors WHERE user_id = 1"); n != 2 {
+		t.Errorf("inbox cursor after the mark: sent %d, want 2 (none pending)", n)
 	}
 }

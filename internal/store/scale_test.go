@@ -107,7 +107,7 @@ func TestScaleLargeGroup(t *testing.T) {
 			"INSERT INTO presence (user_id, node_id, since_us) "+series(60)+"SELECT i * 50, 1, 0 FROM seq",
 			"INSERT INTO presence (user_id, node_id, since_us) VALUES (5001, 1, 0)")
 		checkPlans(t, s)
-		rowsBefore := count(t, s, "SELECT COUNT(*) FROM recipients") + count(t, s, "SELECT COUNT(*) FROM group_cursors")
+		rowsBefore := count(t, s, "SELECT COUNT(*) FROM inbox_cursors") + count(t, s, "SELECT COUNT(*) FROM group_cursors")
 		var ms []NewMessage
 		var rcpts [][]int64
 		for i := range 10 {
@@ -131,8 +131,8 @@ func TestScaleLargeGroup(t *testing.T) {
 		}); err != nil {
 			t.Fatalf("storing to a group of %d in a visit: %v", members, err)
 		}
-		if after := count(t, s, "SELECT COUNT(*) FROM recipients") + count(t, s, "SELECT COUNT(*) FROM group_cursors"); after-rowsBefore != 1 {
-			t.Errorf("rows written besides the messages: %d, want 1 (the direct message's recipient)", after-rowsBefore)
+		if after := count(t, s, "SELECT COUNT(*) FROM inbox_cursors") + count(t, s, "SELECT COUNT(*) FROM group_cursors"); after-rowsBefore != 1 {
+			t.Errorf("rows written besides the messages: %d, want 1 (the inbox cursor of the direct message's recipient, new)", after-rowsBefore)
 		}
 		if len(nodes) != 1 || nodes[0].Node != 1 || !nodes[0].All {
 			t.Errorf("nodes with pending = %+v, want every user at node 1", nodes)
@@ -217,7 +217,7 @@ func TestScaleBacklogAndHistory(t *testing.T) {
 		seed(t, s,
 			"INSERT INTO messages (msg_seq, msg_id, sender_id, to_user_id, content, sent_us, stored_us, node_id) "+series2(k)+
 				fmt.Sprintf("SELECT i, CONCAT('m', i), 1 + i %% 9, 10, 'history', i, %d + i, 1 FROM seq", time.Now().UnixMicro()),
-			"INSERT INTO recipients (user_id, msg_seq) "+series(backlog)+fmt.Sprintf("SELECT 10, %d + i FROM seq", total-backlog),
+			fmt.Sprintf("INSERT INTO inbox_cursors (user_id, acked_seq, sent_seq, back_seq) VALUES (10, %d, %d, %d)", total-backlog, total-backlog, total-backlog),
 			"INSERT INTO presence (user_id, node_id, since_us) VALUES (10, 1, 0), (2, 1, 0), (3, 1, 0)")
 		checkPlans(t, s)
 		var seq int64
@@ -302,8 +302,9 @@ func TestScalePruneWeek(t *testing.T) {
 		seedUsers(t, s, 3)
 		seed(t, s,
 			"INSERT INTO messages (msg_seq, msg_id, sender_id, to_user_id, content, sent_us, stored_us, node_id) "+series(n)+
-				fmt.Sprintf("SELECT i, CONCAT('w', i), 1, 2, 'old', %d, %d + i, 1 FROM seq", old, old),
-			"INSERT INTO recipients (user_id, msg_seq) VALUES (2, 1), (2, 30000)")
+				fmt.Sprintf("SELECT i, CONCAT('w', i), 1, CASE WHEN i IN (1, 30000) THEN 3 ELSE 2 END, 'old', %d, %d + i, 1 FROM seq", old, old),
+			// 3 has not acknowledged its two, 2 has all of its.
+			fmt.Sprintf("INSERT INTO inbox_cursors (user_id, acked_seq, sent_seq) VALUES (2, %d, %d), (3, 0, 0)", n, n))
 		checkPlans(t, s)
 		cutoff := time.Now().Add(-7 * 24 * time.Hour)
 		var next int64
@@ -498,7 +499,7 @@ func TestMariaDBBoundMarkIsAllOrNothing(t *testing.T) {
 		"INSERT INTO group_cursors (group_id, user_id, acked_seq, sent_seq) VALUES (1, 1, 0, 0), (1, 2, 1, 1)",
 		fmt.Sprintf("INSERT INTO messages (msg_seq, msg_id, sender_id, to_group_id, content, sent_us, stored_us, node_id) VALUES (1, 'g1', 2, 1, 'to all', %d, %d, 1)", now, now),
 		fmt.Sprintf("INSERT INTO messages (msg_seq, msg_id, sender_id, to_user_id, content, sent_us, stored_us, node_id) VALUES (2, 'd2', 2, 1, 'to one', %d, %d, 1)", now, now),
-		"INSERT INTO recipients (user_id, msg_seq) VALUES (1, 2)",
+		"INSERT INTO inbox_cursors (user_id) VALUES (1)",
 		"INSERT INTO presence (user_id, node_id, since_us) VALUES (1, 1, 0)")
 	ctx := context.Background()
 	locker, err := s.db.BeginTx(ctx, nil)
@@ -506,7 +507,7 @@ func TestMariaDBBoundMarkIsAllOrNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer locker.Rollback()
-	if _, err := locker.ExecContext(ctx, "SELECT * FROM recipients WHERE user_id = 1 AND msg_seq = 2 FOR UPDATE"); err != nil {
+	if _, err := locker.ExecContext(ctx, "SELECT * FROM inbox_cursors WHERE user_id = 1 FOR UPDATE"); err != nil {
 		t.Fatal(err)
 	}
 	err = visit(t, s, 1, func(tx *sqlTx) error {
@@ -523,7 +524,7 @@ func TestMariaDBBoundMarkIsAllOrNothing(t *testing.T) {
 	if n := count(t, s, "SELECT sent_seq FROM group_cursors WHERE group_id = 1 AND user_id = 1"); n != 0 {
 		t.Errorf("cursor of the member after a stopped mark: sent %d, want 0 (still pending)", n)
 	}
-	if n := count(t, s, "SELECT COUNT(*) FROM recipients WHERE delivered_us IS NULL"); n != 1 {
-		t.Errorf("direct rows pending after a stopped mark: %d, want 1", n)
+	if n := count(t, s, "SELECT sent_seq FROM inbox_cursors WHERE user_id = 1"); n != 0 {
+		t.Errorf("inbox cursor after a stopped mark: sent %d, want 0 (the direct message still pending)", n)
 	}
 }

@@ -384,7 +384,7 @@ func (s *sqlStore) ResetRing(ctx context.Context) error {
 			"UPDATE nodes SET successor_id = NULL",
 			"UPDATE ring_coordinator SET node_id = NULL, lease_until_us = 0, changed_us = ? WHERE id = 1",
 			"DELETE FROM presence",
-			"UPDATE recipients SET delivered_us = NULL WHERE delivered_us IS NOT NULL",
+			"UPDATE inbox_cursors SET back_us = " + s.d.greatest + "(sent_us, back_us), back_seq = acked_seq, sent_seq = acked_seq WHERE sent_seq > acked_seq",
 		} {
 			var args []any
 			if strings.Contains(q, "?") {

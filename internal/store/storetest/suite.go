@@ -1497,10 +1497,15 @@ func sendToAll(t *testing.T, st store.Store, p people, id string) []store.Recipi
 	t.Helper()
 	var rows []store.RecipientSeq
 	update(t, st, func(tx store.Tx) error {
-		seq, _, err := tx.InsertMessage(store.NewMessage{ID: id, SenderID: p.a.ID, ToUserID: p.b.ID, Content: id, SentAt: time.Now()},
-			[]int64{p.b.ID, p.c.ID})
-		rows = []store.RecipientSeq{{RecipientID: p.b.ID, Seq: seq}, {RecipientID: p.c.ID, Seq: seq}}
-		return err
+		for _, to := range []store.User{p.b, p.c} {
+			seq, _, err := tx.InsertMessage(store.NewMessage{ID: id + to.Name, SenderID: p.a.ID, ToUserID: to.ID, Content: id, SentAt: time.Now()},
+				[]int64{to.ID})
+			if err != nil {
+				return err
+			}
+			rows = append(rows, store.RecipientSeq{RecipientID: to.ID, Seq: seq})
+		}
+		return nil
 	})
 	return rows
 }
@@ -1564,8 +1569,8 @@ func testUnmarkDelivered(t *testing.T, newDSN NewDSN) {
 		return err
 	})
 	update(t, st, func(tx store.Tx) error {
-		if n, err := tx.UnmarkDelivered(stamp1-1, m1); err != nil || n != 0 {
-			t.Errorf("UnmarkDelivered with another stamp = %d, %v; want 0", n, err)
+		if n, err := tx.UnmarkDelivered(stamp1+1, m1); err != nil || n != 0 {
+			t.Errorf("UnmarkDelivered with a stamp newer than any mark = %d, %v; want 0", n, err)
 		}
 		if _, err := tx.AckRows(m1[:1]); err != nil {
 			t.Fatal(err)

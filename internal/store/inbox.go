@@ -1,0 +1,414 @@
+package store
+
+import (
+	"cmp"
+	"database/sql"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Direct messages are on timelines. A user's inbox is the direct messages
+// to them (messages.to_user_id, index ix_messages_to_user) in msg_seq order,
+// and what the user has is one cursor row (inbox_cursors), as a group
+// member's is (cursor.go):
+//
+//   - acked_seq: every direct message to the user up to it is acknowledged;
+//   - sent_seq (>= acked_seq): handed to a connection up to it; what waits
+//     to be handed is the inbox after sent_seq;
+//   - sent_us: the stamp of the newest mark; back_us and back_seq: the
+//     newest stamp used before the cursor last moved back (a login's reset
+//     or an undone mark), and where it moved back to.
+//
+// Storing a direct message writes its messages row alone (and a cursor for
+// a recipient who never had one); a visit's marks are one UPDATE for all its
+// users and its acknowledgements one more, a row per user, not per message.
+//
+// An acknowledgement by id (protocol 2) is exact, not cumulative: a client
+// may acknowledge out of order, and acknowledging a message says nothing of
+// those before it. acked_seq moves over the longest run of acknowledged
+// messages after it; a message acknowledged behind one that is not is
+// remembered in inbox_acks (user, message), which the fetch skips and
+// which goes when acked_seq passes it. Such rows are rare (a client that
+// acknowledges in order, as ours do, never writes one) and bounded by the
+// user's unacknowledged messages: an id that is not a direct message to the
+// user, or is acknowledged already, changes nothing.
+//
+// A mark moves sent_seq to the last of the user's rows only if those rows
+// are exactly what waits between the cursor and it (no message skipped),
+// and stamps the cursor with a stamp newer than any it carries (so marks
+// on one cursor are ordered whatever the nodes' clocks). Undoing a mark
+// moves sent_seq back to just before its first row unless the cursor moved
+// back below that row since the mark (its messages were made pending again,
+// and may have been handed over since): a mark undone after a newer mark
+// also makes the newer mark's messages come again (more, never less).
+
+// inboxWalk bounds the inbox messages one acknowledgement reads per user
+// (the run after acked_seq): acknowledged ids further on are dropped, and
+// their messages come again.
+const inboxWalk = 4 * MaxAckIDs
+
+// ensureInboxes makes a cursor for each user who has none (a new user: the
+// migration gave every existing one theirs).
+func (t *sqlTx) ensureInboxes(users []int64) error {
+	users = slices.Clone(users)
+	slices.Sort(users)
+	users = slices.Compact(users)
+	for chunk := range slices.Chunk(users, inChunk) {
+		q := t.s.d.insertIgnore + " inbox_cursors (user_id) VALUES " +
+			strings.TrimSuffix(strings.Repeat("(?), ", len(chunk)), ", ") + t.s.d.onConflictIgnore
+		if _, err := t.exec(q, anySlice(chunk)...); err != nil {
+			return fmt.Errorf("store: inbox cursors: %w", err)
+		}
+	}
+	return nil
+}
+
+// inboxPending is the inner select of one user's pending direct messages:
+// at most perUser after the cursor, skipping those acknowledged out of
+// order (arguments: user, perUser).
+const inboxPending = "SELECT c.user_id, m.msg_seq FROM inbox_cursors c %s messages m" +
+	" ON m.to_user_id = c.user_id AND m.msg_seq > c.sent_seq WHERE c.user_id = ?" +
+	" AND NOT EXISTS (SELECT 1 FROM inbox_acks a WHERE a.user_id = c.user_id AND a.msg_seq = m.msg_seq)" +
+	" ORDER BY m.msg_seq LIMIT ?"
+
+// inboxSplit groups direct rows by user, in order of first appearance:
+// each user's lowest and highest sequence.
+type inboxSpan struct{ user, lo, hi int64 }
+
+func inboxSpans(rows []RecipientSeq) []inboxSpan {
+	at := map[int64]int{}
+	var out []inboxSpan
+	for _, r := range rows {
+		i, ok := at[r.RecipientID]
+		if !ok {
+			at[r.RecipientID] = len(out)
+			out = append(out, inboxSpan{user: r.RecipientID, lo: r.Seq, hi: r.Seq})
+			continue
+		}
+		out[i].lo, out[i].hi = min(out[i].lo, r.Seq), max(out[i].hi, r.Seq)
+	}
+	return out
+}
+
+// caseOf returns "CASE col WHEN ? THEN ? ... END" with its arguments: the
+// value pick(span) for each span's user.
+func caseOf(col string, spans []inboxSpan, pick func(inboxSpan) int64) (string, []any) {
+	var b strings.Builder
+	args := make([]any, 0, 2*len(spans))
+	b.WriteString("CASE " + col)
+	for _, s := range spans {
+		b.WriteString(" WHEN ? THEN ?")
+		args = append(args, s.user, pick(s))
+	}
+	b.WriteString(" END")
+	return b.String(), args
+}
+
+// markInbox marks direct rows (of users present, a prefix of what waits for
+// each, as PendingFor returns; none the cursor has passed) delivered at
+// stamp, the users' cursors standing at sent: one read checks that each
+// user's rows are exactly what waits between the cursor and the last of
+// them (no message is marked that was not handed over), and one UPDATE per
+// chunk of users moves those cursors (compare-and-set: a cursor moved
+// since is left alone). It returns the rows whose cursor moved.
+func (t *sqlTx) markInbox(stamp int64, rows []RecipientSeq, sent map[int64]int64) ([]RecipientSeq, error) {
+	moved := map[int64]bool{}
+	for chunk := range slices.Chunk(inboxSpans(rows), rowChunk) {
+		for i := range chunk {
+			chunk[i].lo = sent[chunk[i].user] // the update's expected sent_seq
+		}
+		whole, err := t.wholeSpans(chunk, rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: mark delivered: %w", err)
+		}
+		if len(whole) == 0 {
+			continue
+		}
+		hi, hiArgs := caseOf("user_id", whole, func(s inboxSpan) int64 { return s.hi })
+		at, atArgs := caseOf("user_id", whole, func(s inboxSpan) int64 { return s.lo })
+		ids := make([]any, len(whole))
+		for i, s := range whole {
+			ids[i] = s.user
+		}
+		q := "UPDATE inbox_cursors SET sent_seq = " + hi + ", sent_us = ? WHERE user_id IN (" + placeholders(len(ids)) + ")" +
+			" AND sent_seq = " + at
+		k, err := t.exec(q, slices.Concat(hiArgs, []any{stamp}, ids, atArgs)...)
+		if err != nil {
+			return nil, fmt.Errorf("store: mark delivered: %w", err)
+		}
+		if int(k) == len(whole) {
+			for _, s := range whole {
+				moved[s.user] = true
+			}
+			continue
+		}
+		// Some did not move: those whose cursor now carries the stamp did.
+		err = t.each("SELECT user_id, sent_us FROM inbox_cursors WHERE user_id IN ("+placeholders(len(ids))+")", ids,
+			func(rs *sql.Rows) error {
+				var u, us int64
+				err := rs.Scan(&u, &us)
+				moved[u] = us == stamp
+				return err
+			})
+		if err != nil {
+			return nil, fmt.Errorf("store: mark delivered: %w", err)
+		}
+	}
+	return slices.DeleteFunc(slices.Clone(rows), func(r RecipientSeq) bool { return !moved[r.RecipientID] }), nil
+}
+
+// wholeSpans returns those of spans (user, cursor lo, last row hi) whose
+// rows are every message waiting in (lo, hi]: one statement counts the
+// messages of those ranges (index ranges of ix_messages_to_user, as many
+// rows as the fetch read) that are not acknowledged out of order.
+func (t *sqlTx) wholeSpans(spans []inboxSpan, rows []RecipientSeq) ([]inboxSpan, error) {
+	want := map[int64]int{}
+	seen := map[RecipientSeq]bool{}
+	for _, r := range rows {
+		if !seen[r] {
+			seen[r] = true
+			want[r.RecipientID]++
+		}
+	}
+	var b strings.Builder
+	args := make([]any, 0, 3*len(spans))
+	for i, s := range spans {
+		if i > 0 {
+			b.WriteString(" OR ")
+		}
+		b.WriteString("(m.to_user_id = ? AND m.msg_seq > ? AND m.msg_seq <= ?)")
+		args = append(args, s.user, s.lo, s.hi)
+	}
+	have := map[int64]int{}
+	err := t.each("SELECT m.to_user_id, COUNT(*) FROM messages m WHERE ("+b.String()+")"+
+		" AND NOT EXISTS (SELECT 1 FROM inbox_acks a WHERE a.user_id = m.to_user_id AND a.msg_seq = m.msg_seq)"+
+		" GROUP BY m.to_user_id", args, func(rs *sql.Rows) error {
+		var u int64
+		var n int
+		err := rs.Scan(&u, &n)
+		have[u] = n
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(slices.Clone(spans), func(s inboxSpan) bool { return have[s.user] != want[s.user] }), nil
+}
+
+// unmarkInbox makes the messages of direct rows marked at stamp pending
+// again: each user's cursor moves back to just before the user's first row
+// (never behind what is acknowledged), unless it moved back below that row
+// since the mark, or carries no mark as new as stamp. It returns how many
+// cursors moved.
+func (t *sqlTx) unmarkInbox(stamp int64, rows []RecipientSeq) (int, error) {
+	n := 0
+	for _, s := range inboxSpans(rows) {
+		back := t.s.d.greatest + "(acked_seq, ?)"
+		k, err := t.exec("UPDATE inbox_cursors SET back_us = "+t.s.d.greatest+"(sent_us, back_us), back_seq = "+back+", sent_seq = "+back+
+			" WHERE user_id = ? AND sent_seq >= ? AND sent_seq > acked_seq AND sent_us >= ? AND (back_us < ? OR back_seq >= ?)",
+			s.lo-1, s.lo-1, s.user, s.lo, stamp, stamp, s.lo)
+		if err != nil {
+			return n, fmt.Errorf("store: unmark delivered: %w", err)
+		}
+		n += int(k)
+	}
+	return n, nil
+}
+
+// resetInbox makes every direct message the user has not acknowledged
+// pending again and returns how many were handed to a connection.
+func (t *sqlTx) resetInbox(userID int64) (int, error) {
+	var n int
+	if err := t.queryRow("SELECT COUNT(*) FROM inbox_cursors c "+t.s.d.straightJoin+" messages m"+
+		" ON m.to_user_id = c.user_id AND m.msg_seq > c.acked_seq AND m.msg_seq <= c.sent_seq WHERE c.user_id = ?"+
+		" AND NOT EXISTS (SELECT 1 FROM inbox_acks a WHERE a.user_id = c.user_id AND a.msg_seq = m.msg_seq)", userID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: reset delivered: %w", err)
+	}
+	if _, err := t.exec("UPDATE inbox_cursors SET back_us = "+t.s.d.greatest+"(sent_us, back_us), back_seq = acked_seq, sent_seq = acked_seq"+
+		" WHERE user_id = ? AND sent_seq > acked_seq", userID); err != nil {
+		return 0, fmt.Errorf("store: reset delivered: %w", err)
+	}
+	return n, nil
+}
+
+// inboxCount returns how many direct messages the user has not
+// acknowledged.
+func (t *sqlTx) inboxCount(userID int64) (int, error) {
+	var n int
+	err := t.queryRow("SELECT COUNT(*) FROM inbox_cursors c "+t.s.d.straightJoin+" messages m"+
+		" ON m.to_user_id = c.user_id AND m.msg_seq > c.acked_seq WHERE c.user_id = ?"+
+		" AND NOT EXISTS (SELECT 1 FROM inbox_acks a WHERE a.user_id = c.user_id AND a.msg_seq = m.msg_seq)", userID).Scan(&n)
+	return n, err
+}
+
+// inboxRun is one user's inbox after acked_seq as an acknowledgement reads
+// it: the messages in order, with whether each was acknowledged out of
+// order already.
+type inboxRun struct {
+	acked int64
+	seqs  []int64
+	side  []bool
+}
+
+// inboxAck is what acknowledging some of a user's messages does: the new
+// acked_seq, the out-of-order acknowledgements to remember, whether the
+// cursor passed remembered ones, and how many messages it acknowledged.
+type inboxAck struct {
+	acked    int64
+	side     []int64
+	passSide bool
+	n        int
+}
+
+// walkAcks applies acknowledged sequences to a user's run: acked_seq
+// moves over every message acknowledged now or before, up to the first
+// that is not; those acknowledged now after it are remembered. Sequences
+// not in the run (not the user's, acknowledged already, or past what was
+// read) change nothing.
+func walkAcks(run inboxRun, acks map[int64]bool) inboxAck {
+	out := inboxAck{acked: run.acked}
+	gap := false
+	for i, seq := range run.seqs {
+		now := acks[seq] && !run.side[i]
+		if now {
+			out.n++
+		}
+		switch {
+		case gap:
+			if now {
+				out.side = append(out.side, seq)
+			}
+		case now || run.side[i]:
+			out.acked = seq
+			out.passSide = out.passSide || run.side[i]
+		default:
+			gap = true
+		}
+	}
+	return out
+}
+
+// ackInbox acknowledges direct messages (by user, their sequences): one
+// read of the users' runs, one UPDATE of their cursors, and the rare
+// out-of-order rows. It returns how many messages it acknowledged.
+func (t *sqlTx) ackInbox(byUser map[int64][]int64) (int, error) {
+	users := slices.Sorted(maps.Keys(byUser))
+	runs := map[int64]*inboxRun{}
+	for chunk := range slices.Chunk(users, pendingUserChunk) {
+		if err := t.readRuns(chunk, byUser, runs); err != nil {
+			return 0, fmt.Errorf("store: ack: %w", err)
+		}
+	}
+	var moves []inboxSpan // user, old acked_seq (lo), new (hi)
+	var side []RecipientSeq
+	n := 0
+	for _, u := range users {
+		run := runs[u]
+		if run == nil {
+			continue
+		}
+		acks := map[int64]bool{}
+		for _, s := range byUser[u] {
+			acks[s] = true
+		}
+		a := walkAcks(*run, acks)
+		n += a.n
+		if a.acked > run.acked {
+			moves = append(moves, inboxSpan{user: u, lo: run.acked, hi: a.acked})
+		}
+		if a.passSide {
+			if _, err := t.exec("DELETE FROM inbox_acks WHERE user_id = ? AND msg_seq <= ?", u, a.acked); err != nil {
+				return 0, fmt.Errorf("store: ack: %w", err)
+			}
+		}
+		for _, s := range a.side {
+			side = append(side, RecipientSeq{RecipientID: u, Seq: s})
+		}
+	}
+	if err := t.moveAcked(moves); err != nil {
+		return 0, err
+	}
+	return n, t.insertSideAcks(side)
+}
+
+// readRuns reads each user's cursor and inbox after acked_seq, up to the
+// highest sequence acknowledged (at most inboxWalk messages), in one
+// statement: a user with none of its messages there gets no run.
+func (t *sqlTx) readRuns(users []int64, byUser map[int64][]int64, runs map[int64]*inboxRun) error {
+	var b strings.Builder
+	var args []any
+	for i, u := range users {
+		if i > 0 {
+			b.WriteString(" UNION ALL ")
+		}
+		fmt.Fprintf(&b, "SELECT * FROM (SELECT c.user_id, c.acked_seq, m.msg_seq,"+
+			" CASE WHEN EXISTS (SELECT 1 FROM inbox_acks a WHERE a.user_id = c.user_id AND a.msg_seq = m.msg_seq) THEN 1 ELSE 0 END"+
+			" FROM inbox_cursors c %s messages m ON m.to_user_id = c.user_id AND m.msg_seq > c.acked_seq AND m.msg_seq <= ?"+
+			" WHERE c.user_id = ? ORDER BY m.msg_seq LIMIT ?) r%d", t.s.d.straightJoin, i)
+		args = append(args, slices.Max(byUser[u]), u, inboxWalk)
+	}
+	return t.each(b.String(), args, func(rows *sql.Rows) error {
+		var u, acked, seq int64
+		var side bool
+		if err := rows.Scan(&u, &acked, &seq, &side); err != nil {
+			return err
+		}
+		r := runs[u]
+		if r == nil {
+			r = &inboxRun{acked: acked}
+			runs[u] = r
+		}
+		r.seqs, r.side = append(r.seqs, seq), append(r.side, side)
+		return nil
+	})
+}
+
+// moveAcked moves the users' acked_seq (from lo to hi, compare-and-set: a
+// cursor moved since the read is left alone, and its messages come again)
+// and sent_seq with it, in one statement per chunk of users.
+func (t *sqlTx) moveAcked(moves []inboxSpan) error {
+	for chunk := range slices.Chunk(moves, rowChunk) {
+		to, toArgs := caseOf("user_id", chunk, func(s inboxSpan) int64 { return s.hi })
+		from, fromArgs := caseOf("user_id", chunk, func(s inboxSpan) int64 { return s.lo })
+		ids := make([]any, len(chunk))
+		for i, s := range chunk {
+			ids[i] = s.user
+		}
+		q := "UPDATE inbox_cursors SET acked_seq = " + to + ", sent_seq = " + t.s.d.greatest + "(sent_seq, " + to + ")" +
+			" WHERE user_id IN (" + placeholders(len(ids)) + ") AND acked_seq = " + from
+		if _, err := t.exec(q, slices.Concat(toArgs, toArgs, ids, fromArgs)...); err != nil {
+			return fmt.Errorf("store: ack: %w", err)
+		}
+	}
+	return nil
+}
+
+// insertSideAcks remembers messages acknowledged out of order.
+func (t *sqlTx) insertSideAcks(rows []RecipientSeq) error {
+	for chunk := range slices.Chunk(rows, inChunk) {
+		args := make([]any, 0, 2*len(chunk))
+		for _, r := range chunk {
+			args = append(args, r.RecipientID, r.Seq)
+		}
+		q := t.s.d.insertIgnore + " inbox_acks (user_id, msg_seq) VALUES " +
+			strings.TrimSuffix(strings.Repeat("(?, ?), ", len(chunk)), ", ") + t.s.d.onConflictIgnore
+		if _, err := t.exec(q, args...); err != nil {
+			return fmt.Errorf("store: ack: %w", err)
+		}
+	}
+	return nil
+}
+
+// directByUser groups direct rows' sequences by user.
+func directByUser(rows []RecipientSeq) map[int64][]int64 {
+	out := map[int64][]int64{}
+	for _, r := range rows {
+		out[r.RecipientID] = append(out[r.RecipientID], r.Seq)
+	}
+	for _, s := range out {
+		slices.SortFunc(s, cmp.Compare)
+	}
+	return out
+}
