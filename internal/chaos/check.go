@@ -606,27 +606,36 @@ func (r *runner) explainLost(ctx context.Context, d delivery, recs map[string]*u
 	return b.String()
 }
 
-// recipientRow says what the store has for (user, seq).
+// recipientRow says what the store has for (user, seq): where the
+// message stands against the user's inbox cursor.
 func (r *runner) recipientRow(ctx context.Context, user string, seq int64) string {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	var delivered *int64
-	err := r.sqlDB.QueryRowContext(ctx, `SELECT r.delivered_us FROM recipients r JOIN users u ON u.user_id = r.user_id
-		WHERE u.name = ? AND r.msg_seq = ?`, user, seq).Scan(&delivered)
+	var acked, sent, sentUS int64
+	var side, mine int
+	err := r.sqlDB.QueryRowContext(ctx, `SELECT c.acked_seq, c.sent_seq, c.sent_us,
+		(SELECT COUNT(*) FROM inbox_acks a WHERE a.user_id = c.user_id AND a.msg_seq = ?),
+		(SELECT COUNT(*) FROM messages m WHERE m.msg_seq = ? AND m.to_user_id = c.user_id)
+		FROM inbox_cursors c JOIN users u ON u.user_id = c.user_id WHERE u.name = ?`, seq, seq, user).
+		Scan(&acked, &sent, &sentUS, &side, &mine)
 	switch {
 	case err != nil && strings.Contains(err.Error(), "no rows"):
+		return "no inbox cursor"
+	case err != nil:
+		return "unreadable: " + err.Error()
+	case mine == 0:
 		var n int
 		_ = r.sqlDB.QueryRowContext(ctx, `SELECT COUNT(*) FROM messages WHERE msg_seq = ?`, seq).Scan(&n)
 		if n == 0 {
 			return "no such message"
 		}
-		return "no recipient row (acknowledged or never owed)"
-	case err != nil:
-		return "unreadable: " + err.Error()
-	case delivered == nil:
+		return "not a direct message to them (a group message, or never owed)"
+	case seq <= acked || side > 0:
+		return "acknowledged"
+	case seq > sent:
 		return "pending, never handed out"
 	}
-	return fmt.Sprintf("handed to a connection at +%s, not acknowledged", r.since(time.UnixMicro(*delivered)))
+	return fmt.Sprintf("handed to a connection at +%s (the cursor's newest mark), not acknowledged", r.since(time.UnixMicro(sentUS)))
 }
 
 // allLogs is the parsed logs of every incarnation.

@@ -75,6 +75,11 @@ func SchemaVersions() ([]int64, error) {
 // those it applied (none when the schema is current). It is safe to call from
 // several processes at once: they take a lock and the schema is applied once.
 func Migrate(ctx context.Context, st Store) ([]Migration, error) {
+	return migrate(ctx, st, 0)
+}
+
+// migrate applies the pending migrations up to version (0: all of them).
+func migrate(ctx context.Context, st Store, version int64) ([]Migration, error) {
 	s, ok := st.(*sqlStore)
 	if !ok {
 		return nil, fmt.Errorf("store: migrate: unsupported store %T", st)
@@ -104,7 +109,12 @@ func Migrate(ctx context.Context, st Store) ([]Migration, error) {
 	if err := locker.SessionLock(ctx, conn); err != nil {
 		return nil, wrapOp("migrate", err)
 	}
-	results, err := p.Up(ctx)
+	var results []*goose.MigrationResult
+	if version > 0 {
+		results, err = p.UpTo(ctx, version)
+	} else {
+		results, err = p.Up(ctx)
+	}
 	if uerr := locker.SessionUnlock(context.WithoutCancel(ctx), conn); err == nil && uerr != nil {
 		err = uerr
 	}
