@@ -334,8 +334,9 @@ func (t *sqlTx) ackInbox(byUser map[int64][]int64) (int, error) {
 }
 
 // readRuns reads each user's cursor and inbox after acked_seq, up to the
-// highest sequence acknowledged (at most inboxWalk messages), in one
-// statement: a user with none of its messages there gets no run.
+// highest sequence acknowledged now or before (at most inboxWalk
+// messages), in one statement: a user with none of its messages there
+// gets no run.
 func (t *sqlTx) readRuns(users []int64, byUser map[int64][]int64, runs map[int64]*inboxRun) error {
 	var b strings.Builder
 	var args []any
@@ -345,9 +346,10 @@ func (t *sqlTx) readRuns(users []int64, byUser map[int64][]int64, runs map[int64
 		}
 		fmt.Fprintf(&b, "SELECT * FROM (SELECT c.user_id, c.acked_seq, m.msg_seq,"+
 			" CASE WHEN EXISTS (SELECT 1 FROM inbox_acks a WHERE a.user_id = c.user_id AND a.msg_seq = m.msg_seq) THEN 1 ELSE 0 END"+
-			" FROM inbox_cursors c %s messages m ON m.to_user_id = c.user_id AND m.msg_seq > c.acked_seq AND m.msg_seq <= ?"+
-			" WHERE c.user_id = ? ORDER BY m.msg_seq LIMIT ?) r%d", t.s.d.straightJoin, i)
-		args = append(args, slices.Max(byUser[u]), u, inboxWalk)
+			" FROM inbox_cursors c %s messages m ON m.to_user_id = c.user_id AND m.msg_seq > c.acked_seq"+
+			" AND m.msg_seq <= %s(?, COALESCE((SELECT MAX(x.msg_seq) FROM inbox_acks x WHERE x.user_id = ?), 0))"+
+			" WHERE c.user_id = ? ORDER BY m.msg_seq LIMIT ?) r%d", t.s.d.straightJoin, t.s.d.greatest, i)
+		args = append(args, slices.Max(byUser[u]), u, u, inboxWalk)
 	}
 	return t.each(b.String(), args, func(rows *sql.Rows) error {
 		var u, acked, seq int64

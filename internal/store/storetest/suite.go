@@ -89,6 +89,7 @@ func RunControl(t *testing.T, newDSN NewDSN) { run(t, newDSN, controlTests) }
 // groups, presence and the message queue.
 func RunQueue(t *testing.T, newDSN NewDSN) {
 	run(t, newDSN, queueTests)
+	run(t, newDSN, inboxTests)
 	run(t, newDSN, loginTests)
 }
 

@@ -1,0 +1,239 @@
+package storetest
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ringchat/ringchat/internal/store"
+)
+
+// inboxTests check direct messages on timelines: acknowledgements out of
+// order, undoing marks after newer ones, marks that would skip a message,
+// and pruning behind a cursor.
+var inboxTests = []conformanceTest{
+	{"InboxAcksOutOfOrder", testInboxAcksOutOfOrder},
+	{"InboxUnmarkAfterNewerMark", testInboxUnmarkAfterNewerMark},
+	{"InboxMarkSkipsNothing", testInboxMarkSkipsNothing},
+}
+
+// sendDirect stores direct messages from a to the user, ids prefix1..n, and
+// returns their sequences.
+func sendDirect(t *testing.T, st store.Store, from, to store.User, prefix string, n int) []int64 {
+	t.Helper()
+	var seqs []int64
+	update(t, st, func(tx store.Tx) error {
+		for i := 1; i <= n; i++ {
+			id := fmt.Sprintf("%s%d", prefix, i)
+			seq, _, err := tx.InsertMessage(store.NewMessage{ID: id, SenderID: from.ID, ToUserID: to.ID, Content: id, SentAt: time.Now()},
+				[]int64{to.ID})
+			if err != nil {
+				return err
+			}
+			seqs = append(seqs, seq)
+		}
+		return nil
+	})
+	return seqs
+}
+
+// fetchMark reads what waits at node and marks it delivered, as a visit
+// does, and returns the ids marked and the mark's stamp.
+func fetchMark(t *testing.T, st store.Store, node int64) ([]string, []store.RecipientSeq, int64) {
+	t.Helper()
+	var ids []string
+	var rows []store.RecipientSeq
+	var stamp int64
+	update(t, st, func(tx store.Tx) error {
+		ds, err := tx.PendingForNodeFair(node, 100, 1000)
+		if err != nil {
+			return err
+		}
+		for _, d := range ds {
+			rows = append(rows, d.Row())
+		}
+		done, s, err := tx.MarkDeliveredRows(node, rows)
+		if err != nil {
+			return err
+		}
+		if !cmp.Equal(done, rows) {
+			t.Errorf("marked %v of %v", done, rows)
+		}
+		rows, stamp = done, s
+		for _, d := range ds {
+			ids = append(ids, d.ID)
+		}
+		return nil
+	})
+	return ids, rows, stamp
+}
+
+// waiting lists the ids waiting at node, in order, without marking them.
+func waiting(t *testing.T, st store.Store, node int64) []string {
+	t.Helper()
+	var ids []string
+	update(t, st, func(tx store.Tx) error {
+		ds, err := tx.PendingForNode(node, 1000)
+		for _, d := range ds {
+			ids = append(ids, d.ID)
+		}
+		return err
+	})
+	return ids
+}
+
+// An acknowledgement by id is exact: acknowledging a message out of order
+// neither acknowledges those before it nor is forgotten; after a reset only
+// what is unacknowledged comes again, and pruning keeps what is awaited.
+func testInboxAcksOutOfOrder(t *testing.T, newDSN NewDSN) {
+	st, p := setupPresent(t, newDSN, 1, 2)
+	sendDirect(t, st, p.a, p.b, "m", 4)
+	sendDirect(t, st, p.a, p.c, "c", 1)
+	if ids, _, _ := fetchMark(t, st, 1); !slices.Equal(ids, []string{"m1", "m2", "m3", "m4"}) {
+		t.Fatalf("delivered %v", ids)
+	}
+	ack := func(user store.User, want int, ids ...string) {
+		t.Helper()
+		update(t, st, func(tx store.Tx) error {
+			if n, err := tx.Ack(user.ID, ids); err != nil || n != want {
+				t.Errorf("Ack(%s, %v) = %d, %v; want %d", user.Name, ids, n, err, want)
+			}
+			return nil
+		})
+	}
+	count := func(user store.User, want int) {
+		t.Helper()
+		update(t, st, func(tx store.Tx) error {
+			if n, err := tx.PendingCount(user.ID); err != nil || n != want {
+				t.Errorf("PendingCount(%s) = %d, %v; want %d", user.Name, n, err, want)
+			}
+			return nil
+		})
+	}
+	ack(p.b, 2, "m2", "m4")
+	ack(p.b, 0, "m2", "c1") // acknowledged already; another user's message
+	count(p.b, 2)
+	count(p.c, 1)
+	update(t, st, func(tx store.Tx) error {
+		if n, err := tx.ResetDelivered(p.b.ID); err != nil || n != 2 {
+			t.Errorf("ResetDelivered = %d, %v; want 2 (m1, m3)", n, err)
+		}
+		return nil
+	})
+	if got := waiting(t, st, 1); !slices.Equal(got, []string{"m1", "m3"}) {
+		t.Errorf("after a reset, waiting %v; want [m1 m3]", got)
+	}
+	ack(p.b, 1, "m1")
+	count(p.b, 1)
+	prune := func(want int) {
+		t.Helper()
+		update(t, st, func(tx store.Tx) error {
+			res, err := tx.PruneMessages(time.Now().Add(time.Hour), 0, 100)
+			if err != nil || res.Deleted != want {
+				t.Errorf("pruned %+v, %v; want %d deleted", res, err, want)
+			}
+			return nil
+		})
+	}
+	prune(2) // m1, m2: m3 waits, m4 after it; c1 waits
+	if got := waiting(t, st, 1); !slices.Equal(got, []string{"m3"}) {
+		t.Errorf("after pruning, waiting %v; want [m3]", got)
+	}
+	ack(p.b, 1, "m3")
+	count(p.b, 0)
+	if got := waiting(t, st, 1); len(got) != 0 {
+		t.Errorf("after every acknowledgement, waiting %v", got)
+	}
+	prune(2) // m3, m4
+	count(p.c, 1)
+}
+
+// Undoing a visit's marks makes their messages pending again, also after a
+// newer mark and in either order; a mark made pending by a reset and handed
+// out again since is not undone by the older mark.
+func testInboxUnmarkAfterNewerMark(t *testing.T, newDSN NewDSN) {
+	st, p := setupPresent(t, newDSN, 1, 2)
+	unmark := func(stamp int64, rows []store.RecipientSeq, want int) {
+		t.Helper()
+		update(t, st, func(tx store.Tx) error {
+			if n, err := tx.UnmarkDelivered(stamp, rows); err != nil || n != want {
+				t.Errorf("UnmarkDelivered(%d, %v) = %d, %v; want %d", stamp, rows, n, err, want)
+			}
+			return nil
+		})
+	}
+	sendDirect(t, st, p.a, p.b, "m", 2)
+	_, first, stamp1 := fetchMark(t, st, 1)
+	sendDirect(t, st, p.a, p.b, "n", 2)
+	_, _, stamp2 := fetchMark(t, st, 1)
+	if stamp2 <= stamp1 {
+		t.Errorf("stamps %d then %d: not ordered", stamp1, stamp2)
+	}
+	// The first visit's marks were never handed over; the second's were.
+	unmark(stamp1, first, 1)
+	if got := waiting(t, st, 1); !slices.Equal(got, []string{"m1", "m2", "n1", "n2"}) {
+		t.Errorf("after undoing the older mark, waiting %v; want all four (more, never less)", got)
+	}
+	// Both visits' marks undone, the newer first.
+	var a []store.RecipientSeq
+	var stampA int64
+	update(t, st, func(tx store.Tx) error {
+		ds, err := tx.PendingForNode(1, 2)
+		if err != nil || len(ds) != 2 {
+			return fmt.Errorf("pending %+v, %v", ds, err)
+		}
+		a, stampA, err = tx.MarkDeliveredRows(1, []store.RecipientSeq{ds[0].Row(), ds[1].Row()})
+		return err
+	})
+	_, b, stampB := fetchMark(t, st, 1)
+	unmark(stampB, b, 1)
+	unmark(stampA, a, 1)
+	if got := waiting(t, st, 1); !slices.Equal(got, []string{"m1", "m2", "n1", "n2"}) {
+		t.Errorf("after undoing both marks, newer first, waiting %v; want all four", got)
+	}
+	// A mark made pending by a login's reset and handed out again since.
+	_, old, oldStamp := fetchMark(t, st, 1)
+	update(t, st, func(tx store.Tx) error { _, err := tx.ResetDelivered(p.b.ID); return err })
+	fetchMark(t, st, 1)
+	unmark(oldStamp, old, 0)
+	if got := waiting(t, st, 1); len(got) != 0 {
+		t.Errorf("an old mark undid the new connection's: waiting %v", got)
+	}
+}
+
+// A mark never skips a message: rows that are not everything waiting up to
+// the last of them mark nothing of that user.
+func testInboxMarkSkipsNothing(t *testing.T, newDSN NewDSN) {
+	st, p := setupPresent(t, newDSN, 1, 1)
+	b := sendDirect(t, st, p.a, p.b, "m", 3)
+	c := sendDirect(t, st, p.a, p.c, "c", 1)
+	row := func(u store.User, seq int64) store.RecipientSeq { return store.RecipientSeq{RecipientID: u.ID, Seq: seq} }
+	mark := func(rows []store.RecipientSeq, want []store.RecipientSeq) {
+		t.Helper()
+		update(t, st, func(tx store.Tx) error {
+			done, _, err := tx.MarkDeliveredRows(1, rows)
+			if err != nil || !cmp.Equal(done, want) {
+				t.Errorf("MarkDeliveredRows(%v) = %v, %v; want %v", rows, done, err, want)
+			}
+			return nil
+		})
+	}
+	mark([]store.RecipientSeq{row(p.b, b[1]), row(p.c, c[0])}, []store.RecipientSeq{row(p.c, c[0])}) // m1 waits before m2
+	mark([]store.RecipientSeq{row(p.b, b[0]), row(p.b, b[2])}, nil)                                 // m2 between
+	mark([]store.RecipientSeq{row(p.b, b[0]), row(p.b, b[1])}, []store.RecipientSeq{row(p.b, b[0]), row(p.b, b[1])})
+	if got := waiting(t, st, 1); !slices.Equal(got, []string{"m3"}) {
+		t.Errorf("waiting %v; want [m3]", got)
+	}
+	update(t, st, func(tx store.Tx) error {
+		if w, err := tx.WaitingFor(b, 8); err != nil || len(w) != 1 || !slices.Equal(w[0].Users, []int64{p.b.ID}) {
+			t.Errorf("WaitingFor = %+v, %v; want b at node 1 (m3)", w, err)
+		}
+		if w, err := tx.WaitingFor(b[:2], 8); err != nil || len(w) != 0 {
+			t.Errorf("WaitingFor(m1, m2) = %+v, %v; want nobody (handed out)", w, err)
+		}
+		return nil
+	})
+}
