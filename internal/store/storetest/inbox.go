@@ -210,7 +210,9 @@ func testInboxMarkSkipsNothing(t *testing.T, newDSN NewDSN) {
 	st, p := setupPresent(t, newDSN, 1, 1)
 	b := sendDirect(t, st, p.a, p.b, "m", 3)
 	c := sendDirect(t, st, p.a, p.c, "c", 1)
-	row := func(u store.User, seq int64) store.RecipientSeq { return store.RecipientSeq{RecipientID: u.ID, Seq: seq} }
+	row := func(u store.User, seq int64) store.RecipientSeq {
+		return store.RecipientSeq{RecipientID: u.ID, Seq: seq}
+	}
 	mark := func(rows []store.RecipientSeq, want []store.RecipientSeq) {
 		t.Helper()
 		update(t, st, func(tx store.Tx) error {
@@ -222,7 +224,7 @@ func testInboxMarkSkipsNothing(t *testing.T, newDSN NewDSN) {
 		})
 	}
 	mark([]store.RecipientSeq{row(p.b, b[1]), row(p.c, c[0])}, []store.RecipientSeq{row(p.c, c[0])}) // m1 waits before m2
-	mark([]store.RecipientSeq{row(p.b, b[0]), row(p.b, b[2])}, nil)                                 // m2 between
+	mark([]store.RecipientSeq{row(p.b, b[0]), row(p.b, b[2])}, nil)                                  // m2 between
 	mark([]store.RecipientSeq{row(p.b, b[0]), row(p.b, b[1])}, []store.RecipientSeq{row(p.b, b[0]), row(p.b, b[1])})
 	if got := waiting(t, st, 1); !slices.Equal(got, []string{"m3"}) {
 		t.Errorf("waiting %v; want [m3]", got)
