@@ -50,14 +50,17 @@ import (
 const inboxWalk = 4 * MaxAckIDs
 
 // ensureInboxes makes a cursor for each user who has none (a new user: the
-// migration gave every existing one theirs).
+// migration gave every existing one theirs). It reads the users' cursors
+// and writes only the missing ones (an INSERT IGNORE of every user would
+// try to write a row for each).
 func (t *sqlTx) ensureInboxes(users []int64) error {
 	users = slices.Clone(users)
 	slices.Sort(users)
 	users = slices.Compact(users)
 	for chunk := range slices.Chunk(users, inChunk) {
-		q := t.s.d.insertIgnore + " inbox_cursors (user_id) VALUES " +
-			strings.TrimSuffix(strings.Repeat("(?), ", len(chunk)), ", ") + t.s.d.onConflictIgnore
+		q := t.s.d.insertIgnore + " inbox_cursors (user_id) SELECT u.user_id FROM users u WHERE u.user_id IN (" +
+			placeholders(len(chunk)) + ") AND NOT EXISTS (SELECT 1 FROM inbox_cursors c WHERE c.user_id = u.user_id)" +
+			t.s.d.onConflictIgnore
 		if _, err := t.exec(q, anySlice(chunk)...); err != nil {
 			return fmt.Errorf("store: inbox cursors: %w", err)
 		}
