@@ -1,7 +1,7 @@
 // Package store persists the ring topology (resource P: nodes, successor
 // pointers, the coordinator and its epoch, the token fence) and the message
-// queue (resource Q: users, groups, memberships, presence, messages and their
-// recipients).
+// queue (resource Q: users, groups, memberships, presence, messages, and
+// each user's and member's cursor on their inbox and groups).
 //
 // Two implementations share one SQL code path: MariaDB/MySQL through
 // github.com/go-sql-driver/mysql, and an embedded SQLite file through
@@ -205,7 +205,8 @@ type Delivery struct {
 	RecipientID int64
 	Recipient   string
 	// GroupID is set for a group message that waits behind the
-	// recipient's cursor on the group (0: a recipient row).
+	// recipient's cursor on the group (0: a direct message, on the
+	// recipient's inbox).
 	GroupID int64
 	// Own: the recipient sent this group message. Nobody is shown it;
 	// marking it moves the recipient's cursor past it.
@@ -213,7 +214,7 @@ type Delivery struct {
 	Message
 }
 
-// Row is the recipient row (or group cursor position) the delivery is.
+// Row is the inbox (or group cursor) position the delivery is.
 func (d Delivery) Row() RecipientSeq {
 	return RecipientSeq{RecipientID: d.RecipientID, Seq: d.Seq, GroupID: d.GroupID}
 }
@@ -228,9 +229,11 @@ type Inserted struct {
 }
 
 // RecipientSeq names one message (by its sequence) that waits for one
-// recipient: a row of the recipients table, or, with GroupID set, a
-// position on the recipient's cursor of that group (marking or
-// acknowledging it covers the group's earlier messages for that member).
+// recipient: a direct message, a position on the recipient's inbox (marking
+// it needs the recipient's earlier waiting ones marked with it or before;
+// acknowledging it acknowledges it alone), or, with GroupID set, a position
+// on the recipient's cursor of that group (marking or acknowledging it
+// covers the group's earlier messages for that member).
 type RecipientSeq struct {
 	RecipientID int64
 	Seq         int64
@@ -428,10 +431,11 @@ type Tx interface {
 	PresenceOf(userID int64) (Presence, error)
 
 	// InsertMessage stores m once and returns its global sequence number.
-	// A direct message gets one pending row per recipient; a group message
-	// gets none (recipients is ignored): it is stored once, and each
-	// member's cursor on the group decides who still waits for it. A message whose ID is already stored is not stored
-	// again: its existing sequence is returned with dup=true.
+	// A message is stored once and recipients is ignored: a direct message
+	// goes on its addressee's inbox (ToUserID) and the addressee's inbox
+	// cursor decides whether they still wait for it; a group message, each
+	// member's cursor on the group. A message whose ID is already stored is
+	// not stored again: its existing sequence is returned with dup=true.
 	InsertMessage(m NewMessage, recipients []int64) (seq int64, dup bool, err error)
 	// InsertMessages is InsertMessage for several messages, in order, in a
 	// few statements: recipients[i] belongs to ms[i]. An id already stored,
@@ -467,37 +471,51 @@ type Tx interface {
 	// messages (at most maxUsers per node; past that, All), and All at a
 	// node with a member of a group that has one of them.
 	WaitingFor(seqs []int64, maxUsers int) ([]Waiting, error)
-	// MarkDelivered records that these direct messages were handed to the
+	// MarkDelivered records that these messages were handed to the
 	// recipient's connection; they are not returned by PendingForNode again
-	// until ResetDelivered.
+	// until ResetDelivered. The direct ones must be what waits on the
+	// recipient's inbox up to the last of them (as PendingFor returns
+	// them): otherwise none of them is marked.
 	MarkDelivered(recipientID int64, seqs []int64) error
 	// MarkDeliveredRows is MarkDelivered for rows of several recipients (a
 	// visit delivers to many users at once), for a visit of node nodeID:
 	// it marks only the rows still undelivered whose recipient is still
 	// present at nodeID, and returns those (in the given order) with the
-	// mark's stamp (delivered_us). It reads the presence rows with a lock
+	// mark's stamp. A user's direct rows are marked together, and only if
+	// they are everything waiting on the user's inbox up to the last of
+	// them (a prefix of what waits, as PendingFor returns). The stamp is
+	// newer than any on the users' inbox cursors. It reads the presence rows with a lock
 	// held to the end of the transaction, so a logout waits for the visit
 	// and a login elsewhere (whose ResetDelivered makes the rows pending
 	// again) comes after it. Under Bound it marks all or nothing: stopped
 	// there, it fails with ErrOverBudget having changed nothing.
 	MarkDeliveredRows(nodeID int64, rows []RecipientSeq) (marked []RecipientSeq, stamp int64, err error)
 	// UnmarkDelivered makes these rows pending again if they still carry
-	// the mark stamped stamp (a row acknowledged or marked again since is
-	// left alone), and returns how many: for deliveries a visit marked but
-	// never handed to a connection.
+	// the mark stamped stamp (a row acknowledged is left alone, and so is
+	// one made pending by a reset or another undo since the mark, and
+	// perhaps marked again), and returns how many rows, or for direct
+	// messages and groups cursors, moved back: for deliveries a visit
+	// marked but never handed to a connection. A direct message's cursor
+	// moves back to just before the user's first row, so a mark undone
+	// after a newer one makes the newer one's messages come again too.
 	UnmarkDelivered(stamp int64, rows []RecipientSeq) (int, error)
-	// AckRows removes these rows (acknowledged, or written to a protocol-1
-	// client, which has no ACK) and returns how many were removed.
+	// AckRows acknowledges these rows (acknowledged, or written to a
+	// protocol-1 client, which has no ACK) and returns how many it
+	// acknowledged. A direct message is acknowledged alone, in or out of
+	// order (its inbox cursor moves over every acknowledged message after
+	// it; one behind a message not acknowledged is remembered).
 	AckRows(rows []RecipientSeq) (int, error)
 	// ResetDelivered makes every unacknowledged message of the recipient
 	// pending again (after a reconnect) and returns how many.
 	ResetDelivered(recipientID int64) (int, error)
-	// Ack removes the recipient's rows for these message ids and returns
-	// how many were removed. Unknown ids are ignored.
+	// Ack acknowledges the recipient's messages with these ids and returns
+	// how many it acknowledged. Unknown ids, and those of messages not
+	// to the recipient or acknowledged already, are ignored.
 	Ack(recipientID int64, messageIDs []string) (int, error)
-	// AckSeqs removes the recipient's rows for these sequence numbers.
+	// AckSeqs is Ack by sequence number.
 	AckSeqs(recipientID int64, seqs []int64) (int, error)
-	// PendingCount returns how many rows wait for the recipient.
+	// PendingCount returns how many messages the recipient has not
+	// acknowledged (direct, and group messages behind their cursors).
 	PendingCount(recipientID int64) (int, error)
 	// History returns the last limit messages of a conversation, oldest
 	// first.
