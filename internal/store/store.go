@@ -494,7 +494,7 @@ type Tx interface {
 	// the mark stamped stamp (a row acknowledged is left alone, and so is
 	// one made pending by a reset or another undo since the mark, and
 	// perhaps marked again), and returns how many rows, or for direct
-	// messages and groups cursors, moved back: for deliveries a visit
+	// messages and group cursors, moved back: for deliveries a visit
 	// marked but never handed to a connection. A direct message's cursor
 	// moves back to just before the user's first row, so a mark undone
 	// after a newer one makes the newer one's messages come again too.
