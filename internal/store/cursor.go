@@ -134,7 +134,7 @@ func (t *sqlTx) pendingDirect(users []int64, perUser int, sources map[int64][]us
 			// message and the names are joined after it, by key.
 			fmt.Fprintf(&b, "SELECT q%d.user_id, ru.name, "+messageCols+" FROM ("+inboxPending+") q%d"+
 				" %s users ru ON ru.user_id = q%d.user_id %s messages m ON m.msg_seq = q%d.msg_seq"+t.messageJoins(),
-				i, t.s.d.straightJoin, i, t.s.d.straightJoin, i, t.s.d.straightJoin, i)
+				i, t.s.d.straightJoin, t.s.d.byInbox, i, t.s.d.straightJoin, i, t.s.d.straightJoin, i)
 			args = append(args, u, perUser)
 		}
 		err := t.each(b.String(), args, func(rows *sql.Rows) error {
@@ -170,7 +170,11 @@ func (t *sqlTx) pendingDirect(users []int64, perUser int, sources map[int64][]us
 func (t *sqlTx) usersWithDirect(users []int64) ([]int64, error) {
 	var out []int64
 	for chunk := range slices.Chunk(users, inChunk) {
-		err := t.each("SELECT c.user_id, EXISTS (SELECT 1 FROM messages m WHERE m.to_user_id = c.user_id AND m.msg_seq > c.sent_seq)"+
+		// The user's newest direct message, read backwards on the index
+		// (one row, whatever the user's history: an EXISTS of one after
+		// the cursor would read the inbox from its start).
+		err := t.each("SELECT c.user_id, COALESCE((SELECT m.msg_seq FROM messages m"+t.s.d.byInbox+" WHERE m.to_user_id = c.user_id"+
+			" ORDER BY m.msg_seq DESC LIMIT 1), 0) > c.sent_seq"+
 			" FROM inbox_cursors c WHERE c.user_id IN ("+placeholders(len(chunk))+")", anySlice(chunk), func(rows *sql.Rows) error {
 			var id int64
 			var pending bool

@@ -71,7 +71,7 @@ func (t *sqlTx) ensureInboxes(users []int64) error {
 // inboxPending is the inner select of one user's pending direct messages:
 // at most perUser after the cursor, skipping those acknowledged out of
 // order (arguments: user, perUser).
-const inboxPending = "SELECT c.user_id, m.msg_seq FROM inbox_cursors c %s messages m" +
+const inboxPending = "SELECT c.user_id, m.msg_seq FROM inbox_cursors c %s messages m%s" +
 	" ON m.to_user_id = c.user_id AND m.msg_seq > c.sent_seq WHERE c.user_id = ?" +
 	" AND NOT EXISTS (SELECT 1 FROM inbox_acks a WHERE a.user_id = c.user_id AND a.msg_seq = m.msg_seq)" +
 	" ORDER BY m.msg_seq LIMIT ?"
@@ -185,7 +185,7 @@ func (t *sqlTx) wholeSpans(spans []inboxSpan, rows []RecipientSeq) ([]inboxSpan,
 		args = append(args, s.user, s.lo, s.hi)
 	}
 	have := map[int64]int{}
-	err := t.each("SELECT m.to_user_id, COUNT(*) FROM messages m WHERE ("+b.String()+")"+
+	err := t.each("SELECT m.to_user_id, COUNT(*) FROM messages m"+t.s.d.byInbox+" WHERE ("+b.String()+")"+
 		" AND NOT EXISTS (SELECT 1 FROM inbox_acks a WHERE a.user_id = m.to_user_id AND a.msg_seq = m.msg_seq)"+
 		" GROUP BY m.to_user_id", args, func(rs *sql.Rows) error {
 		var u int64
@@ -224,7 +224,7 @@ func (t *sqlTx) unmarkInbox(stamp int64, rows []RecipientSeq) (int, error) {
 // pending again and returns how many were handed to a connection.
 func (t *sqlTx) resetInbox(userID int64) (int, error) {
 	var n int
-	if err := t.queryRow("SELECT COUNT(*) FROM inbox_cursors c "+t.s.d.straightJoin+" messages m"+
+	if err := t.queryRow("SELECT COUNT(*) FROM inbox_cursors c "+t.s.d.straightJoin+" messages m"+t.s.d.byInbox+
 		" ON m.to_user_id = c.user_id AND m.msg_seq > c.acked_seq AND m.msg_seq <= c.sent_seq WHERE c.user_id = ?"+
 		" AND NOT EXISTS (SELECT 1 FROM inbox_acks a WHERE a.user_id = c.user_id AND a.msg_seq = m.msg_seq)", userID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("store: reset delivered: %w", err)
@@ -240,7 +240,7 @@ func (t *sqlTx) resetInbox(userID int64) (int, error) {
 // acknowledged.
 func (t *sqlTx) inboxCount(userID int64) (int, error) {
 	var n int
-	err := t.queryRow("SELECT COUNT(*) FROM inbox_cursors c "+t.s.d.straightJoin+" messages m"+
+	err := t.queryRow("SELECT COUNT(*) FROM inbox_cursors c "+t.s.d.straightJoin+" messages m"+t.s.d.byInbox+
 		" ON m.to_user_id = c.user_id AND m.msg_seq > c.acked_seq WHERE c.user_id = ?"+
 		" AND NOT EXISTS (SELECT 1 FROM inbox_acks a WHERE a.user_id = c.user_id AND a.msg_seq = m.msg_seq)", userID).Scan(&n)
 	return n, err
@@ -294,18 +294,23 @@ func walkAcks(run inboxRun, acks map[int64]bool) inboxAck {
 }
 
 // ackInbox acknowledges direct messages (by user, their sequences): one
-// read of the users' runs, one UPDATE of their cursors, and the rare
+// read of the users' remembered out-of-order acknowledgements (usually
+// none), one of their runs, one UPDATE of their cursors, and the rare
 // out-of-order rows. It returns how many messages it acknowledged.
 func (t *sqlTx) ackInbox(byUser map[int64][]int64) (int, error) {
 	users := slices.Sorted(maps.Keys(byUser))
+	side, err := t.sideAcks(users)
+	if err != nil {
+		return 0, fmt.Errorf("store: ack: %w", err)
+	}
 	runs := map[int64]*inboxRun{}
 	for chunk := range slices.Chunk(users, pendingUserChunk) {
-		if err := t.readRuns(chunk, byUser, runs); err != nil {
+		if err := t.readRuns(chunk, byUser, side, runs); err != nil {
 			return 0, fmt.Errorf("store: ack: %w", err)
 		}
 	}
 	var moves []inboxSpan // user, old acked_seq (lo), new (hi)
-	var side []RecipientSeq
+	var remember []RecipientSeq
 	n := 0
 	for _, u := range users {
 		run := runs[u]
@@ -327,37 +332,38 @@ func (t *sqlTx) ackInbox(byUser map[int64][]int64) (int, error) {
 			}
 		}
 		for _, s := range a.side {
-			side = append(side, RecipientSeq{RecipientID: u, Seq: s})
+			remember = append(remember, RecipientSeq{RecipientID: u, Seq: s})
 		}
 	}
 	if err := t.moveAcked(moves); err != nil {
 		return 0, err
 	}
-	return n, t.insertSideAcks(side)
+	return n, t.insertSideAcks(remember)
 }
 
 // readRuns reads each user's cursor and inbox after acked_seq, up to the
-// highest sequence acknowledged now or before (at most inboxWalk
-// messages), in one statement: a user with none of its messages there
-// gets no run.
-func (t *sqlTx) readRuns(users []int64, byUser map[int64][]int64, runs map[int64]*inboxRun) error {
+// highest sequence acknowledged now or before (side: those remembered;
+// at most inboxWalk messages), in one statement: a user with none of its
+// messages there gets no run.
+func (t *sqlTx) readRuns(users []int64, byUser map[int64][]int64, side map[int64]map[int64]bool, runs map[int64]*inboxRun) error {
 	var b strings.Builder
 	var args []any
 	for i, u := range users {
 		if i > 0 {
 			b.WriteString(" UNION ALL ")
 		}
-		fmt.Fprintf(&b, "SELECT * FROM (SELECT c.user_id, c.acked_seq, m.msg_seq,"+
-			" CASE WHEN EXISTS (SELECT 1 FROM inbox_acks a WHERE a.user_id = c.user_id AND a.msg_seq = m.msg_seq) THEN 1 ELSE 0 END"+
-			" FROM inbox_cursors c %s messages m ON m.to_user_id = c.user_id AND m.msg_seq > c.acked_seq"+
-			" AND m.msg_seq <= %s(?, COALESCE((SELECT MAX(x.msg_seq) FROM inbox_acks x WHERE x.user_id = ?), 0))"+
-			" WHERE c.user_id = ? ORDER BY m.msg_seq LIMIT ?) r%d", t.s.d.straightJoin, t.s.d.greatest, i)
-		args = append(args, slices.Max(byUser[u]), u, u, inboxWalk)
+		upto := slices.Max(byUser[u])
+		for seq := range side[u] {
+			upto = max(upto, seq)
+		}
+		fmt.Fprintf(&b, "SELECT * FROM (SELECT c.user_id, c.acked_seq, m.msg_seq FROM inbox_cursors c %s messages m%s"+
+			" ON m.to_user_id = c.user_id AND m.msg_seq > c.acked_seq AND m.msg_seq <= ?"+
+			" WHERE c.user_id = ? ORDER BY m.msg_seq LIMIT ?) r%d", t.s.d.straightJoin, t.s.d.byInbox, i)
+		args = append(args, upto, u, inboxWalk)
 	}
 	return t.each(b.String(), args, func(rows *sql.Rows) error {
 		var u, acked, seq int64
-		var side bool
-		if err := rows.Scan(&u, &acked, &seq, &side); err != nil {
+		if err := rows.Scan(&u, &acked, &seq); err != nil {
 			return err
 		}
 		r := runs[u]
@@ -365,9 +371,33 @@ func (t *sqlTx) readRuns(users []int64, byUser map[int64][]int64, runs map[int64
 			r = &inboxRun{acked: acked}
 			runs[u] = r
 		}
-		r.seqs, r.side = append(r.seqs, seq), append(r.side, side)
+		r.seqs, r.side = append(r.seqs, seq), append(r.side, side[u][seq])
 		return nil
 	})
+}
+
+// sideAcks reads the users' acknowledgements out of order (rare: usually
+// none).
+func (t *sqlTx) sideAcks(users []int64) (map[int64]map[int64]bool, error) {
+	out := map[int64]map[int64]bool{}
+	for chunk := range slices.Chunk(users, inChunk) {
+		err := t.each("SELECT user_id, msg_seq FROM inbox_acks WHERE user_id IN ("+placeholders(len(chunk))+")", anySlice(chunk),
+			func(rows *sql.Rows) error {
+				var u, seq int64
+				if err := rows.Scan(&u, &seq); err != nil {
+					return err
+				}
+				if out[u] == nil {
+					out[u] = map[int64]bool{}
+				}
+				out[u][seq] = true
+				return nil
+			})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // moveAcked moves the users' acked_seq (from lo to hi, compare-and-set: a

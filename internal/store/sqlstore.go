@@ -47,7 +47,11 @@ type dialect struct {
 	// two tables keeping the left one outer (the planner may not reorder).
 	greatest     string
 	straightJoin string
-	txOptions    *sql.TxOptions
+	// byInbox follows "messages m" where a user's inbox is read (a range
+	// of ix_messages_to_user): with the range's bounds taken from a cursor,
+	// the planner may scan the whole table in msg_seq order instead.
+	byInbox   string
+	txOptions *sql.TxOptions
 	// retryable reports transient errors after which a transaction is
 	// retried from the start; connLost, a connection that broke (retried
 	// unless it broke during the COMMIT).
@@ -63,6 +67,7 @@ var mysqlDialect = dialect{
 	clockUS:      "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)",
 	greatest:     "GREATEST",
 	straightJoin: "STRAIGHT_JOIN",
+	byInbox:      " FORCE INDEX (ix_messages_to_user)",
 	// Read committed: a transaction that waited for the fence row lock sees
 	// what the previous holder committed.
 	txOptions: &sql.TxOptions{Isolation: sql.LevelReadCommitted},
@@ -85,6 +90,7 @@ var sqliteDialect = dialect{
 	clockUS:          "?",
 	greatest:         "MAX",
 	straightJoin:     "CROSS JOIN",
+	byInbox:          " INDEXED BY ix_messages_to_user",
 	retryable:        func(error) bool { return false },
 	connLost:         func(error) bool { return false },
 }
