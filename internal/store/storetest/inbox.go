@@ -18,6 +18,7 @@ var inboxTests = []conformanceTest{
 	{"InboxAcksOutOfOrder", testInboxAcksOutOfOrder},
 	{"InboxUnmarkAfterNewerMark", testInboxUnmarkAfterNewerMark},
 	{"InboxMarkSkipsNothing", testInboxMarkSkipsNothing},
+	{"InboxFair", testInboxFair},
 }
 
 // sendDirect stores direct messages from a to the user, ids prefix1..n, and
@@ -238,4 +239,37 @@ func testInboxMarkSkipsNothing(t *testing.T, newDSN NewDSN) {
 		}
 		return nil
 	})
+}
+
+// A fetch takes at most perUser of each user's inbox, from the cursor on,
+// skipping what was acknowledged out of order: one backlog never fills a
+// batch, and nothing acknowledged comes again.
+func testInboxFair(t *testing.T, newDSN NewDSN) {
+	st, p := setupPresent(t, newDSN, 1, 1)
+	b := sendDirect(t, st, p.a, p.b, "m", 6)
+	sendDirect(t, st, p.a, p.c, "c", 2)
+	fair := func(per, limit int, want ...string) {
+		t.Helper()
+		update(t, st, func(tx store.Tx) error {
+			ds, err := tx.PendingForNodeFair(1, per, limit)
+			var got []string
+			for _, d := range ds {
+				got = append(got, d.ID)
+			}
+			if err != nil || !slices.Equal(got, want) {
+				t.Errorf("PendingForNodeFair(1, %d, %d) = %v, %v; want %v", per, limit, got, err, want)
+			}
+			return nil
+		})
+	}
+	fair(2, 100, "m1", "m2", "c1", "c2")
+	update(t, st, func(tx store.Tx) error {
+		if n, err := tx.AckSeqs(p.b.ID, []int64{b[1], b[2]}); err != nil || n != 2 {
+			t.Errorf("AckSeqs(m2, m3) = %d, %v; want 2", n, err)
+		}
+		return tx.MarkDelivered(p.b.ID, []int64{b[0]})
+	})
+	fair(2, 100, "m4", "m5", "c1", "c2")
+	fair(3, 3, "m4", "m5", "m6")
+	fair(1, 100, "m4", "c1")
 }
