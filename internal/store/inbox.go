@@ -294,20 +294,15 @@ func walkAcks(run inboxRun, acks map[int64]bool) inboxAck {
 }
 
 // ackInbox acknowledges direct messages (by user, their sequences): one
-// read of the users' remembered out-of-order acknowledgements (usually
-// none), one of their runs, one UPDATE of their cursors, and the rare
-// out-of-order rows. It returns how many messages it acknowledged.
+// read of the users' cursors (with their remembered out-of-order
+// acknowledgements, usually none), one of their runs, one UPDATE of their
+// cursors, and the rare out-of-order rows. It returns how many messages it
+// acknowledged.
 func (t *sqlTx) ackInbox(byUser map[int64][]int64) (int, error) {
 	users := slices.Sorted(maps.Keys(byUser))
-	side, err := t.sideAcks(users)
+	runs, err := t.readRuns(users, byUser)
 	if err != nil {
 		return 0, fmt.Errorf("store: ack: %w", err)
-	}
-	runs := map[int64]*inboxRun{}
-	for chunk := range slices.Chunk(users, pendingUserChunk) {
-		if err := t.readRuns(chunk, byUser, side, runs); err != nil {
-			return 0, fmt.Errorf("store: ack: %w", err)
-		}
 	}
 	var moves []inboxSpan // user, old acked_seq (lo), new (hi)
 	var remember []RecipientSeq
@@ -341,63 +336,124 @@ func (t *sqlTx) ackInbox(byUser map[int64][]int64) (int, error) {
 	return n, t.insertSideAcks(remember)
 }
 
-// readRuns reads each user's cursor and inbox after acked_seq, up to the
-// highest sequence acknowledged now or before (side: those remembered;
-// at most inboxWalk messages), in one statement: a user with none of its
-// messages there gets no run.
-func (t *sqlTx) readRuns(users []int64, byUser map[int64][]int64, side map[int64]map[int64]bool, runs map[int64]*inboxRun) error {
-	var b strings.Builder
-	var args []any
-	for i, u := range users {
-		if i > 0 {
-			b.WriteString(" UNION ALL ")
-		}
-		upto := slices.Max(byUser[u])
-		for seq := range side[u] {
-			upto = max(upto, seq)
-		}
-		fmt.Fprintf(&b, "SELECT * FROM (SELECT c.user_id, c.acked_seq, m.msg_seq FROM inbox_cursors c %s messages m%s"+
-			" ON m.to_user_id = c.user_id AND m.msg_seq > c.acked_seq AND m.msg_seq <= ?"+
-			" WHERE c.user_id = ? ORDER BY m.msg_seq LIMIT ?) r%d", t.s.d.straightJoin, t.s.d.byInbox, i)
-		args = append(args, upto, u, inboxWalk)
+// readRuns reads each user's cursor and remembered acknowledgements, then
+// the user's inbox after acked_seq up to the highest sequence acknowledged
+// now or before: a range no wider than inboxWalk sequences (so no more
+// messages) in one statement for every user; a wider one (rare) at most
+// inboxWalk messages, in a statement per 40 users. A user with nothing new
+// acknowledged gets no run.
+func (t *sqlTx) readRuns(users []int64, byUser map[int64][]int64) (map[int64]*inboxRun, error) {
+	acked, side, err := t.ackHeads(users)
+	if err != nil {
+		return nil, err
 	}
-	return t.each(b.String(), args, func(rows *sql.Rows) error {
-		var u, acked, seq int64
-		if err := rows.Scan(&u, &acked, &seq); err != nil {
+	narrow, wide := runSpans(users, byUser, acked, side)
+	runs := map[int64]*inboxRun{}
+	scan := func(rows *sql.Rows) error {
+		var u, seq int64
+		if err := rows.Scan(&u, &seq); err != nil {
 			return err
 		}
 		r := runs[u]
 		if r == nil {
-			r = &inboxRun{acked: acked}
+			r = &inboxRun{acked: acked[u]}
 			runs[u] = r
 		}
 		r.seqs, r.side = append(r.seqs, seq), append(r.side, side[u][seq])
 		return nil
-	})
-}
-
-// sideAcks reads the users' acknowledgements out of order (rare: usually
-// none).
-func (t *sqlTx) sideAcks(users []int64) (map[int64]map[int64]bool, error) {
-	out := map[int64]map[int64]bool{}
-	for chunk := range slices.Chunk(users, inChunk) {
-		err := t.each("SELECT user_id, msg_seq FROM inbox_acks WHERE user_id IN ("+placeholders(len(chunk))+")", anySlice(chunk),
-			func(rows *sql.Rows) error {
-				var u, seq int64
-				if err := rows.Scan(&u, &seq); err != nil {
-					return err
-				}
-				if out[u] == nil {
-					out[u] = map[int64]bool{}
-				}
-				out[u][seq] = true
-				return nil
-			})
-		if err != nil {
+	}
+	if err := t.readNarrow(narrow, scan); err != nil {
+		return nil, err
+	}
+	for chunk := range slices.Chunk(wide, pendingUserChunk) {
+		var b strings.Builder
+		var args []any
+		for i, sp := range chunk {
+			if i > 0 {
+				b.WriteString(" UNION ALL ")
+			}
+			fmt.Fprintf(&b, "SELECT * FROM (SELECT m.to_user_id, m.msg_seq FROM messages m%s"+
+				" WHERE m.to_user_id = ? AND m.msg_seq > ? AND m.msg_seq <= ? ORDER BY m.msg_seq LIMIT ?) r%d", t.s.d.byInbox, i)
+			args = append(args, sp.user, sp.lo, sp.hi, inboxWalk)
+		}
+		if err := t.each(b.String(), args, scan); err != nil {
 			return nil, err
 		}
 	}
-	return out, nil
+	return runs, nil
+}
+
+// runSpans returns, for each user with something acknowledged after its
+// acked_seq, the range of its inbox to read (from acked_seq to the highest
+// acknowledged now or before): narrow ones (at most inboxWalk sequences
+// wide) and wide ones.
+func runSpans(users []int64, byUser map[int64][]int64, acked map[int64]int64, side map[int64]map[int64]bool) (narrow, wide []inboxSpan) {
+	for _, u := range users {
+		a, ok := acked[u]
+		if !ok || slices.Max(byUser[u]) <= a {
+			continue
+		}
+		sp := inboxSpan{user: u, lo: a, hi: slices.Max(byUser[u])}
+		for seq := range side[u] {
+			sp.hi = max(sp.hi, seq)
+		}
+		if sp.hi-sp.lo <= inboxWalk {
+			narrow = append(narrow, sp)
+		} else {
+			wide = append(wide, sp)
+		}
+	}
+	return narrow, wide
+}
+
+// readNarrow reads narrow ranges of inboxes, every range in one statement
+// (an OR of index ranges; each holds at most inboxWalk messages).
+func (t *sqlTx) readNarrow(spans []inboxSpan, scan func(*sql.Rows) error) error {
+	for chunk := range slices.Chunk(spans, rowChunk) {
+		var b strings.Builder
+		args := make([]any, 0, 3*len(chunk))
+		for i, sp := range chunk {
+			if i > 0 {
+				b.WriteString(" OR ")
+			}
+			b.WriteString("(m.to_user_id = ? AND m.msg_seq > ? AND m.msg_seq <= ?)")
+			args = append(args, sp.user, sp.lo, sp.hi)
+		}
+		if err := t.each("SELECT m.to_user_id, m.msg_seq FROM messages m"+t.s.d.byInbox+" WHERE "+b.String()+
+			" ORDER BY m.to_user_id, m.msg_seq", args, scan); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ackHeads reads the users' acked_seq and their acknowledgements out of
+// order (rare: usually none), in one statement per chunk of users.
+func (t *sqlTx) ackHeads(users []int64) (map[int64]int64, map[int64]map[int64]bool, error) {
+	acked := map[int64]int64{}
+	side := map[int64]map[int64]bool{}
+	for chunk := range slices.Chunk(users, inChunk) {
+		err := t.each("SELECT c.user_id, c.acked_seq, COALESCE(a.msg_seq, 0) FROM inbox_cursors c"+
+			" LEFT JOIN inbox_acks a ON a.user_id = c.user_id WHERE c.user_id IN ("+placeholders(len(chunk))+")", anySlice(chunk),
+			func(rows *sql.Rows) error {
+				var u, a, seq int64
+				if err := rows.Scan(&u, &a, &seq); err != nil {
+					return err
+				}
+				acked[u] = a
+				if seq > a {
+					if side[u] == nil {
+						side[u] = map[int64]bool{}
+					}
+					side[u][seq] = true
+				}
+				return nil
+			})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return acked, side, nil
 }
 
 // moveAcked moves the users' acked_seq (from lo to hi, compare-and-set: a

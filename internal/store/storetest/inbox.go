@@ -19,6 +19,7 @@ var inboxTests = []conformanceTest{
 	{"InboxUnmarkAfterNewerMark", testInboxUnmarkAfterNewerMark},
 	{"InboxMarkSkipsNothing", testInboxMarkSkipsNothing},
 	{"InboxFair", testInboxFair},
+	{"InboxAckFarApart", testInboxAckFarApart},
 }
 
 // sendDirect stores direct messages from a to the user, ids prefix1..n, and
@@ -272,4 +273,44 @@ func testInboxFair(t *testing.T, newDSN NewDSN) {
 	fair(2, 100, "m4", "m5", "c1", "c2")
 	fair(3, 3, "m4", "m5", "m6")
 	fair(1, 100, "m4", "c1")
+}
+
+// Acknowledgements of messages far apart in the global order (more than
+// the run an acknowledgement reads at once between them) work as near ones.
+func testInboxAckFarApart(t *testing.T, newDSN NewDSN) {
+	st, p := setupPresent(t, newDSN, 1, 1)
+	first := sendDirect(t, st, p.a, p.b, "m", 1)
+	update(t, st, func(tx store.Tx) error {
+		var ms []store.NewMessage
+		var rcpts [][]int64
+		for i := range 4 * store.MaxAckIDs {
+			ms = append(ms, store.NewMessage{ID: fmt.Sprint("c", i), SenderID: p.a.ID, ToUserID: p.c.ID, Content: "x", SentAt: time.Now()})
+			rcpts = append(rcpts, []int64{p.c.ID})
+		}
+		_, err := tx.InsertMessages(ms, rcpts)
+		return err
+	})
+	last := sendDirect(t, st, p.a, p.b, "n", 2)
+	update(t, st, func(tx store.Tx) error {
+		if n, err := tx.AckSeqs(p.b.ID, last[1:]); err != nil || n != 1 {
+			t.Errorf("AckSeqs(n2) = %d, %v; want 1", n, err)
+		}
+		if n, err := tx.AckSeqs(p.b.ID, first); err != nil || n != 1 {
+			t.Errorf("AckSeqs(m1) = %d, %v; want 1", n, err)
+		}
+		if n, err := tx.PendingCount(p.b.ID); err != nil || n != 1 {
+			t.Errorf("PendingCount(b) = %d, %v; want 1 (n1)", n, err)
+		}
+		ds, err := tx.PendingFor(1, []int64{p.b.ID}, 10, 10)
+		if err != nil || len(ds) != 1 || ds[0].ID != "n1" {
+			t.Errorf("waiting for b: %+v, %v; want n1 alone", ds, err)
+		}
+		if n, err := tx.AckSeqs(p.b.ID, last[:1]); err != nil || n != 1 {
+			t.Errorf("AckSeqs(n1) = %d, %v; want 1", n, err)
+		}
+		if n, err := tx.PendingCount(p.b.ID); err != nil || n != 0 {
+			t.Errorf("PendingCount(b) = %d, %v; want 0", n, err)
+		}
+		return nil
+	})
 }
