@@ -116,26 +116,28 @@ func userPrefix(srcs []userSource, perUser int) []Delivery {
 // and the recipient's name, in one statement per chunk of users. Many
 // users are first narrowed to those with any row pending.
 func (t *sqlTx) pendingDirect(users []int64, perUser int, sources map[int64][]userSource) error {
+	var heads map[int64]inboxHead
 	if len(users) > directCheckUsers {
 		var err error
-		if users, err = t.usersWithDirect(users); err != nil {
+		if users, heads, err = t.usersWithDirect(users); err != nil {
 			return err
 		}
 	}
 	per := map[int64]*userSource{}
 	for chunk := range slices.Chunk(users, pendingUserChunk) {
 		var b strings.Builder
-		args := make([]any, 0, 2*len(chunk))
+		args := make([]any, 0, 3*len(chunk))
 		for i, u := range chunk {
 			if i > 0 {
 				b.WriteString(" UNION ALL ")
 			}
 			// The inner select reads only the user's index range; the
 			// message and the names are joined after it, by key.
-			fmt.Fprintf(&b, "SELECT q%d.user_id, ru.name, "+messageCols+" FROM ("+inboxPending+") q%d"+
+			inner, a := t.inboxRange(u, heads, perUser)
+			fmt.Fprintf(&b, "SELECT q%d.user_id, ru.name, "+messageCols+" FROM ("+inner+") q%d"+
 				" %s users ru ON ru.user_id = q%d.user_id %s messages m ON m.msg_seq = q%d.msg_seq"+t.messageJoins(),
-				i, t.s.d.straightJoin, t.s.d.byInbox, i, t.s.d.straightJoin, i, t.s.d.straightJoin, i)
-			args = append(args, u, perUser)
+				i, i, t.s.d.straightJoin, i, t.s.d.straightJoin, i)
+			args = append(args, a...)
 		}
 		err := t.each(b.String(), args, func(rows *sql.Rows) error {
 			var d Delivery
@@ -162,36 +164,61 @@ func (t *sqlTx) pendingDirect(users []int64, perUser int, sources map[int64][]us
 	return nil
 }
 
-// usersWithDirect returns those of users with a direct message pending:
-// one index probe per user (the subquery in the select list is never
-// turned into a join, so a backlog of any size costs one row), in one
-// statement per chunk where the per-user ranges would take a UNION part
-// each. A group message to a node's hundreds of users mostly finds none.
-func (t *sqlTx) usersWithDirect(users []int64) ([]int64, error) {
+// inboxHead is what usersWithDirect read of a user's inbox cursor.
+type inboxHead struct {
+	sent int64
+	side bool // some acknowledged out of order
+}
+
+// inboxRange is the inner select of the user's pending direct messages,
+// with its arguments: with the cursor read already (heads), a plain index
+// range of the user's inbox from sent_seq (skipping what was acknowledged
+// out of order only for a user who has such); otherwise the range from the
+// cursor joined in (inboxPending).
+func (t *sqlTx) inboxRange(u int64, heads map[int64]inboxHead, perUser int) (string, []any) {
+	h, ok := heads[u]
+	if !ok {
+		return fmt.Sprintf(inboxPending, t.s.d.straightJoin, t.s.d.byInbox), []any{u, perUser}
+	}
+	q := "SELECT m.to_user_id AS user_id, m.msg_seq FROM messages m" + t.s.d.byInbox + " WHERE m.to_user_id = ? AND m.msg_seq > ?"
+	if h.side {
+		q += " AND NOT EXISTS (SELECT 1 FROM inbox_acks a WHERE a.user_id = m.to_user_id AND a.msg_seq = m.msg_seq)"
+	}
+	return q + " ORDER BY m.msg_seq LIMIT ?", []any{u, h.sent, perUser}
+}
+
+// usersWithDirect returns those of users with a direct message pending,
+// with their cursors: one index row per user (their newest direct message,
+// read backwards: an EXISTS of one after the cursor would read the inbox
+// from its start; the subquery in the select list is never turned into a
+// join), in one statement per chunk where the per-user ranges would take a
+// UNION part each. A group message to a node's hundreds of users mostly
+// finds none.
+func (t *sqlTx) usersWithDirect(users []int64) ([]int64, map[int64]inboxHead, error) {
 	var out []int64
+	heads := map[int64]inboxHead{}
 	for chunk := range slices.Chunk(users, inChunk) {
-		// The user's newest direct message, read backwards on the index
-		// (one row, whatever the user's history: an EXISTS of one after
-		// the cursor would read the inbox from its start).
-		err := t.each("SELECT c.user_id, COALESCE((SELECT m.msg_seq FROM messages m"+t.s.d.byInbox+" WHERE m.to_user_id = c.user_id"+
-			" ORDER BY m.msg_seq DESC LIMIT 1), 0) > c.sent_seq"+
+		err := t.each("SELECT c.user_id, c.sent_seq, COALESCE((SELECT m.msg_seq FROM messages m"+t.s.d.byInbox+" WHERE m.to_user_id = c.user_id"+
+			" ORDER BY m.msg_seq DESC LIMIT 1), 0) > c.sent_seq, EXISTS (SELECT 1 FROM inbox_acks a WHERE a.user_id = c.user_id)"+
 			" FROM inbox_cursors c WHERE c.user_id IN ("+placeholders(len(chunk))+")", anySlice(chunk), func(rows *sql.Rows) error {
 			var id int64
+			var h inboxHead
 			var pending bool
-			if err := rows.Scan(&id, &pending); err != nil {
+			if err := rows.Scan(&id, &h.sent, &pending, &h.side); err != nil {
 				return err
 			}
 			if pending {
 				out = append(out, id)
+				heads[id] = h
 			}
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	slices.Sort(out)
-	return out, nil
+	return out, heads, nil
 }
 
 // storedMessage is a message with its sender's id.

@@ -247,6 +247,20 @@ func testInboxMarkSkipsNothing(t *testing.T, newDSN NewDSN) {
 // batch, and nothing acknowledged comes again.
 func testInboxFair(t *testing.T, newDSN NewDSN) {
 	st, p := setupPresent(t, newDSN, 1, 1)
+	// Many users here: a fetch first asks which of them have direct
+	// messages waiting.
+	update(t, st, func(tx store.Tx) error {
+		for i := range 8 {
+			u, _, err := tx.EnsureUser(fmt.Sprint("idle", i))
+			if err == nil {
+				err = tx.SetPresence(u.ID, 1)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	b := sendDirect(t, st, p.a, p.b, "m", 6)
 	sendDirect(t, st, p.a, p.c, "c", 2)
 	fair := func(per, limit int, want ...string) {
