@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -20,6 +21,7 @@ var inboxTests = []conformanceTest{
 	{"InboxMarkSkipsNothing", testInboxMarkSkipsNothing},
 	{"InboxFair", testInboxFair},
 	{"InboxAckFarApart", testInboxAckFarApart},
+	{"InboxMarkRacesReset", testInboxMarkRacesReset},
 }
 
 // sendDirect stores direct messages from a to the user, ids prefix1..n, and
@@ -327,4 +329,57 @@ func testInboxAckFarApart(t *testing.T, newDSN NewDSN) {
 		}
 		return nil
 	})
+}
+
+// The race of a visit with its user's reconnect at the same node: the
+// visit reads what waits after the cursor, then the login's reset (which
+// makes what the old connection was handed pending again) commits, then the
+// visit marks. The mark must not move the cursor past the messages the
+// reset made pending: every message waits. Only MariaDB runs transactions
+// side by side.
+func testInboxMarkRacesReset(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	if st.Dialect() != "mysql" {
+		t.Skip("transactions run one at a time on " + st.Dialect())
+	}
+	p, _ := setupPeople(t, st)
+	update(t, st, func(tx store.Tx) error { return tx.SetPresence(p.b.ID, 1) })
+	sendDirect(t, st, p.a, p.b, "m", 1)
+	fetchMark(t, st, 1) // m1, handed to the old connection
+	sendDirect(t, st, p.a, p.b, "n", 2)
+	read, reset := make(chan struct{}), make(chan error, 1)
+	go func() {
+		<-read
+		reset <- st.Update(ctx, func(tx store.Tx) error {
+			if err := tx.SetPresence(p.b.ID, 1); err != nil {
+				return err
+			}
+			_, err := tx.ResetDelivered(p.b.ID)
+			return err
+		})
+	}()
+	var done []store.RecipientSeq
+	update(t, st, func(tx store.Tx) error {
+		ds, err := tx.PendingForNode(1, 10)
+		if err != nil || len(ds) != 2 {
+			return fmt.Errorf("pending for b = %+v, %v; want n1, n2", ds, err)
+		}
+		close(read)
+		select {
+		case err := <-reset:
+			if err != nil {
+				t.Errorf("reset: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			return errors.New("the reset waited for the visit's read")
+		}
+		done, _, err = tx.MarkDeliveredRows(1, []store.RecipientSeq{ds[0].Row(), ds[1].Row()})
+		return err
+	})
+	if len(done) != 0 {
+		t.Errorf("marked %+v past a reset", done)
+	}
+	if got := waiting(t, st, 1); !slices.Equal(got, []string{"m1", "n1", "n2"}) {
+		t.Errorf("waiting %v after the reset; want [m1 n1 n2]", got)
+	}
 }
