@@ -76,10 +76,12 @@ const inboxPending = "SELECT c.user_id, m.msg_seq FROM inbox_cursors c %s messag
 	" AND NOT EXISTS (SELECT 1 FROM inbox_acks a WHERE a.user_id = c.user_id AND a.msg_seq = m.msg_seq)" +
 	" ORDER BY m.msg_seq LIMIT ?"
 
-// inboxSplit groups direct rows by user, in order of first appearance:
-// each user's lowest and highest sequence.
+// inboxSpan is a range of one user's inbox, (lo, hi] or [lo, hi] as each
+// use says.
 type inboxSpan struct{ user, lo, hi int64 }
 
+// inboxSpans groups direct rows by user, in order of first appearance:
+// each user's lowest and highest sequence.
 func inboxSpans(rows []RecipientSeq) []inboxSpan {
 	at := map[int64]int{}
 	var out []inboxSpan
