@@ -1,9 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,12 +67,13 @@ func benchDirect(b *testing.B, dsn string, perUser int) {
 		b.Fatal(err)
 	}
 	var stmts int
-	s.inspect = func(_ *sqlTx, q string, _ []any) { stmts++ }
+	times := newStmtTimes()
+	s.inspect = func(_ *sqlTx, q string, _ []any) { stmts++; times.start(q) }
 	rows0, log0 := benchStatus(b, s)
 	fence := Fence{Generation: 1, Holder: 1}
 	visit := func(fn func(tx Tx) error) {
 		fence.Seq++
-		if err := s.Fenced(ctx, fence, fn); err != nil {
+		if err := s.Fenced(ctx, fence, func(tx Tx) error { defer times.stop(); return fn(tx) }); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -126,6 +130,7 @@ func benchDirect(b *testing.B, dsn string, perUser int) {
 	s.inspect = nil
 	rows1, log1 := benchStatus(b, s)
 	b.ReportMetric(float64(stmts)/float64(msgs), "stmts/msg")
+	times.log(b, msgs)
 	if s.d.name == "mysql" {
 		b.ReportMetric(float64(rows1-rows0)/float64(msgs), "rows-written/msg")
 		b.ReportMetric(float64(log1-log0)/float64(msgs), "redo-B/msg")
@@ -159,4 +164,41 @@ func benchStatus(b *testing.B, s *sqlStore) (rows, redo int64) {
 		}
 	}
 	return rows, redo
+}
+
+// stmtTimes adds up the time of each statement a benchmark runs, as its
+// client sees it: from the statement's start to the next one's, or to the
+// end of the critical section (its rows read included, the commit not).
+type stmtTimes struct {
+	by   map[string]time.Duration
+	last string
+	at   time.Time
+}
+
+func newStmtTimes() *stmtTimes { return &stmtTimes{by: map[string]time.Duration{}} }
+
+func (s *stmtTimes) start(q string) {
+	s.stop()
+	s.last, s.at = q[:min(len(q), 70)], time.Now()
+}
+
+func (s *stmtTimes) stop() {
+	if s.last != "" {
+		s.by[s.last] += time.Since(s.at)
+		s.last = ""
+	}
+}
+
+// log prints the statements' time per message, then each one's, the
+// longest first (go test -v shows them all).
+func (s *stmtTimes) log(b *testing.B, msgs int) {
+	keys := slices.SortedFunc(maps.Keys(s.by), func(x, y string) int { return cmp.Compare(s.by[y], s.by[x]) })
+	var total time.Duration
+	for _, k := range keys {
+		total += s.by[k]
+	}
+	b.Logf("%7.1f µs/msg  every statement (as the client sees it; commits apart)", float64(total.Nanoseconds())/1000/float64(msgs))
+	for _, k := range keys {
+		b.Logf("%7.1f µs/msg  %s", float64(s.by[k].Nanoseconds())/1000/float64(msgs), k)
+	}
 }
