@@ -62,7 +62,7 @@ func testMigrateInbox(t *testing.T, dsn string) {
 		fmt.Sprintf("INSERT INTO recipients (user_id, msg_seq, delivered_us) VALUES (2, 2, %d), (2, 3, NULL), (2, 5, NULL), "+
 			"(3, 6, %d), (3, 10, NULL), (3, 9, NULL), (5, 9, NULL)", now, now),
 		"INSERT INTO presence (user_id, node_id, since_us) VALUES (2, 1, 0), (3, 1, 0), (4, 1, 0), (5, 1, 0)")
-	applied, err := Migrate(ctx, st)
+	applied, err := migrate(ctx, st, 11)
 	if err != nil {
 		t.Fatal(err)
 	}
