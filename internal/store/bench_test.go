@@ -55,11 +55,14 @@ func benchDirect(b *testing.B, dsn string, perUser int) {
 		u, _, err := tx.EnsureUser("sender")
 		sender = u.ID
 		for i := range users {
-			if err == nil {
-				u, _, err = tx.EnsureUser(fmt.Sprintf("u%d", i))
-				users[i] = u.ID
-				err = tx.SetPresence(u.ID, 1)
+			if err != nil {
+				return err
 			}
+			if u, _, err = tx.EnsureUser(fmt.Sprintf("u%d", i)); err != nil {
+				return err
+			}
+			users[i] = u.ID
+			err = tx.SetPresence(u.ID, 1)
 		}
 		return err
 	})
