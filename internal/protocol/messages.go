@@ -279,6 +279,14 @@ type (
 		MessageType Type     `json:"messageType"`
 		IDs         []string `json:"ids"`
 	}
+	// AckUpToRequest is ACK_UPTO (FeatureCumulativeAck): every message
+	// delivered on this connection with a sequence up to Seq is
+	// received. ID, if given, names it in an ERROR that refuses it.
+	AckUpToRequest struct {
+		MessageType Type   `json:"messageType"`
+		Seq         int64  `json:"seq"`
+		ID          string `json:"id,omitempty"`
+	}
 	// QueryRequest is WHO, GROUPS or HISTORY (a conversation, how many
 	// messages, older than which sequence).
 	QueryRequest struct {

@@ -169,7 +169,7 @@ func TestDocNamesEveryField(t *testing.T) {
 		WhoV2{}, GroupsV2{}, HistoryV2{}, AwayV2{}, WhoisV2{}, NamesV2{},
 		UserNoticeV2{}, NodeNoticeV2{}, AliveV2{},
 		NodeAddr{}, OnlineUser{}, GroupInfo{}, Member{},
-		LoginRequest{}, AccountRequest{}, ChatRequest{}, AckRequest{}, QueryRequest{},
+		LoginRequest{}, AccountRequest{}, ChatRequest{}, AckRequest{}, AckUpToRequest{}, QueryRequest{},
 		StatusRequest{}, NoticeRequest{}, FromClient{}, FromNode{},
 	}
 	for _, s := range shapes {

@@ -16,6 +16,7 @@ const (
 
 	TypeStored      Type = "STORED"       // a message is stored (receipt)
 	TypeAck         Type = "ACK"          // the client has these messages
+	TypeAckUpTo     Type = "ACK_UPTO"     // the client has what it was handed up to a sequence (FeatureCumulativeAck)
 	TypeWho         Type = "WHO"          // the users online
 	TypeGroups      Type = "GROUPS"       // the groups
 	TypeHistory     Type = "HISTORY"      // a conversation's earlier messages
@@ -54,6 +55,11 @@ const (
 	// takes ("maxMessageBytes"), for a client to refuse a longer one
 	// before sending it.
 	FeatureLimits = "limits"
+	// FeatureCumulativeAck: the session may acknowledge with ACK_UPTO,
+	// "everything delivered to me on this connection up to this
+	// sequence", instead of naming each message in ACK. The LOGIN answer
+	// names it when granted.
+	FeatureCumulativeAck = "cumulative-ack"
 )
 
 // Limits of the protocol (docs/PROTOCOL.md, "Limits").
