@@ -95,6 +95,8 @@ func (c *conn) serveV2(req Request) {
 	switch req.Type {
 	case protocol.TypeAck:
 		c.ack(req)
+	case protocol.TypeAckUpTo:
+		c.ackUpTo(req)
 	case protocol.TypeWho:
 		c.who(req)
 	case protocol.TypeGroups:
@@ -744,29 +746,90 @@ func (c *conn) chat(req Request) {
 func (c *conn) ack(req Request) {
 	s := c.s
 	sess := c.sess
-	var rows []store.RecipientSeq
-	var open, stray []string
+	open := map[string]openDelivery{}
+	var stray []string
 	s.mu.Lock()
 	for _, id := range req.IDs {
-		if row, ok := sess.unacked[id]; ok {
+		if d, ok := sess.unacked[id]; ok {
 			delete(sess.unacked, id)
-			rows, open = append(rows, row), append(open, id)
+			open[id] = d
 			continue
 		}
 		stray = append(stray, id)
 	}
 	s.mu.Unlock()
-	full := !s.q.Ack(sess.userID, rows, stray)
-	if full {
-		s.mu.Lock()
-		for i, id := range open {
-			if _, ok := sess.unacked[id]; !ok {
-				sess.unacked[id] = rows[i]
-			}
-		}
-		s.mu.Unlock()
-		c.reply(&Error{Code: protocol.CodeBusy, Message: "node busy: too many acknowledgements waiting; send them again later", ID: req.ID})
+	c.queueAcks(req.ID, open, stray)
+}
+
+// queueAcks hands the queue the rows of open (deliveries taken from the
+// session) and the stray ids for the next visit. If its backlog is full,
+// the deliveries are open again and the client is told BUSY.
+func (c *conn) queueAcks(reqID string, open map[string]openDelivery, stray []string) {
+	s, sess := c.s, c.sess
+	rows := make([]store.RecipientSeq, 0, len(open))
+	for _, d := range open {
+		rows = append(rows, d.row)
 	}
+	if s.q.Ack(sess.userID, rows, stray) {
+		return
+	}
+	s.mu.Lock()
+	for id, d := range open {
+		if _, ok := sess.unacked[id]; !ok {
+			sess.unacked[id] = d
+		}
+	}
+	s.mu.Unlock()
+	c.reply(&Error{Code: protocol.CodeBusy, Message: "node busy: too many acknowledgements waiting; send them again later", ID: reqID})
+}
+
+// ackUpTo serves ACK_UPTO (FeatureCumulativeAck): the deliveries handed to
+// this session with a sequence up to req.Seq are acknowledged, as ACK
+// acknowledges them by id, and nothing else (takeUpTo). A session without
+// the feature, a sequence below 1 or past the highest handed to the
+// session is refused, and nothing is acknowledged.
+func (c *conn) ackUpTo(req Request) {
+	s, sess := c.s, c.sess
+	switch {
+	case sess.features&featCumulativeAck == 0:
+		c.reply(&Error{Code: protocol.CodeUnknownType, ID: req.ID,
+			Message: fmt.Sprintf("%s needs the feature %q at LOGIN (\"features\"); acknowledge with ACK and ids", protocol.TypeAckUpTo, protocol.FeatureCumulativeAck)})
+		return
+	case req.Seq <= 0:
+		c.reply(&Error{Code: protocol.CodeBadRequest, ID: req.ID,
+			Message: fmt.Sprintf("%s needs \"seq\": the sequence of the newest message received, at least 1", protocol.TypeAckUpTo)})
+		return
+	}
+	s.mu.Lock()
+	highest := sess.handedMax
+	var open map[string]openDelivery
+	if req.Seq <= highest {
+		open = takeUpTo(sess.unacked, req.Seq)
+	}
+	s.mu.Unlock()
+	if req.Seq > highest {
+		c.reply(&Error{Code: protocol.CodeBadRequest, ID: req.ID,
+			Message: fmt.Sprintf("seq %d is past the newest message delivered on this connection (%d): nothing acknowledged", req.Seq, highest)})
+		return
+	}
+	if len(open) > 0 {
+		c.queueAcks(req.ID, open, nil)
+	}
+}
+
+// takeUpTo removes from unacked, and returns, the deliveries that an
+// ACK_UPTO n acknowledges: a sequence at most n, handed before any
+// delivery with a sequence of n or more (see openDelivery). A delivery
+// handed after a higher one waits for an ACK_UPTO that covers that one.
+func takeUpTo(unacked map[string]openDelivery, n int64) map[string]openDelivery {
+	taken := map[string]openDelivery{}
+	for id, d := range unacked {
+		if d.row.Seq <= n && d.after < n {
+			taken[id] = d
+			delete(unacked, id)
+		}
+	}
+	return taken
 }
 
 // who serves WHO: every online user and their node.

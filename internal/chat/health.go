@@ -94,8 +94,9 @@ func (s *Server) loginRefusal() *Error {
 }
 
 // granted is what a LOGIN answer adds for a session with features f: the
-// features granted, the ring's nodes (FeatureFailover) and the largest
-// message (FeatureLimits).
+// features granted (those that change the answer, and
+// FeatureCumulativeAck, which a client must know it has), the ring's
+// nodes (FeatureFailover) and the largest message (FeatureLimits).
 func (s *Server) granted(f int) (features []string, nodes []protocol.NodeAddr, maxMessage int) {
 	if f&featFailover != 0 {
 		s.mu.Lock()
@@ -104,6 +105,9 @@ func (s *Server) granted(f int) (features []string, nodes []protocol.NodeAddr, m
 	}
 	if f&featLimits != 0 {
 		features, maxMessage = append(features, protocol.FeatureLimits), protocol.MaxContentBytes
+	}
+	if f&featCumulativeAck != 0 {
+		features = append(features, protocol.FeatureCumulativeAck)
 	}
 	return features, nodes, maxMessage
 }

@@ -81,9 +81,23 @@ type session struct {
 	// unacked maps the ids of protocol-2 deliveries not yet acknowledged
 	// to their row (mu; a group message's with its group), so that ACKs
 	// become rows removed, or cursors moved, in bulk.
-	unacked map[string]store.RecipientSeq
+	unacked map[string]openDelivery
+	// handedMax is the highest sequence of the protocol-2 deliveries
+	// handed to this session (mu): ACK_UPTO may not go past it.
+	handedMax int64
 	// readyAt is Server.readySeq when it was made ready (mu).
 	readyAt uint64
+}
+
+// openDelivery is a protocol-2 delivery handed to a session and not yet
+// acknowledged: its row, and after, the highest sequence handed to the
+// session before it. ACK_UPTO n takes it only if its sequence is at most
+// n and after is below n: the client has then received the delivery that
+// carried a sequence of at least n, and so every one handed before that,
+// this one included (a connection is one ordered stream).
+type openDelivery struct {
+	row   store.RecipientSeq
+	after int64
 }
 
 // maxUnacked bounds a session's unacked map; ACKs of ids beyond it are

@@ -90,21 +90,27 @@ func (t *sessionTable) Deliver(ds []queue.Delivery) []store.RecipientSeq {
 }
 
 // noteUnacked notes the rows of protocol-2 deliveries in their sessions
-// (at most maxUnacked each), for their ACKs.
+// (at most maxUnacked each), for their ACKs, in the order they are
+// queued to the connections, with the highest sequence handed before
+// each (for ACK_UPTO). It runs before they are queued: an ACK may come
+// back at once.
 func (s *Server) noteUnacked(ds []queue.Delivery) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, d := range ds {
-		if sess := d.To.(*session); sess.version >= protocol.V2 {
-			if sess.unacked == nil {
-				sess.unacked = map[string]store.RecipientSeq{}
-			}
-			if len(sess.unacked) < maxUnacked {
-				// The row, with its group: an ACK of a group message
-				// moves the member's cursor.
-				sess.unacked[d.D.ID] = d.D.Row()
-			}
+		sess := d.To.(*session)
+		if sess.version < protocol.V2 {
+			continue
 		}
+		if sess.unacked == nil {
+			sess.unacked = map[string]openDelivery{}
+		}
+		if len(sess.unacked) < maxUnacked {
+			// The row, with its group: an ACK of a group message
+			// moves the member's cursor.
+			sess.unacked[d.D.ID] = openDelivery{row: d.D.Row(), after: sess.handedMax}
+		}
+		sess.handedMax = max(sess.handedMax, d.D.Seq)
 	}
 }
 

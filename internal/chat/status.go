@@ -47,6 +47,7 @@ const (
 	featTyping
 	featFailover
 	featLimits
+	featCumulativeAck
 )
 
 func featuresOf(names []string) int {
@@ -63,6 +64,8 @@ func featuresOf(names []string) int {
 			f |= featFailover
 		case protocol.FeatureLimits:
 			f |= featLimits
+		case protocol.FeatureCumulativeAck:
+			f |= featCumulativeAck
 		}
 	}
 	return f

@@ -68,7 +68,7 @@ type Request struct {
 	Limit    int      // HISTORY, GROUPS, NAMES
 	After    string   // GROUPS: the page after this group name; NAMES: after this cursor
 	Before   int64    // HISTORY: messages older than this sequence
-	Seq      int64    // READ: read up to this sequence
+	Seq      int64    // READ: read up to this sequence; ACK_UPTO: acknowledged up to it
 	Features []string // LOGIN (protocol 2): the notices asked for
 	// Leaving (LOGIN, protocol 2): the node the client has just left
 	// because it stopped answering or said it cannot serve; the user's
@@ -125,6 +125,7 @@ var decoders = map[protocol.Type]decoder{
 	protocol.TypeChatMessage: decodeChat,
 	protocol.TypeHistory:     decodeHistory,
 	protocol.TypeAck:         decodeAck,
+	protocol.TypeAckUpTo:     decodeAckUpTo,
 	protocol.TypeGroups:      decodeGroups,
 	protocol.TypeAway:        decodeAway,
 	protocol.TypeWhois:       decodeWhois,
@@ -254,6 +255,14 @@ func decodeAck(r *Request, in *protocol.FromClient) *Error {
 		}
 	}
 	r.IDs = in.IDs
+	return nil
+}
+
+// decodeAckUpTo decodes ACK_UPTO: the sequence acknowledged up to. The
+// checks are the session's (ackUpTo): a session without the feature is
+// refused whatever the fields say.
+func decodeAckUpTo(r *Request, in *protocol.FromClient) *Error {
+	r.Seq = in.Seq
 	return nil
 }
 
