@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ringchat/ringchat/internal/client"
 	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/queue"
 	"github.com/ringchat/ringchat/internal/store"
@@ -260,4 +261,91 @@ func TestTakeUpTo(t *testing.T) {
 	if len(sess.unacked) != 0 {
 		t.Errorf("left open: %v", sess.unacked)
 	}
+}
+
+// pendingFor is how many messages user has not acknowledged, as the
+// store counts them.
+func pendingFor(t *testing.T, st store.Store, user string) int {
+	t.Helper()
+	var n int
+	err := st.View(ctxT(t), func(tx store.Tx) error {
+		u, err := tx.UserByName(user)
+		if err != nil {
+			return err
+		}
+		n, err = tx.PendingCount(u.ID)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// The client library asks for cumulative-ack, is granted it, and its
+// AutoAck acknowledges direct and group messages with ACK_UPTO: once they
+// are on Events, nothing of them is pending in the store.
+func TestClientAcksCumulatively(t *testing.T) {
+	r := newRing(t, 2, nil)
+	ctx := ctxT(t)
+	alice := dialV2(t, r.addr(1), "alice", "", client.Options{AutoAck: true})
+	bob := dialV2(t, r.addr(2), "bob", "", client.Options{AutoAck: true, CumulativeAck: true})
+	if !bob.Granted(protocol.FeatureCumulativeAck) {
+		t.Fatal("the node did not grant cumulative-ack")
+	}
+	for _, c := range []*client.Conn{alice, bob} {
+		if err := c.Join(ctx, "g"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 30
+	for i := range n {
+		to := client.ToUser("bob")
+		if i%3 == 1 {
+			to = client.ToGroup("g")
+		}
+		if _, err := alice.SendWait(ctx, to, fmt.Sprintf("m%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		if m := nextChat(t, bob); m.Content != fmt.Sprintf("m%d", i) {
+			t.Fatalf("bob got %q, want m%d", m.Content, i)
+		}
+	}
+	eventually(t, "every message acknowledged", func() bool { return pendingFor(t, r.st, "bob") == 0 })
+}
+
+// A client.Session with CumulativeAck acknowledges with ACK_UPTO what its
+// consumer has taken from Events.
+func TestSessionAcksCumulatively(t *testing.T) {
+	r := newRing(t, 1, nil)
+	ctx := ctxT(t)
+	alice := dialV2(t, r.addr(1), "alice", "", client.Options{AutoAck: true})
+	bob, err := client.StartSession(ctx, client.SessionConfig{Addrs: []string{r.addr(1)}, User: "bob",
+		Options: client.Options{Timeout: waitLimit, CumulativeAck: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bob.Close()
+	const n = 20
+	for i := range n {
+		if _, err := alice.SendWait(ctx, client.ToUser("bob"), fmt.Sprintf("m%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < n; {
+		select {
+		case ev := <-bob.Events():
+			if m, ok := ev.(client.ChatMessage); ok {
+				if m.Content != fmt.Sprintf("m%d", i) {
+					t.Fatalf("bob got %q, want m%d", m.Content, i)
+				}
+				i++
+			}
+		case <-ctx.Done():
+			t.Fatal("bob's messages did not come")
+		}
+	}
+	eventually(t, "every message acknowledged", func() bool { return pendingFor(t, r.st, "bob") == 0 })
 }

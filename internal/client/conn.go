@@ -56,6 +56,16 @@ type Options struct {
 	// AutoAck (protocol 2) acknowledges each chat message as soon as it is
 	// on Events. Without it, call Ack once the message is safe.
 	AutoAck bool
+	// CumulativeAck (protocol 2) asks LOGIN for
+	// protocol.FeatureCumulativeAck. Where the node grants it, AutoAck
+	// (and a Session) acknowledge received messages with one ACK_UPTO per
+	// batch, naming the newest sequence before which every message of the
+	// connection was taken in, instead of their ids; AckUpTo sends one.
+	// A node without the feature is acknowledged by ids, as without it.
+	CumulativeAck bool
+	// ownerAcks: the Session that owns the connection acknowledges each
+	// chat message once its consumer has it (queueAck), as AutoAck does.
+	ownerAcks bool
 	// Seen (protocol 2) remembers the ids of messages already delivered,
 	// so that a message delivered again after a reconnect is not delivered
 	// twice. Share one Seen between the connections of one user; nil
@@ -118,11 +128,18 @@ type Conn struct {
 	closing    bool       // Close was called
 	err        error      // why the connection ended; set when the reader exits
 
-	reqSeq  atomic.Uint64
-	ackMu   sync.Mutex
-	ackBuf  []string
-	ackWake chan struct{}
-	ackSend sync.Mutex // held while taking and writing a batch of acknowledgements
+	reqSeq atomic.Uint64
+	ackMu  sync.Mutex
+	ackBuf []string
+	// ackOpen (cumulative acknowledgement): the chat messages received on
+	// this connection, in order, not yet covered by an ACK_UPTO sent;
+	// ackSent: the newest sequence sent in one. Guarded by ackMu.
+	ackOpen []openAck
+	ackSent int64
+	// cumulative: acknowledge with ACK_UPTO (grantCumulative).
+	cumulative atomic.Bool
+	ackWake    chan struct{}
+	ackSend    sync.Mutex // held while taking and writing a batch of acknowledgements
 
 	dispatchMu sync.Mutex     // held by the reader while it delivers an event and queues its ACK
 	stopEmit   chan struct{}  // closed first by Close: nothing more is delivered

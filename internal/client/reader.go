@@ -231,8 +231,9 @@ func (c *Conn) answerErrorMessage(ev ErrorMessage) bool {
 // deliverChat delivers a chat message with an id once: one seen before (a
 // reconnect) is acknowledged again and not delivered.
 func (c *Conn) deliverChat(ev ChatMessage) {
+	c.noteReceived(ev) // first: ACK_UPTO never passes a message not yet taken in
 	if !c.opts.Seen.Add(ev.ID) {
-		c.queueAck(ev.ID) // delivered before (a reconnect): acknowledge again, deliver once
+		c.queueAck(ev.ID, ev.Seq) // delivered before (a reconnect): acknowledge again, deliver once
 		return
 	}
 	if !c.emit(ev) {
@@ -243,7 +244,7 @@ func (c *Conn) deliverChat(ev ChatMessage) {
 		return
 	}
 	if c.opts.AutoAck {
-		c.queueAck(ev.ID)
+		c.queueAck(ev.ID, ev.Seq)
 	}
 }
 
@@ -263,6 +264,7 @@ func (c *Conn) answerID(id string, ev Event, err error) bool {
 	if l, ok := ev.(Login); ok && err == nil {
 		c.user, c.version, c.node = l.Username, max(l.Version, 1), l.Node
 		c.granted, c.ring, c.maxMessage = l.Features, l.Nodes, l.MaxMessageBytes
+		c.grantCumulative(l.Features)
 	}
 	r.reply = ev
 	r.done <- err

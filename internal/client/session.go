@@ -76,6 +76,7 @@ type SessionConfig struct {
 func (c SessionConfig) withDefaults() SessionConfig {
 	c.Options = c.Options.withDefaults()
 	c.Options.AutoAck = false
+	c.Options.ownerAcks = true
 	if c.RetryMin <= 0 {
 		c.RetryMin = DefaultRetryMin
 	}
@@ -529,7 +530,7 @@ func (s *Session) deliver() {
 		select {
 		case s.events <- d.ev:
 			if m, ok := d.ev.(ChatMessage); ok && m.ID != "" && d.conn != nil {
-				d.conn.queueAck(m.ID) // a closed connection drops it: the message comes again, and is skipped as seen
+				d.conn.queueAck(m.ID, m.Seq) // a closed connection drops it: the message comes again, and is skipped as seen
 			}
 		case <-s.ctx.Done():
 			return

@@ -178,7 +178,7 @@ func (c *Conn) LoginV2(ctx context.Context, user, password string) error {
 // replaces the user's presence there (FeatureFailover).
 func (c *Conn) loginV2(ctx context.Context, user, password string, leaving int64) error {
 	if _, err := c.call(ctx, protocol.LoginRequest{MessageType: protocol.TypeLogin, Username: user, Version: protocol.V2,
-		Password: password, Features: withLimits(c.opts.Features), Leaving: leaving, ID: c.newID()}); err != nil {
+		Password: password, Features: c.loginFeatures(), Leaving: leaving, ID: c.newID()}); err != nil {
 		return fmt.Errorf("login %s: %w", user, err)
 	}
 	return nil
@@ -346,11 +346,14 @@ func (c *Conn) Ack(ctx context.Context, ids ...string) error {
 	return nil
 }
 
-// queueAck hands an id to the acknowledgement goroutine (the reader never
-// writes).
-func (c *Conn) queueAck(id string) {
+// queueAck hands a received message to the acknowledgement goroutine
+// (the reader never writes): its id, or, on a connection that
+// acknowledges cumulatively, its place among those received.
+func (c *Conn) queueAck(id string, seq int64) {
 	c.ackMu.Lock()
-	c.ackBuf = append(c.ackBuf, id)
+	if !c.ackDone(seq) {
+		c.ackBuf = append(c.ackBuf, id)
+	}
 	c.ackMu.Unlock()
 	select {
 	case c.ackWake <- struct{}{}:
@@ -381,8 +384,9 @@ func (c *Conn) sendAcks(timeout time.Duration) {
 	c.ackMu.Lock()
 	ids := c.ackBuf
 	c.ackBuf = nil
+	upTo := c.ackFrontier()
 	c.ackMu.Unlock()
-	if len(ids) == 0 {
+	if len(ids) == 0 && upTo == 0 {
 		return
 	}
 	ctx, cancel := context.Background(), context.CancelFunc(func() {})
@@ -390,7 +394,12 @@ func (c *Conn) sendAcks(timeout time.Duration) {
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 	}
 	defer cancel()
-	_ = c.Ack(ctx, ids...)
+	if upTo > 0 {
+		_ = c.AckUpTo(ctx, upTo)
+	}
+	if len(ids) > 0 {
+		_ = c.Ack(ctx, ids...)
+	}
 }
 
 // keepAlive sends ALIVE every KeepAlive.
