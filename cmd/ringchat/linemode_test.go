@@ -80,6 +80,9 @@ func TestLineMode(t *testing.T) {
 	r.stdout.waitFor(t, "[16:55:53] bob -> you: hi")
 	say(t, bob, client.ToGroup("g1"), "hi all\x1b[2J")
 	r.stdout.waitFor(t, `[16:55:53] bob -> #g1: hi all\x1b[2J`)
+	// ringchat acknowledges cumulatively where the node grants it.
+	srv.WaitLineContaining(t, `{"messageType":"ACK_UPTO","seq":`)
+	srv.WaitAcked(t, "alice")
 	r.send(t, "plain")
 	r.stdout.waitFor(t, "error: no conversation: use /to USER or /to #GROUP first, or /msg USER TEXT")
 	r.send(t, "/to #g1", "to the group", "//slash")

@@ -328,12 +328,14 @@ func clientTLS(caFile string) (*tls.Config, error) {
 }
 
 // startSession logs in within the timeout, asking for the notices of
-// features (protocol.FeatureAway, ...), and keeps the login alive.
+// features (protocol.FeatureAway, ...), and keeps the login alive. It
+// acknowledges cumulatively (ACK_UPTO) where the node grants it.
 func startSession(ctx context.Context, cfg config, features ...string) (*client.Session, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
 	opts := cfg.options()
 	opts.Features = features
+	opts.CumulativeAck = true // one ACK_UPTO per burst where the node has it; ids where not
 	s, err := client.StartSession(ctx, client.SessionConfig{Addrs: cfg.addrs, User: cfg.user, Password: cfg.password,
 		Options: opts, OnNodes: cfg.cache.save})
 	if err != nil {

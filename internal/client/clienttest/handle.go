@@ -39,7 +39,7 @@ func (s *Server) handle(c *sconn, line string) {
 		s.fail(c, protocol.CodeUnknownType, m.ID, "missing messageType")
 	case protocol.TypeLogin:
 		s.loginLocked(c, m)
-	case protocol.TypeJoinGroup, protocol.TypeLeaveGroup, protocol.TypeChatMessage, protocol.TypeAck, protocol.TypeWho,
+	case protocol.TypeJoinGroup, protocol.TypeLeaveGroup, protocol.TypeChatMessage, protocol.TypeAck, protocol.TypeAckUpTo, protocol.TypeWho,
 		protocol.TypeGroups, protocol.TypeHistory, protocol.TypeAway, protocol.TypeWhois, protocol.TypeNames:
 		switch {
 		case user == "":
@@ -54,6 +54,8 @@ func (s *Server) handle(c *sconn, line string) {
 			s.fail(c, protocol.CodeUnknownType, "", "unknown messageType %q", m.MessageType)
 		case typ == protocol.TypeAck:
 			s.ackLocked(user, m.IDs)
+		case typ == protocol.TypeAckUpTo:
+			s.ackUpToLocked(c, user, m)
 		case typ == protocol.TypeWho:
 			s.whoLocked(c, m.ID)
 		case typ == protocol.TypeGroups:
@@ -285,6 +287,21 @@ func (s *Server) deliverLocked(c *sconn, st *stored) {
 		MessageContent: st.content, SentAt: st.sentAt})
 }
 
+// ackUpToLocked serves ACK_UPTO: the messages sent on c with a sequence
+// up to m.Seq are acknowledged, for a connection granted the feature.
+func (s *Server) ackUpToLocked(c *sconn, user string, m protocol.FromClient) {
+	if !c.cumAck {
+		s.fail(c, protocol.CodeUnknownType, m.ID, "ACK_UPTO needs the feature %q", protocol.FeatureCumulativeAck)
+		return
+	}
+	if m.Seq <= 0 {
+		s.fail(c, protocol.CodeBadRequest, m.ID, "ACK_UPTO needs \"seq\"")
+		return
+	}
+	s.queue[user] = slices.DeleteFunc(s.queue[user], func(st *stored) bool { return c.sent[st.id] && st.seq <= m.Seq })
+	s.notifyLocked()
+}
+
 func (s *Server) ackLocked(user string, ids []string) {
 	s.queue[user] = slices.DeleteFunc(s.queue[user], func(st *stored) bool { return slices.Contains(ids, st.id) })
 	s.notifyLocked()
@@ -405,7 +422,8 @@ func (s *Server) leftLocked(c *sconn, name string, m protocol.FromClient) bool {
 }
 
 // loginEchoLocked is the protocol-2 LOGIN answer: with "failover" asked
-// (and not switched off), the feature granted and the ring's nodes.
+// (and not switched off), the feature granted and the ring's nodes; with
+// "limits" or "cumulative-ack" asked, those granted.
 func (s *Server) loginEchoLocked(c *sconn, name string, m protocol.FromClient) protocol.LoginV2 {
 	echo := protocol.LoginV2{MessageType: protocol.TypeLogin, Username: name, Version: protocol.V2, Node: c.node.id, ID: m.ID}
 	if slices.Contains(m.Features, protocol.FeatureFailover) && !s.noFailover {
@@ -416,6 +434,10 @@ func (s *Server) loginEchoLocked(c *sconn, name string, m protocol.FromClient) p
 	}
 	if slices.Contains(m.Features, protocol.FeatureLimits) && s.maxMessage > 0 {
 		echo.Features, echo.MaxMessageBytes = append(echo.Features, protocol.FeatureLimits), s.maxMessage
+	}
+	if slices.Contains(m.Features, protocol.FeatureCumulativeAck) {
+		c.cumAck = true
+		echo.Features = append(echo.Features, protocol.FeatureCumulativeAck)
 	}
 	return echo
 }

@@ -114,7 +114,9 @@ type sconn struct {
 	wmu  sync.Mutex
 	user string // guarded by Server.mu
 	v2   bool   // guarded by Server.mu
-	sent map[string]bool
+	// cumAck: the LOGIN was granted "cumulative-ack" (Server.mu).
+	cumAck bool
+	sent   map[string]bool
 }
 
 // NewServer starts a server with one node; it is closed when the test ends.
