@@ -762,16 +762,17 @@ func (c *conn) ack(req Request) {
 }
 
 // queueAcks hands the queue the rows of open (deliveries taken from the
-// session) and the stray ids for the next visit. If its backlog is full,
-// the deliveries are open again and the client is told BUSY.
-func (c *conn) queueAcks(reqID string, open map[string]openDelivery, stray []string) {
+// session) and the stray ids for the next visit, and reports whether it
+// took them. If its backlog is full, the deliveries are open again and the
+// client is told BUSY.
+func (c *conn) queueAcks(reqID string, open map[string]openDelivery, stray []string) bool {
 	s, sess := c.s, c.sess
 	rows := make([]store.RecipientSeq, 0, len(open))
 	for _, d := range open {
 		rows = append(rows, d.row)
 	}
 	if s.q.Ack(sess.userID, rows, stray) {
-		return
+		return true
 	}
 	s.mu.Lock()
 	for id, d := range open {
@@ -781,6 +782,7 @@ func (c *conn) queueAcks(reqID string, open map[string]openDelivery, stray []str
 	}
 	s.mu.Unlock()
 	c.reply(&Error{Code: protocol.CodeBusy, Message: "node busy: too many acknowledgements waiting; send them again later", ID: reqID})
+	return false
 }
 
 // ackUpTo serves ACK_UPTO (FeatureCumulativeAck): the deliveries handed to
@@ -803,7 +805,7 @@ func (c *conn) ackUpTo(req Request) {
 	s.mu.Lock()
 	highest := sess.handedMax
 	var open map[string]openDelivery
-	if req.Seq <= highest {
+	if req.Seq <= highest && req.Seq > sess.ackedUpTo {
 		open = takeUpTo(sess.unacked, req.Seq)
 	}
 	s.mu.Unlock()
@@ -812,9 +814,12 @@ func (c *conn) ackUpTo(req Request) {
 			Message: fmt.Sprintf("seq %d is past the newest message delivered on this connection (%d): nothing acknowledged", req.Seq, highest)})
 		return
 	}
-	if len(open) > 0 {
-		c.queueAcks(req.ID, open, nil)
+	if len(open) > 0 && !c.queueAcks(req.ID, open, nil) {
+		return // open again: a later ACK_UPTO, at or below this one, takes them
 	}
+	s.mu.Lock()
+	sess.ackedUpTo = max(sess.ackedUpTo, req.Seq)
+	s.mu.Unlock()
 }
 
 // takeUpTo removes from unacked, and returns, the deliveries that an

@@ -85,6 +85,11 @@ type session struct {
 	// handedMax is the highest sequence of the protocol-2 deliveries
 	// handed to this session (mu): ACK_UPTO may not go past it.
 	handedMax int64
+	// ackedUpTo is the highest ACK_UPTO served (mu). Every delivery it
+	// could take is taken, and one handed since has its after at or
+	// above it: an ACK_UPTO at or below it takes nothing, and is not
+	// looked into (a client repeating one costs no scan of unacked).
+	ackedUpTo int64
 	// readyAt is Server.readySeq when it was made ready (mu).
 	readyAt uint64
 }
