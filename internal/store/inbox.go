@@ -52,11 +52,17 @@ const inboxWalk = 4 * MaxAckIDs
 // ensureInboxes makes a cursor for each user who has none (a new user: the
 // migration gave every existing one theirs). It reads the users' cursors
 // and writes only the missing ones (an INSERT IGNORE of every user would
-// try to write a row for each).
+// try to write a row for each). A user whose cursor a committed
+// transaction of this process already made sure of is skipped: cursors are
+// never deleted, and storing a direct message saves a statement.
 func (t *sqlTx) ensureInboxes(users []int64) error {
-	users = slices.Clone(users)
+	users = slices.DeleteFunc(slices.Clone(users), func(u int64) bool {
+		_, known := t.s.inboxes.Load(u)
+		return known
+	})
 	slices.Sort(users)
 	users = slices.Compact(users)
+	t.inboxes = append(t.inboxes, users...)
 	for chunk := range slices.Chunk(users, inChunk) {
 		q := t.s.d.insertIgnore + " inbox_cursors (user_id) SELECT u.user_id FROM users u WHERE u.user_id IN (" +
 			placeholders(len(chunk)) + ") AND NOT EXISTS (SELECT 1 FROM inbox_cursors c WHERE c.user_id = u.user_id)" +

@@ -30,6 +30,17 @@ type sqlTx struct {
 	until time.Time
 	// writes counts the statements run through execResult that succeeded.
 	writes int
+	// inboxes: users whose inbox cursor this transaction made sure of;
+	// once it commits, the store knows them (committed).
+	inboxes []int64
+}
+
+// committed runs after the transaction committed: the cursors it made
+// sure of exist.
+func (t *sqlTx) committed() {
+	for _, u := range t.inboxes {
+		t.s.inboxes.Store(u, struct{}{})
+	}
 }
 
 func (t *sqlTx) exec(q string, args ...any) (int64, error) {

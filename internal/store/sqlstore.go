@@ -12,6 +12,7 @@ import (
 	"log"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -113,6 +114,10 @@ type sqlStore struct {
 	// inspect, when set (tests), sees every statement of a transaction
 	// before it runs, with the transaction: plan checks.
 	inspect func(t *sqlTx, q string, args []any)
+	// inboxes holds the users whose inbox cursor a committed transaction
+	// of this process saw exist or made (cursors are never deleted):
+	// storing a direct message to one of them writes no cursor statement.
+	inboxes sync.Map // int64 → struct{}
 }
 
 // boundStatement prefixes q, on a server that can, with the time left
@@ -593,7 +598,8 @@ func (s *sqlStore) NewGeneration(ctx context.Context, coord Coordinator) (Fence,
 const maxUnissuedGen = 1 << 32
 
 func (s *sqlStore) Fenced(ctx context.Context, f Fence, fn func(Tx) error) error {
-	return s.inTx(ctx, "fenced transaction", func(tx *sql.Tx) error {
+	var last *sqlTx // the attempt that ran last: its effects committed if err is nil
+	err := s.inTx(ctx, "fenced transaction", func(tx *sql.Tx) error {
 		// The UPDATE takes the fence row's lock: fenced transactions run one
 		// after another, and a stale one finds the newer fence and stops.
 		// The row's generation is the last one NewGeneration issued: a stamp
@@ -623,14 +629,25 @@ func (s *sqlStore) Fenced(ctx context.Context, f Fence, fn func(Tx) error) error
 			}
 			return fmt.Errorf("%w: token %s of node %d is not newer than %s of node %d", ErrFenced, f, f.Holder, cur, cur.Holder)
 		}
-		return fn(&sqlTx{ctx: ctx, tx: tx, s: s})
+		last = &sqlTx{ctx: ctx, tx: tx, s: s}
+		return fn(last)
 	})
+	if err == nil && last != nil {
+		last.committed()
+	}
+	return err
 }
 
 func (s *sqlStore) Update(ctx context.Context, fn func(Tx) error) error {
-	return s.inTx(ctx, "transaction", func(tx *sql.Tx) error {
-		return fn(&sqlTx{ctx: ctx, tx: tx, s: s})
+	var last *sqlTx
+	err := s.inTx(ctx, "transaction", func(tx *sql.Tx) error {
+		last = &sqlTx{ctx: ctx, tx: tx, s: s}
+		return fn(last)
 	})
+	if err == nil && last != nil {
+		last.committed()
+	}
+	return err
 }
 
 func (s *sqlStore) View(ctx context.Context, fn func(Tx) error) error {
