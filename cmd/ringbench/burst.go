@@ -73,7 +73,7 @@ func runBurst(cmd *cobra.Command, o burstOpts) error {
 		return errors.New("burst: need --nodes ≥ 2, --senders ≥ 1, --messages ≥ --senders and a positive --window")
 	}
 	ctx := cmd.Context()
-	_, list, stop, err := startClientRing(ctx, o.bin, o.db, "burst", o.nodes)
+	_, list, stop, err := startClientRing(ctx, o.bin, o.db, "burst", o.nodes, nil)
 	if err != nil {
 		return err
 	}

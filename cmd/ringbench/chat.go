@@ -55,6 +55,7 @@ receiver's ChatMessage event; one not shown within 10 s is an error.`,
 	f.DurationVar(&o.duration, "duration", 10*time.Second, "how long clients send")
 	f.StringVar(&o.pattern, "pattern", "", `one conversation on a quiet ring instead of the load: "pingpong" (each message as soon as the previous one was shown) or "typing" (after a random 0-1.5 s pause)`)
 	f.IntVar(&o.messages, "messages", 1000, "--pattern: messages of the conversation, warm-up excluded")
+	f.StringVar(&o.cpuProfile, "cpu-profile", "", "load: write each node's CPU profile of the send phase to this directory (node-N.pprof; go tool pprof -top)")
 	return cmd
 }
 
@@ -78,6 +79,9 @@ type chatBenchOpts struct {
 	// (patternPingpong or patternTyping).
 	pattern  string
 	messages int
+	// cpuProfile, if set, is where each node's CPU profile of the send
+	// phase is written.
+	cpuProfile string
 }
 
 func runChatBench(cmd *cobra.Command, o chatBenchOpts) error {
@@ -98,7 +102,11 @@ func runChatBench(cmd *cobra.Command, o chatBenchOpts) error {
 	}
 	ctx := cmd.Context()
 	out := cmd.ErrOrStderr()
-	_, list, stop, err := startClientRing(ctx, o.bin, o.db, "chat", o.nodes)
+	prof, err := newNodeProfiles(o.cpuProfile, o.nodes)
+	if err != nil {
+		return err
+	}
+	_, list, stop, err := startClientRing(ctx, o.bin, o.db, "chat", o.nodes, prof.flags)
 	if err != nil {
 		return err
 	}
@@ -113,7 +121,11 @@ func runChatBench(cmd *cobra.Command, o chatBenchOpts) error {
 	}
 	defer b.close()
 	fmt.Fprintf(out, "%d clients logged in on %d nodes; sending for %v\n", o.clients, o.nodes, o.duration)
+	taken := prof.take(ctx, o.duration)
 	if err := b.run(ctx); err != nil {
+		return err
+	}
+	if err := taken(); err != nil {
 		return err
 	}
 	return b.report(cmd)
@@ -320,7 +332,7 @@ func (b *chatBench) report(cmd *cobra.Command) error {
 // benchmarks on a fresh database named after name (no client rate limit:
 // benchmark clients send faster than people) and returns it with its node
 // list; stop stops the nodes and removes the database and the files.
-func startClientRing(ctx context.Context, bin, db, name string, n int) (r *procRing, list []nodelist.Entry, stop func(), err error) {
+func startClientRing(ctx context.Context, bin, db, name string, n int, nodeFlags func(id int64) []string) (r *procRing, list []nodelist.Entry, stop func(), err error) {
 	var undo []func()
 	undoAll := func() {
 		for i := len(undo) - 1; i >= 0; i-- {
@@ -354,6 +366,7 @@ func startClientRing(ctx context.Context, bin, db, name string, n int) (r *procR
 	if r, err = newProcRing(bin, dir, dsn, n, []string{"--client-rate", "0", "--max-clients-per-ip", "1000"} /* every client is on 127.0.0.1 */); err != nil {
 		return nil, nil, nil, err
 	}
+	r.nodeFlags = nodeFlags
 	undo = append(undo, r.stopAll)
 	if err = r.startAll(); err != nil {
 		return nil, nil, nil, err

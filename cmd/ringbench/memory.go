@@ -46,7 +46,7 @@ func runMemory(cmd *cobra.Command, o memoryOpts) error {
 		return errors.New("memory: need --nodes ≥ 1, --clients ≥ 2 and a --idle ≥ 0")
 	}
 	ctx := cmd.Context()
-	r, list, stop, err := startClientRing(ctx, o.bin, o.db, "memory", o.nodes)
+	r, list, stop, err := startClientRing(ctx, o.bin, o.db, "memory", o.nodes, nil)
 	if err != nil {
 		return err
 	}

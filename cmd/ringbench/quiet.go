@@ -211,7 +211,7 @@ func checkPatternFlags(o chatBenchOpts, changed func(name string) bool) error {
 // its own, otherwise idle.
 func runConversationBench(cmd *cobra.Command, o chatBenchOpts) error {
 	ctx := cmd.Context()
-	_, list, stop, err := startClientRing(ctx, o.bin, o.db, "chat", o.nodes)
+	_, list, stop, err := startClientRing(ctx, o.bin, o.db, "chat", o.nodes, nil)
 	if err != nil {
 		return err
 	}
