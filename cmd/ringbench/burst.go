@@ -91,7 +91,7 @@ func runBurst(cmd *cobra.Command, o burstOpts) error {
 		return err
 	}
 	defer closeAll(b.receivers)
-	if err := b.warmUp(ctx); err != nil {
+	if err := warmUp(ctx, b.senders, b.receivers, o.nodes); err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "%d senders and %d receivers logged in on %d nodes; sending %d messages\n", o.senders, o.senders, o.nodes, b.each*o.senders)
@@ -105,25 +105,6 @@ func closeAll(cs []*client.Conn) {
 	for _, c := range cs {
 		c.Close()
 	}
-}
-
-// warmUp has every receiver's node store and deliver one message before
-// the clock starts.
-func (b *burst) warmUp(ctx context.Context) error {
-	for i := range min(len(b.receivers), b.o.nodes) {
-		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		_, err := b.senders[i].SendWait(cctx, client.ToUser(b.receivers[i].User()), "warm-up")
-		cancel()
-		if err != nil {
-			return fmt.Errorf("warm-up: %w", err)
-		}
-		for ev := range b.receivers[i].Events() {
-			if m, ok := ev.(client.ChatMessage); ok && m.Content == "warm-up" {
-				break
-			}
-		}
-	}
-	return nil
 }
 
 // run sends the burst and waits (up to 60 s after the last send) for

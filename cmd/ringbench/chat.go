@@ -187,15 +187,21 @@ func (b *chatBench) connect(ctx context.Context, addr func(int) string) error {
 	if b.conns, err = dialAll(ctx, b.o.clients, addr, func(i int) string { return fmt.Sprintf("%s%04d", prefix, i) }); err != nil {
 		return err
 	}
-	// Every node stores and delivers before the clock starts.
-	for i := range min(len(b.conns), b.o.nodes) {
+	return warmUp(ctx, b.conns, b.conns, b.o.nodes)
+}
+
+// warmUp has every node store and deliver before the clock starts: the
+// i-th of the first n senders sends one message to the i-th receiver,
+// which waits for it.
+func warmUp(ctx context.Context, senders, receivers []*client.Conn, n int) error {
+	for i := range min(len(senders), len(receivers), n) {
 		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		_, err := b.conns[i].SendWait(cctx, client.ToUser(b.conns[i].User()), "warm-up")
+		_, err := senders[i].SendWait(cctx, client.ToUser(receivers[i].User()), "warm-up")
 		cancel()
 		if err != nil {
 			return fmt.Errorf("warm-up: %w", err)
 		}
-		for ev := range b.conns[i].Events() {
+		for ev := range receivers[i].Events() {
 			if m, ok := ev.(client.ChatMessage); ok && m.Content == "warm-up" {
 				break
 			}

@@ -116,18 +116,10 @@ type Stats struct {
 	Accepted        uint64 // connections accepted
 	Refused         uint64 // connections refused (SERVER_FULL, TOO_MANY_CONNECTIONS)
 	Dropped         uint64 // connections closed by the server for bad behaviour
-	Queued          uint64 // messages accepted from clients
-	Stored          uint64 // messages stored by this node's visits
-	Delivered       uint64 // deliveries handed to client queues
-	Visits          uint64 // token visits
-	StoreVisits     uint64 // visits that opened a store transaction
-	FailedVisits    uint64 // visits whose transaction failed (nothing committed)
-	Poisoned        uint64 // pieces of work set aside after failing alone
-	FetchesCut      uint64 // fetches stopped at their share of a visit (the visit committed)
-	Pruned          uint64 // old messages pruned
-	OutboxLen       int    // messages waiting for the token
-	PendingAcks     int
 	PresenceCleared uint64 // stale presence rows removed
+	// Stats are the message queue's counters (stored, delivered, visits,
+	// the outbox...), promoted.
+	queue.Stats
 }
 
 type counters struct {
@@ -384,11 +376,7 @@ func (s *Server) Stats() Stats {
 	s.mu.Unlock()
 	st.Accepted, st.Refused, st.Dropped = s.stats.accepted.Load(), s.stats.refused.Load(), s.stats.dropped.Load()
 	st.PresenceCleared = s.stats.presenceCleared.Load()
-	q := s.q.Stats()
-	st.Queued, st.Stored, st.Delivered = q.Queued, q.Stored, q.Delivered
-	st.Visits, st.StoreVisits, st.FailedVisits = q.Visits, q.StoreVisits, q.FailedVisits
-	st.Poisoned, st.Pruned, st.FetchesCut = q.Poisoned, q.Pruned, q.FetchesCut
-	st.OutboxLen, st.PendingAcks = q.OutboxLen, q.PendingAcks
+	st.Stats = s.q.Stats()
 	return st
 }
 

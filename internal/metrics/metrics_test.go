@@ -13,6 +13,7 @@ import (
 	"github.com/ringchat/ringchat/internal/chat"
 	"github.com/ringchat/ringchat/internal/election"
 	"github.com/ringchat/ringchat/internal/node"
+	"github.com/ringchat/ringchat/internal/queue"
 	"github.com/ringchat/ringchat/internal/ring"
 )
 
@@ -38,8 +39,10 @@ func TestMetricsAndHealth(t *testing.T) {
 			TokensForged: 5, NotPredecessor: 3, OffLink: 8},
 		Elections: election.Counters{Started: 1, Won: 1, Sent: map[election.Method]uint64{election.Bully: 9}}}
 	m.SetSources(Sources{
-		Node:  func(context.Context) (node.Status, bool) { return st, true },
-		Chat:  func() chat.Stats { return chat.Stats{Clients: 12, Sessions: 10, Stored: 100, Delivered: 99} },
+		Node: func(context.Context) (node.Status, bool) { return st, true },
+		Chat: func() chat.Stats {
+			return chat.Stats{Clients: 12, Sessions: 10, Stats: queue.Stats{Stored: 100, Delivered: 99}}
+		},
 		Drops: func() map[string]uint64 { return map[string]uint64{"bad-mac": 6, "replay": 2} },
 	})
 	m.Rotation.Observe(0.2)
