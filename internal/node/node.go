@@ -129,6 +129,8 @@ type Status struct {
 	// AvoidedLinks: as coordinator, the links (pairs of nodes) it avoids
 	// placing a node across, for they failed again and again lately.
 	AvoidedLinks [][2]int64
+	// Joins counts the times the node joined the ring (0: never yet).
+	Joins uint64
 }
 
 // New builds a node; Run starts it.
@@ -318,6 +320,7 @@ func (n *Node) snapshot() Status {
 		Successor: succ, SuccessorUp: up, Predecessor: n.rn.Predecessor(), HoldsToken: n.rn.HoldsToken(),
 		LastStamp: n.rn.LastStamp(), Stats: n.stats, HopTimes: append([]time.Duration(nil), n.hopTimes...),
 		Elections: n.rn.Elections(), VisitsFailing: n.trouble.at(time.Now()), AvoidedLinks: n.rn.AvoidedLinks(),
+		Joins: n.rn.Joins(),
 	}
 }
 

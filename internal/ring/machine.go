@@ -185,6 +185,7 @@ func (n *Machine) Members() []int64               { return slices.Clone(n.member
 func (n *Machine) Now() int64                     { return n.now }
 func (n *Machine) Config() Config                 { return n.cfg }
 func (n *Machine) Visiting() bool                 { return n.tok.Visiting() }
+func (n *Machine) Joins() uint64                  { return n.joins } // times this node joined the ring
 
 // AvoidedLinks lists the links (pairs of nodes, either way) this node, as
 // coordinator, avoids placing a node across: they failed again and again

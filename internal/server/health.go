@@ -59,15 +59,20 @@ func (c HealthConfig) withDefaults() HealthConfig {
 // ringWatch decides from the node's phases whether it is out of the ring:
 // it was in the ring and has not been for OutGrace. A node that has never
 // joined (it is starting) is not out; nor is one leaving (it is stopping,
-// and its clients are told SHUTTING_DOWN).
+// and its clients are told SHUTTING_DOWN). Whether it ever joined is the
+// node's count (joins), not what the watch happened to see: a node cut
+// off within a tick of joining was never seen in the ring, and its clients
+// were never told.
 type ringWatch struct {
 	grace    time.Duration
 	joined   bool
 	outSince time.Time // zero while in the ring
 }
 
-// observe takes the phase at now and reports whether the node is out.
-func (w *ringWatch) observe(p ring.Phase, now time.Time) bool {
+// observe takes the phase at now and the times the node joined, and
+// reports whether the node is out.
+func (w *ringWatch) observe(p ring.Phase, joins uint64, now time.Time) bool {
+	w.joined = w.joined || joins > 0
 	switch p {
 	case ring.PhaseInRing:
 		w.joined, w.outSince = true, time.Time{}
@@ -141,5 +146,5 @@ func (s *Server) nodeHealth(ctx context.Context, w *ringWatch, cfg HealthConfig,
 	if !ok {
 		return !w.outSince.IsZero() && time.Since(w.outSince) >= w.grace, wasFailing
 	}
-	return w.observe(st.Phase, time.Now()), st.VisitsFailing
+	return w.observe(st.Phase, st.Joins, time.Now()), st.VisitsFailing
 }

@@ -21,23 +21,42 @@ func TestRingWatch(t *testing.T) {
 	w := ringWatch{grace: time.Second}
 	steps := []struct {
 		phase ring.Phase
+		joins uint64
 		at    time.Duration
 		out   bool
 	}{
-		{ring.PhaseStarting, 0, false},
-		{ring.PhaseJoining, 5 * time.Second, false}, // never in the ring yet: starting, not out
-		{ring.PhaseInRing, 6 * time.Second, false},
-		{ring.PhaseJoining, 7 * time.Second, false},         // spliced out just now
-		{ring.PhaseInRing, 7500 * time.Millisecond, false},  // back within the grace
-		{ring.PhaseStarting, 8 * time.Second, false},        // out again: the grace starts anew
-		{ring.PhaseJoining, 8900 * time.Millisecond, false}, // not yet
-		{ring.PhaseJoining, 9 * time.Second, true},
-		{ring.PhaseLeaving, 10 * time.Second, false}, // stopping: SHUTTING_DOWN tells the clients
+		{ring.PhaseStarting, 0, 0, false},
+		{ring.PhaseJoining, 0, 5 * time.Second, false}, // never in the ring yet: starting, not out
+		{ring.PhaseInRing, 1, 6 * time.Second, false},
+		{ring.PhaseJoining, 1, 7 * time.Second, false},         // spliced out just now
+		{ring.PhaseInRing, 2, 7500 * time.Millisecond, false},  // back within the grace
+		{ring.PhaseStarting, 2, 8 * time.Second, false},        // out again: the grace starts anew
+		{ring.PhaseJoining, 2, 8900 * time.Millisecond, false}, // not yet
+		{ring.PhaseJoining, 2, 9 * time.Second, true},
+		{ring.PhaseLeaving, 2, 10 * time.Second, false}, // stopping: SHUTTING_DOWN tells the clients
 	}
 	for i, s := range steps {
-		if got := w.observe(s.phase, t0.Add(s.at)); got != s.out {
+		if got := w.observe(s.phase, s.joins, t0.Add(s.at)); got != s.out {
 			t.Fatalf("step %d (%v at %v): out %v, want %v", i, s.phase, s.at, got, s.out)
 		}
+	}
+}
+
+// A node that joined and was cut off before the watch saw it in the ring
+// (it samples every tick) is out once the grace has passed: the node's own
+// count of joins says it was in. Before, such a node was never out, and
+// TestOutOfRingMovesClients failed about one run in two when run alone.
+func TestRingWatchTrustsTheNodesJoins(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	w := ringWatch{grace: time.Second}
+	if w.observe(ring.PhaseStarting, 0, t0) {
+		t.Fatal("out while starting")
+	}
+	if w.observe(ring.PhaseJoining, 1, t0.Add(100*time.Millisecond)) {
+		t.Fatal("out before the grace")
+	}
+	if !w.observe(ring.PhaseJoining, 1, t0.Add(1100*time.Millisecond)) {
+		t.Fatal("a node that joined and was cut off before the watch saw it in the ring is never out")
 	}
 }
 
