@@ -17,7 +17,6 @@ import (
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
-	"github.com/ringchat/ringchat/internal/nodelist"
 	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/store/storetest"
@@ -47,33 +46,8 @@ func testConfig(t *testing.T, id int64, st store.Store) Config {
 func newStore(t *testing.T, n int) store.Store {
 	t.Helper()
 	st := storetest.Open(t, "sqlite:"+filepath.Join(t.TempDir(), "chat.db"))
-	seedRing(t, st, n)
+	storetest.SeedRing(t, st, n)
 	return st
-}
-
-// seedRing fills a fresh store's node table with nodes 1..n, all in one
-// ring, node 1 the coordinator.
-func seedRing(t *testing.T, st store.Store, n int) {
-	t.Helper()
-	ctx := context.Background()
-	var nodes []nodelist.Entry
-	for i := 1; i <= n; i++ {
-		nodes = append(nodes, nodelist.Entry{ID: int64(i), Host: "127.0.0.1", CoordPort: 5000 + i, ClientPort: 8000 + i})
-	}
-	if _, err := st.AddNodes(ctx, nodes); err != nil {
-		t.Fatal(err)
-	}
-	epoch, err := st.ClaimCoordinator(ctx, 1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var changes []store.SuccessorChange
-	for i := 1; i <= n; i++ {
-		changes = append(changes, store.SuccessorChange{NodeID: int64(i), Successor: int64(i%n + 1)})
-	}
-	if err := st.SetSuccessors(ctx, store.Coordinator{NodeID: 1, Epoch: epoch}, changes); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // testRing runs chat servers over one store and passes a token among

@@ -439,17 +439,7 @@ func (s *Server) lookup(tx store.Tx, to Recipient) (int64, *Error, error) {
 	if id, ok := s.names.get(to); ok {
 		return id, nil, nil
 	}
-	var id int64
-	var err error
-	if to.Group {
-		var g store.Group
-		g, err = tx.GroupByName(to.Name)
-		id = g.ID
-	} else {
-		var u store.User
-		u, err = tx.UserByName(to.Name)
-		id = u.ID
-	}
+	id, err := store.RecipientID(tx, to.Name, to.Group)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return 0, unknown(to), nil

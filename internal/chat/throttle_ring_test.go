@@ -47,7 +47,7 @@ func TestWrongPasswordThrottleRingWide(t *testing.T) {
 		{"SQLite", func(t *testing.T) store.Store { return newStore(t, nodes) }},
 		{"MariaDB", func(t *testing.T) store.Store {
 			st := storetest.Open(t, testutil.MySQLDSN(t))
-			seedRing(t, st, nodes)
+			storetest.SeedRing(t, st, nodes)
 			return st
 		}},
 	} {

@@ -14,7 +14,6 @@ import (
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
-	"github.com/ringchat/ringchat/internal/nodelist"
 	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/store/storetest"
@@ -33,55 +32,20 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func forStores(t *testing.T, n int, fn func(t *testing.T, st store.Store)) {
 	t.Run("sqlite", func(t *testing.T) {
 		st := storetest.Open(t, "sqlite:"+filepath.Join(t.TempDir(), "queue.db"))
-		seedRing(t, st, n)
+		storetest.SeedRing(t, st, n)
 		fn(t, st)
 	})
 	t.Run("mariadb", func(t *testing.T) {
 		st := storetest.Open(t, testutil.MySQLDSN(t))
-		seedRing(t, st, n)
+		storetest.SeedRing(t, st, n)
 		fn(t, st)
 	})
-}
-
-// seedRing fills a fresh store's node table with nodes 1..n, all in one
-// ring, node 1 the coordinator.
-func seedRing(t *testing.T, st store.Store, n int) {
-	t.Helper()
-	ctx := context.Background()
-	var nodes []nodelist.Entry
-	for i := 1; i <= n; i++ {
-		nodes = append(nodes, nodelist.Entry{ID: int64(i), Host: "127.0.0.1", CoordPort: 5000 + i, ClientPort: 8000 + i})
-	}
-	if _, err := st.AddNodes(ctx, nodes); err != nil {
-		t.Fatal(err)
-	}
-	epoch, err := st.ClaimCoordinator(ctx, 1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var changes []store.SuccessorChange
-	for i := 1; i <= n; i++ {
-		changes = append(changes, store.SuccessorChange{NodeID: int64(i), Successor: int64(i%n + 1)})
-	}
-	if err := st.SetSuccessors(ctx, store.Coordinator{NodeID: 1, Epoch: epoch}, changes); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // lookup resolves a recipient by name, as the chat service does
 // (Config.Lookup).
 func lookup(tx store.Tx, to Recipient) (int64, bool, error) {
-	var id int64
-	var err error
-	if to.Group {
-		var g store.Group
-		g, err = tx.GroupByName(to.Name)
-		id = g.ID
-	} else {
-		var u store.User
-		u, err = tx.UserByName(to.Name)
-		id = u.ID
-	}
+	id, err := store.RecipientID(tx, to.Name, to.Group)
 	if errors.Is(err, store.ErrNotFound) {
 		return 0, false, nil
 	}

@@ -1225,3 +1225,14 @@ func (t *sqlTx) UserInvites(userID int64) ([]Group, error) {
 	return t.queryGroups("user invites", groupCols+
 		" JOIN group_invites i ON i.group_id = g.group_id WHERE i.user_id = ? ORDER BY g.name", userID)
 }
+
+// RecipientID returns the id of the group (group) or user called name in
+// tx; ErrNotFound if there is none.
+func RecipientID(tx Tx, name string, group bool) (int64, error) {
+	if group {
+		g, err := tx.GroupByName(name)
+		return g.ID, err
+	}
+	u, err := tx.UserByName(name)
+	return u.ID, err
+}

@@ -1906,3 +1906,27 @@ func testDBServer(t *testing.T, newDSN NewDSN) {
 		t.Errorf("%d nodes, want 5", len(nodes))
 	}
 }
+
+// SeedRing fills a fresh store's node table with nodes 1..n, all in one
+// ring, node 1 the coordinator.
+func SeedRing(t *testing.T, st store.Control, n int) {
+	t.Helper()
+	var nodes []nodelist.Entry
+	for i := 1; i <= n; i++ {
+		nodes = append(nodes, nodelist.Entry{ID: int64(i), Host: "127.0.0.1", CoordPort: 5000 + i, ClientPort: 8000 + i})
+	}
+	if _, err := st.AddNodes(ctx, nodes); err != nil {
+		t.Fatal(err)
+	}
+	epoch, err := st.ClaimCoordinator(ctx, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changes []store.SuccessorChange
+	for i := 1; i <= n; i++ {
+		changes = append(changes, store.SuccessorChange{NodeID: int64(i), Successor: int64(i%n + 1)})
+	}
+	if err := st.SetSuccessors(ctx, store.Coordinator{NodeID: 1, Epoch: epoch}, changes); err != nil {
+		t.Fatal(err)
+	}
+}
