@@ -896,14 +896,22 @@ func isTokenReason(reason string) bool {
 // on its sender, the other, sent just after it, replaces it (the first is
 // dropped without being taken: unjudged_token). Either way it is refused
 // and counted.
+//
+// The real predecessor may also dial in again between the TOKEN's line
+// and the node's reading of it: the transport drops a frame of a link
+// already replaced before the ring sees it (replaced_link).
 func refusedTokens(want map[string]int, c map[string]float64) (int, float64) {
 	forged, notPred := reasonOf(hTCPForgedToken), reasonOf(hTCPNotPred)
-	return want[forged] + want[notPred], c[forged] + c[notPred] + c[reasonUnjudged]
+	return want[forged] + want[notPred], c[forged] + c[notPred] + c[reasonUnjudged] + c[reasonReplaced]
 }
 
 // reasonUnjudged is the counter of a TOKEN waiting for the store's word
-// on its sender that was dropped unjudged.
-const reasonUnjudged = "unjudged_token"
+// on its sender that was dropped unjudged; reasonReplaced the transport's
+// of a frame read from a link just replaced.
+const (
+	reasonUnjudged = "unjudged_token"
+	reasonReplaced = "replaced_link"
+)
 
 // checkPauses judges the longest time in which no node committed a visit
 // during the fault phase, outside the faults' repairs; fig is the report's
@@ -993,7 +1001,11 @@ func (r *runner) takenStrangerDetail(id int64) []string {
 	return out
 }
 
-// troubledProbes counts the probes of kind sent to process pid while its
+// troubledProbes counts the probes of kind sent to process pid that no
+// refusal counter need name: a stranger's token the node answered with a
+// stale TOKEN_ACK of its own stamp (the ring had made the stranger its
+// predecessor meanwhile, and the token, lacking the generation's proof,
+// was judged and refused as stale), and those sent while its
 // store was in trouble: a fault, or one of the process's store operations
 // failing (at a time in failed) from a second before the probe to 5 s
 // after (a read the probe's check waited on, or its own). The caller
@@ -1007,7 +1019,7 @@ func (r *runner) troubledProbes(pid int, kind string, failed []time.Time) int {
 		near := slices.ContainsFunc(failed, func(f time.Time) bool {
 			return !f.Before(p.At.Add(-time.Second)) && f.Before(p.At.Add(5*time.Second))
 		})
-		if near || r.storeTrouble(p.At) {
+		if near || r.storeTrouble(p.At) || p.Stale {
 			n++
 		}
 	}

@@ -171,6 +171,7 @@ func TestRefusedTokensJudgedTogether(t *testing.T) {
 		{map[string]float64{"forged_token": 1}, true},
 		{map[string]float64{"not_predecessor": 1}, true},
 		{map[string]float64{"unjudged_token": 1}, true},
+		{map[string]float64{"replaced_link": 1}, true},
 		{map[string]float64{}, false},
 		{map[string]float64{"malformed": 3}, false},
 	} {
@@ -207,5 +208,11 @@ func TestTroubledProbesNearAStoreFailure(t *testing.T) {
 	}
 	if n := r.troubledProbes(8, hTCPNotPred, nil); n != 0 {
 		t.Errorf("%d probes of a process without store failures excused", n)
+	}
+	// A stranger's token answered with a stale TOKEN_ACK of its own stamp
+	// was judged and refused: excused without a store failure.
+	r.host.probes = append(r.host.probes, tokenProbe{Pid: 8, Kind: hTCPNotPred, At: t0, Stale: true})
+	if n := r.troubledProbes(8, hTCPNotPred, nil); n != 1 {
+		t.Errorf("%d probes excused; want the one refused as stale", n)
 	}
 }

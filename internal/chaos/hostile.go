@@ -98,6 +98,7 @@ type tokenProbe struct {
 	Kind    string
 	At      time.Time
 	Taken   bool     // its own stamp acknowledged, not stale (hTCPNotPred)
+	Stale   bool     // its own stamp acknowledged as stale (hTCPNotPred): judged and refused
 	Answers []string // what the node wrote back (hTCPNotPred)
 }
 
@@ -326,8 +327,10 @@ func (h *hostile) forgedTokens(ctx context.Context, id int64, pid int, addr stri
 	at := time.Now()
 	if answers, ok := tcpAnswers(ctx, addr, hb, t); ok {
 		h.sentTo(id, pid, hTCPNotPred, 1)
-		taken := slices.Contains(answers, fmt.Sprintf("TOKEN_ACK %d/%d", max(f.Generation-1, 1), f.Seq+1000))
-		h.probe(tokenProbe{ID: id, Pid: pid, Kind: hTCPNotPred, At: at, Taken: taken, Answers: answers})
+		stamp := fmt.Sprintf("TOKEN_ACK %d/%d", max(f.Generation-1, 1), f.Seq+1000)
+		taken := slices.Contains(answers, stamp)
+		h.probe(tokenProbe{ID: id, Pid: pid, Kind: hTCPNotPred, At: at, Taken: taken, Answers: answers,
+			Stale: slices.Contains(answers, stamp+" stale")})
 		if !taken {
 			h.count(h.answered, id, hTCPNotPred, 1)
 		}

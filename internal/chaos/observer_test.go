@@ -27,7 +27,7 @@ func ringStore(t *testing.T) (store.Store, store.Coordinator) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	epoch, err := st.ClaimCoordinator(ctx, 3, 0)
+	epoch, err := st.ClaimCoordinator(ctx, 3, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ const (
 	ReasonWrongSource   = "wrong_source"    // a frame on a link in the name of a node other than the link's peer
 	ReasonTooManyHellos = "too_many_hellos" // closed to make room: too many connections waiting for their HELLO
 	ReasonReadError     = "read_error"      // a socket read failed (UDP)
+	ReasonReplacedLink  = "replaced_link"   // a frame read from a link just as another replaced it (counted, not logged: relinks make them)
 )
 
 // reasonOf returns the drop reason for a wire decoding error.
@@ -85,6 +86,19 @@ func (d *dropLog) drop(reason, via, from string, err error) {
 	d.mu.Unlock()
 	d.log.Warn().Str("reason", reason).Str("via", via).Str("from", from).
 		Uint64("suppressed", suppressed).Err(err).Msg("dropped input")
+}
+
+// quiet records one dropped input without logging it: input that normal
+// operation also drops now and then.
+func (d *dropLog) quiet(reason string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := d.by[reason]
+	if c == nil {
+		c = &dropCount{}
+		d.by[reason] = c
+	}
+	c.total++
 }
 
 // counts returns the number of drops by reason.

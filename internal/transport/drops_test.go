@@ -10,6 +10,21 @@ import (
 	"github.com/rs/zerolog"
 )
 
+// TestDropLogQuiet: a frame read from a link just replaced is counted, and
+// logged never (relinks make them in normal operation).
+func TestDropLogQuiet(t *testing.T) {
+	var buf bytes.Buffer
+	d := newDropLog(zerolog.New(&buf))
+	d.quiet(ReasonReplacedLink)
+	d.quiet(ReasonReplacedLink)
+	if c := d.counts(); c[ReasonReplacedLink] != 2 {
+		t.Errorf("counts %v, want 2 replaced_link", c)
+	}
+	if buf.Len() != 0 {
+		t.Errorf("logged %q, want nothing", buf.String())
+	}
+}
+
 func TestDropLogRateLimit(t *testing.T) {
 	var buf bytes.Buffer
 	d := newDropLog(zerolog.New(&buf))

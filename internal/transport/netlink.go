@@ -319,6 +319,11 @@ func (n *Net) readLink(l *tcpLink, conn net.Conn, lr *wire.LineReader) {
 		n.mu.Lock()
 		if n.current(l) {
 			n.q.push(Event{Kind: EventFrame, Via: l.via, Frame: f, Peer: f.Src})
+		} else {
+			// Another connection replaced this one after the frame was
+			// read: the ring never sees it (a real sender sends it again
+			// on its new link), but it is counted.
+			n.drops.quiet(ReasonReplacedLink)
 		}
 		n.mu.Unlock()
 	}
