@@ -218,7 +218,7 @@ func TestStatusShowsRing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	epoch, err := st.ClaimCoordinator(ctx, 5, 0)
+	epoch, err := st.ClaimCoordinator(ctx, 5, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -191,7 +191,7 @@ func claim(ctx context.Context, st store.Control, id int64, op ring.Op) (int64, 
 		}
 	}
 	if !op.IfStale {
-		return st.ClaimCoordinator(ctx, id, op.PrevEpoch)
+		return st.ClaimCoordinator(ctx, id, op.PrevEpoch, op.LeaseTTL)
 	}
 	won, lease, err := st.AcquireLease(ctx, id, op.LeaseTTL)
 	if err != nil {

@@ -119,7 +119,7 @@ func (n *Machine) claimAsWinner() {
 		return
 	}
 	n.claimQueue = true
-	n.enqueue(Op{Kind: OpClaim, PrevEpoch: n.epoch, InRing: true})
+	n.enqueue(Op{Kind: OpClaim, PrevEpoch: n.epoch, InRing: true, LeaseTTL: n.aliveTTL()})
 }
 
 // becomeLeaseHolder takes the coordinator role for a lease acquired at

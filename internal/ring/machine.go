@@ -676,7 +676,7 @@ func (n *Machine) claim() {
 		return
 	}
 	n.claimQueue = true
-	n.enqueue(Op{Kind: OpClaim, PrevEpoch: n.epoch})
+	n.enqueue(Op{Kind: OpClaim, PrevEpoch: n.epoch, LeaseTTL: n.aliveTTL()})
 }
 
 // claimIfStale claims the role only if the coordinator's lease in the

@@ -420,9 +420,9 @@ func (s *sqlStore) Coordinator(ctx context.Context) (Coordinator, error) {
 	return c, nil
 }
 
-func (s *sqlStore) ClaimCoordinator(ctx context.Context, nodeID, prevEpoch int64) (int64, error) {
-	if nodeID < 1 {
-		return 0, wrapOp("claim coordinator", fmt.Errorf("%w: node id %d", ErrInvalid, nodeID))
+func (s *sqlStore) ClaimCoordinator(ctx context.Context, nodeID, prevEpoch int64, ttl time.Duration) (int64, error) {
+	if nodeID < 1 || ttl < 0 {
+		return 0, wrapOp("claim coordinator", fmt.Errorf("%w: node id %d, ttl %v", ErrInvalid, nodeID, ttl))
 	}
 	epoch := prevEpoch + 1
 	err := s.inTx(ctx, "claim coordinator", func(tx *sql.Tx) error {
@@ -430,9 +430,17 @@ func (s *sqlStore) ClaimCoordinator(ctx context.Context, nodeID, prevEpoch int64
 			return err
 		}
 		now := s.nowUS()
+		var until int64
+		if ttl > 0 {
+			_, _, _, clock, err := s.leaseRow(ctx, tx)
+			if err != nil {
+				return err
+			}
+			until = clock + ttl.Microseconds()
+		}
 		res, err := tx.ExecContext(ctx,
-			"UPDATE ring_coordinator SET node_id = ?, epoch = ?, changed_us = ?, lease_until_us = 0 WHERE id = 1 AND epoch = ?",
-			nodeID, epoch, now, prevEpoch)
+			"UPDATE ring_coordinator SET node_id = ?, epoch = ?, changed_us = ?, lease_until_us = ? WHERE id = 1 AND epoch = ?",
+			nodeID, epoch, now, until, prevEpoch)
 		if err != nil {
 			return err
 		}

@@ -304,8 +304,11 @@ type Control interface {
 	Coordinator(ctx context.Context) (Coordinator, error)
 	// ClaimCoordinator makes nodeID the coordinator with epoch prevEpoch+1
 	// if the current epoch is still prevEpoch (compare-and-set), and records
-	// the term in the history. It returns the new epoch, or ErrEpochChanged.
-	ClaimCoordinator(ctx context.Context, nodeID, prevEpoch int64) (int64, error)
+	// the term in the history. With ttl > 0 the new coordinator holds the
+	// lease for ttl at once (nobody's claim-if-stale takes the role from it
+	// before its first renewal); with 0 it has none until it renews. It
+	// returns the new epoch, or ErrEpochChanged.
+	ClaimCoordinator(ctx context.Context, nodeID, prevEpoch int64, ttl time.Duration) (int64, error)
 	// AcquireLease makes nodeID the coordinator with a new epoch and a
 	// lease of ttl if no lease is valid: no coordinator, an expired lease,
 	// a coordinator without a lease, or a lease held by nodeID itself (a

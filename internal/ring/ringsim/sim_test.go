@@ -759,3 +759,48 @@ func TestStalledCoordinatorWithRestingToken(t *testing.T) {
 		t.Logf("seed %d: stalled coordinator %d bypassed in %d ticks", seed, coord, s.Now-start)
 	}
 }
+
+// A coordinator that crashed comes back: it rejoins, sees a lower
+// coordinator, wins the election and claims the role. The store gives the
+// winner its lease with the claim, so the node it deposed (whose failed
+// successor it was) cannot take the role back by claim-if-stale before
+// the winner's first renewal. Before, with seed 8 the role went 5 -> 4
+// -> 5 -> 4, a new token was made and no visit committed for 45 ticks.
+func TestHigherNodeComesBackWithoutAFlip(t *testing.T) {
+	for seed := range uint64(60) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			s := newSim(t, seed, 1, 2, 3, 4, 5)
+			s.OpDelay, s.MaxDelay = int64(seed%3), int64(seed/3%3)
+			startAll(t, s)
+			s.Crash(5)
+			settle(t, s, "after the coordinator crashed")
+			s.Run(50)
+			gen, epoch := s.Store.Gen, s.Store.Epoch
+			s.Start(5)
+			total := func() (n int) {
+				for _, p := range s.Procs {
+					n += p.Visits
+				}
+				return n
+			}
+			last, lastAt, longest := total(), s.Now, int64(0)
+			for range bound {
+				s.Step()
+				if v := total(); v != last {
+					longest = max(longest, s.Now-lastAt)
+					last, lastAt = v, s.Now
+				}
+			}
+			if s.Store.Coord != 5 || s.Store.Epoch != epoch+1 {
+				t.Errorf("coordinator %d at epoch %d, want 5 at %d (one claim, no flips)", s.Store.Coord, s.Store.Epoch, epoch+1)
+			}
+			if s.Store.Gen != gen {
+				t.Errorf("generations %d -> %d: the token was made again", gen, s.Store.Gen)
+			}
+			if longest > 10 {
+				t.Errorf("no visit committed for %d ticks", longest)
+			}
+			settle(t, s, "after the coordinator came back")
+		})
+	}
+}

@@ -88,6 +88,9 @@ func (s *Store) Do(from int64, op ring.Op) ring.Result {
 		}
 		s.claim(from)
 		s.LeaseUntil = 0
+		if op.LeaseTTL > 0 {
+			s.LeaseUntil = s.Now() + int64(op.LeaseTTL/s.Tick)
+		}
 		return ring.Result{Op: op, Coord: from, Epoch: s.Epoch, Gen: s.Gen, Secret: Secret(s.Gen)}
 	case ring.OpLease:
 		return s.lease(from, op)

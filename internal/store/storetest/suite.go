@@ -119,6 +119,7 @@ var controlTests = []conformanceTest{
 	{"Health", testHealth},
 	{"ClaimCoordinator", testClaimCoordinator},
 	{"ClaimCoordinatorRace", testClaimCoordinatorRace},
+	{"ClaimCoordinatorWithLease", testClaimCoordinatorWithLease},
 	{"Lease", testLease},
 	{"LeaseRace", testLeaseRace},
 	{"SetSuccessors", testSetSuccessors},
@@ -282,17 +283,17 @@ func testAddNodes(t *testing.T, newDSN NewDSN) {
 func testClaimCoordinator(t *testing.T, newDSN NewDSN) {
 	st := OpenControl(t, newDSN(t))
 	mustNodes(t, st)
-	e, err := st.ClaimCoordinator(ctx, 3, 0)
+	e, err := st.ClaimCoordinator(ctx, 3, 0, 0)
 	if err != nil || e != 1 {
 		t.Fatalf("claim = %d, %v; want epoch 1", e, err)
 	}
-	if _, err := st.ClaimCoordinator(ctx, 5, 0); !errors.Is(err, store.ErrEpochChanged) {
+	if _, err := st.ClaimCoordinator(ctx, 5, 0, 0); !errors.Is(err, store.ErrEpochChanged) {
 		t.Fatalf("stale claim err = %v, want ErrEpochChanged", err)
 	}
-	if e, err := st.ClaimCoordinator(ctx, 5, 1); err != nil || e != 2 {
+	if e, err := st.ClaimCoordinator(ctx, 5, 1, 0); err != nil || e != 2 {
 		t.Fatalf("claim = %d, %v; want epoch 2", e, err)
 	}
-	if _, err := st.ClaimCoordinator(ctx, 42, 2); !errors.Is(err, store.ErrInvalid) {
+	if _, err := st.ClaimCoordinator(ctx, 42, 2, 0); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("unknown node claim err = %v, want ErrInvalid", err)
 	}
 	c, err := st.Coordinator(ctx)
@@ -359,7 +360,7 @@ func testLease(t *testing.T, newDSN NewDSN) {
 		t.Fatal("the old holder renewed a lease taken over")
 	}
 	// A voting claim ends the lease: the claimant's epoch holds no lease.
-	if _, err := st.ClaimCoordinator(ctx, 5, 3); err != nil {
+	if _, err := st.ClaimCoordinator(ctx, 5, 3, 0); err != nil {
 		t.Fatal(err)
 	}
 	if ok, _, _ := st.RenewLease(ctx, 4, 3, long); ok {
@@ -408,6 +409,32 @@ func testLeaseRace(t *testing.T, newDSN NewDSN) {
 	}
 }
 
+// A claim with a lease holds the role against claim-if-stale (a lease
+// acquisition by another node) until the lease runs out; a claim without
+// one does not.
+func testClaimCoordinatorWithLease(t *testing.T, newDSN NewDSN) {
+	st := OpenControl(t, newDSN(t))
+	mustNodes(t, st)
+	e, err := st.ClaimCoordinator(ctx, 5, 0, time.Minute)
+	if err != nil || e != 1 {
+		t.Fatalf("claim = %d, %v; want epoch 1", e, err)
+	}
+	won, l, err := st.AcquireLease(ctx, 4, time.Second)
+	if err != nil || won || l.Holder != 5 || l.Epoch != 1 || l.Remaining < 50*time.Second {
+		t.Fatalf("acquire over a claim with a lease = %v, %+v, %v; want refused, node 5 holding about a minute", won, l, err)
+	}
+	if e, err = st.ClaimCoordinator(ctx, 3, e, 0); err != nil || e != 2 {
+		t.Fatalf("claim without a lease = %d, %v; want epoch 2", e, err)
+	}
+	won, l, err = st.AcquireLease(ctx, 4, time.Second)
+	if err != nil || !won || l.Holder != 4 || l.Epoch != 3 {
+		t.Fatalf("acquire over a claim without a lease = %v, %+v, %v; want node 4 at epoch 3", won, l, err)
+	}
+	if _, err := st.ClaimCoordinator(ctx, 5, 3, -time.Second); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("claim with a negative lease: err = %v, want ErrInvalid", err)
+	}
+}
+
 func testClaimCoordinatorRace(t *testing.T, newDSN NewDSN) {
 	dsn := newDSN(t)
 	st := OpenControl(t, dsn)
@@ -420,7 +447,7 @@ func testClaimCoordinatorRace(t *testing.T, newDSN NewDSN) {
 		h := OpenControl(t, dsn)
 		wg.Go(func() {
 			<-start
-			_, results[i] = h.ClaimCoordinator(ctx, int64(i+1), 0)
+			_, results[i] = h.ClaimCoordinator(ctx, int64(i+1), 0, 0)
 		})
 	}
 	close(start)
@@ -461,7 +488,7 @@ func testSetSuccessors(t *testing.T, newDSN NewDSN) {
 	if err := st.SetSuccessors(ctx, coord, []store.SuccessorChange{{NodeID: 2, Successor: 2}}); !errors.Is(err, store.ErrNotCoordinator) {
 		t.Fatalf("err = %v, want ErrNotCoordinator", err)
 	}
-	e, err := st.ClaimCoordinator(ctx, 2, 0)
+	e, err := st.ClaimCoordinator(ctx, 2, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -478,7 +505,7 @@ func testSetSuccessors(t *testing.T, newDSN NewDSN) {
 		t.Fatalf("err = %v, want ErrInvalid", err)
 	}
 	// A newer coordinator fences the old one off.
-	if _, err := st.ClaimCoordinator(ctx, 5, e); err != nil {
+	if _, err := st.ClaimCoordinator(ctx, 5, e, 0); err != nil {
 		t.Fatal(err)
 	}
 	err = st.SetSuccessors(ctx, coord, []store.SuccessorChange{{NodeID: 4, Successor: 0}})
@@ -499,7 +526,7 @@ func testSetSuccessors(t *testing.T, newDSN NewDSN) {
 func testResetRing(t *testing.T, newDSN NewDSN) {
 	st := Open(t, newDSN(t))
 	mustNodes(t, st)
-	e, _ := st.ClaimCoordinator(ctx, 1, 0)
+	e, _ := st.ClaimCoordinator(ctx, 1, 0, 0)
 	if err := st.SetSuccessors(ctx, store.Coordinator{NodeID: 1, Epoch: e}, []store.SuccessorChange{{NodeID: 1, Successor: 1}}); err != nil {
 		t.Fatal(err)
 	}
@@ -536,7 +563,7 @@ func testResetRing(t *testing.T, newDSN NewDSN) {
 		return nil
 	})
 	// Epochs go on from where they were: never reused.
-	if e2, err := st.ClaimCoordinator(ctx, 2, e); err != nil || e2 != e+1 {
+	if e2, err := st.ClaimCoordinator(ctx, 2, e, 0); err != nil || e2 != e+1 {
 		t.Errorf("claim after reset = %d, %v", e2, err)
 	}
 }
@@ -547,7 +574,7 @@ func testFenceGenerations(t *testing.T, newDSN NewDSN) {
 	if _, err := st.NewGeneration(ctx, store.Coordinator{NodeID: 1, Epoch: 1}); !errors.Is(err, store.ErrNotCoordinator) {
 		t.Fatalf("generation without coordinator: err = %v", err)
 	}
-	e, _ := st.ClaimCoordinator(ctx, 1, 0)
+	e, _ := st.ClaimCoordinator(ctx, 1, 0, 0)
 	coord := store.Coordinator{NodeID: 1, Epoch: e}
 	g1, err := st.NewGeneration(ctx, coord)
 	if err != nil || stampOf(g1) != (store.Fence{Generation: 1, Holder: 1}) {
@@ -594,7 +621,7 @@ func testFenceGenerations(t *testing.T, newDSN NewDSN) {
 		t.Errorf("fence = %+v, want %+v (the secret of generation 2 with it)", f, g2)
 	}
 	// A coordinator of an old epoch cannot make tokens.
-	if _, err := st.ClaimCoordinator(ctx, 2, e); err != nil {
+	if _, err := st.ClaimCoordinator(ctx, 2, e, 0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.NewGeneration(ctx, coord); !errors.Is(err, store.ErrNotCoordinator) {
@@ -1682,7 +1709,7 @@ func testFenceRefusesUnissued(t *testing.T, newDSN NewDSN) {
 	const maxInt64 = 1<<63 - 1
 	st := OpenControl(t, newDSN(t))
 	mustNodes(t, st)
-	e, err := st.ClaimCoordinator(ctx, 1, 0)
+	e, err := st.ClaimCoordinator(ctx, 1, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1918,7 +1945,7 @@ func SeedRing(t *testing.T, st store.Control, n int) {
 	if _, err := st.AddNodes(ctx, nodes); err != nil {
 		t.Fatal(err)
 	}
-	epoch, err := st.ClaimCoordinator(ctx, 1, 0)
+	epoch, err := st.ClaimCoordinator(ctx, 1, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
