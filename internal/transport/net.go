@@ -1,6 +1,8 @@
 package transport
 
 import (
+	"github.com/ringchat/ringchat/internal/tcpopt"
+
 	"context"
 	"errors"
 	"fmt"
@@ -334,6 +336,7 @@ func (n *Net) acceptLoop() {
 			continue
 		}
 		delay = 0
+		tcpopt.Tune(conn)
 		n.admit(conn)
 	}
 }

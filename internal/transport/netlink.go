@@ -1,6 +1,8 @@
 package transport
 
 import (
+	"github.com/ringchat/ringchat/internal/tcpopt"
+
 	"context"
 	"errors"
 	"fmt"
@@ -172,8 +174,7 @@ func (n *Net) runSuccessor(ctx context.Context, l *tcpLink) {
 		n.closeLink(l, fmt.Errorf("transport: dial successor %d: %w", l.peer, ErrUnknownNode))
 		return
 	}
-	d := net.Dialer{Timeout: n.cfg.DialTimeout}
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	conn, err := tcpopt.Dialer(n.cfg.DialTimeout).DialContext(ctx, "tcp", addr)
 	if err != nil {
 		n.closeLink(l, fmt.Errorf("transport: dial successor %d at %s: %w", l.peer, addr, err))
 		return

@@ -1,0 +1,71 @@
+// Package tcpopt tunes the node's own TCP sockets for a LAN: the store's
+// connections and the ring's links.
+//
+// Linux retransmits a lost segment after at least 200 ms (its minimum
+// retransmission timeout), however short the round trip. On a LAN whose
+// round trip is well under a millisecond one lost packet then stalls a
+// store statement, a TOKEN or its TOKEN_ACK for 200 ms: a visit held to
+// 100-400 ms fails on it, and two losses in a row outlast the token's
+// 300-ms acknowledgement timeout and splice a live successor out. The node
+// lowers the minimum on its own sockets to RTOMin (TCP_RTO_MIN_US, Linux
+// 6.15 and later): the kernel's timeout stays the path's smoothed round
+// trip plus four deviations, so a slow path still waits as long as it
+// needs. A kernel without the option keeps its own minimum (best effort;
+// nothing fails). Only the node's end changes: what a peer sends (the
+// store's answers) still waits for the peer's own minimum.
+package tcpopt
+
+import (
+	"context"
+	"net"
+	"syscall"
+	"time"
+)
+
+// RTOMin is the minimum retransmission timeout the node asks for on its
+// TCP sockets: ten times a slow LAN round trip, a tenth of Linux's default.
+const RTOMin = 20 * time.Millisecond
+
+// Control is a net.Dialer Control function that sets RTOMin on the
+// socket before it connects. It never fails a dial.
+func Control(_, _ string, c syscall.RawConn) error {
+	_ = c.Control(func(fd uintptr) { _ = setRTOMin(fd, RTOMin) })
+	return nil
+}
+
+// Dialer returns a net.Dialer with timeout whose sockets get RTOMin.
+func Dialer(timeout time.Duration) *net.Dialer {
+	return &net.Dialer{Timeout: timeout, Control: Control}
+}
+
+// DialContext dials a TCP address with RTOMin set (for a database
+// driver's dial hook).
+func DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return Dialer(0).DialContext(ctx, network, addr)
+}
+
+// Tune sets RTOMin on an accepted connection (best effort).
+func Tune(conn net.Conn) {
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return
+	}
+	if rc, err := sc.SyscallConn(); err == nil {
+		_ = Control("", "", rc)
+	}
+}
+
+// RTOMinOf reads a connection's minimum retransmission timeout, for
+// tests; ok is false where the option is not supported.
+func RTOMinOf(conn net.Conn) (d time.Duration, ok bool) {
+	sc, isSys := conn.(syscall.Conn)
+	if !isSys {
+		return 0, false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	_ = rc.Control(func(fd uintptr) { d, ok = getRTOMin(fd) })
+	return d, ok
+}
