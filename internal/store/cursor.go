@@ -111,11 +111,13 @@ func userPrefix(srcs []userSource, perUser int) []Delivery {
 	return all
 }
 
-// pendingDirect reads each user's oldest perUser pending recipient rows
-// (one index range per user: ix_recipients_pending) with their messages
-// and the recipient's name, in one statement per chunk of users. Many
-// users are first narrowed to those with any row pending.
+// pendingDirect reads each user's oldest perUser pending direct messages
+// (one index range per user: ix_messages_to_user, from the inbox cursor)
+// with the messages and the recipient's name, in one statement per chunk
+// of users. Many users are first narrowed to those with any pending. What
+// it read of each inbox is kept for the mark (t.fetched).
 func (t *sqlTx) pendingDirect(users []int64, perUser int, sources map[int64][]userSource) error {
+	all := users
 	var heads map[int64]inboxHead
 	if len(users) > directCheckUsers {
 		var err error
@@ -124,9 +126,10 @@ func (t *sqlTx) pendingDirect(users []int64, perUser int, sources map[int64][]us
 		}
 	}
 	per := map[int64]*userSource{}
+	cursors := map[int64]int64{} // the sent_seq each user's range started from
 	for chunk := range slices.Chunk(users, pendingUserChunk) {
 		var b strings.Builder
-		args := make([]any, 0, 3*len(chunk))
+		args := make([]any, 0, 4*len(chunk))
 		for i, u := range chunk {
 			if i > 0 {
 				b.WriteString(" UNION ALL ")
@@ -134,14 +137,15 @@ func (t *sqlTx) pendingDirect(users []int64, perUser int, sources map[int64][]us
 			// The inner select reads only the user's index range; the
 			// message and the names are joined after it, by key.
 			inner, a := t.inboxRange(u, heads, perUser)
-			fmt.Fprintf(&b, "SELECT q%d.user_id, ru.name, "+messageCols+" FROM ("+inner+") q%d"+
+			fmt.Fprintf(&b, "SELECT q%d.user_id, q%d.sent_seq, ru.name, "+messageCols+" FROM ("+inner+") q%d"+
 				" %s users ru ON ru.user_id = q%d.user_id %s messages m ON m.msg_seq = q%d.msg_seq"+t.messageJoins(),
-				i, i, t.s.d.straightJoin, i, t.s.d.straightJoin, i)
+				i, i, i, t.s.d.straightJoin, i, t.s.d.straightJoin, i)
 			args = append(args, a...)
 		}
 		err := t.each(b.String(), args, func(rows *sql.Rows) error {
 			var d Delivery
-			if err := scanMessage(rows, &d.Message, &d.RecipientID, &d.Recipient); err != nil {
+			var sent int64
+			if err := scanMessage(rows, &d.Message, &d.RecipientID, &sent, &d.Recipient); err != nil {
 				return err
 			}
 			s := per[d.RecipientID]
@@ -150,6 +154,7 @@ func (t *sqlTx) pendingDirect(users []int64, perUser int, sources map[int64][]us
 				per[d.RecipientID] = s
 			}
 			s.items = append(s.items, d)
+			cursors[d.RecipientID] = sent
 			return nil
 		})
 		if err != nil {
@@ -161,7 +166,35 @@ func (t *sqlTx) pendingDirect(users []int64, perUser int, sources map[int64][]us
 		s.truncated = len(s.items) >= perUser
 		sources[u] = append(sources[u], *s)
 	}
+	t.keepFetched(all, per, cursors)
 	return nil
+}
+
+// keepFetched records what a fetch of users read of their inboxes (per
+// user, the messages in order, read from the cursor at sent_seq cursors[u])
+// for this transaction's marks, in place of what an earlier fetch read.
+func (t *sqlTx) keepFetched(users []int64, per map[int64]*userSource, cursors map[int64]int64) {
+	if t.fetched == nil {
+		t.fetched = map[int64]inboxRead{}
+	}
+	for _, u := range users {
+		delete(t.fetched, u)
+	}
+	for u, s := range per {
+		r := inboxRead{sent: cursors[u]}
+		for _, d := range s.items {
+			r.seqs = append(r.seqs, d.Seq)
+		}
+		t.fetched[u] = r
+	}
+}
+
+// inboxRead is what a fetch read of one user's inbox: the cursor's
+// sent_seq, and the messages after it in order (at most perUser: the
+// first of those waiting, the ones acknowledged out of order skipped).
+type inboxRead struct {
+	sent int64
+	seqs []int64
 }
 
 // inboxHead is what usersWithDirect read of a user's inbox cursor.
@@ -170,8 +203,9 @@ type inboxHead struct {
 	side bool // some acknowledged out of order
 }
 
-// inboxRange is the inner select of the user's pending direct messages,
-// with its arguments: with the cursor read already (heads), a plain index
+// inboxRange is the inner select of the user's pending direct messages
+// (user_id, sent_seq: the cursor it read from, msg_seq), with its
+// arguments: with the cursor read already (heads), a plain index
 // range of the user's inbox from sent_seq (skipping what was acknowledged
 // out of order only for a user who has such); otherwise the range from the
 // cursor joined in (inboxPending).
@@ -180,11 +214,11 @@ func (t *sqlTx) inboxRange(u int64, heads map[int64]inboxHead, perUser int) (str
 	if !ok {
 		return fmt.Sprintf(inboxPending, t.s.d.straightJoin, t.s.d.byInbox), []any{u, perUser}
 	}
-	q := "SELECT m.to_user_id AS user_id, m.msg_seq FROM messages m" + t.s.d.byInbox + " WHERE m.to_user_id = ? AND m.msg_seq > ?"
+	q := "SELECT m.to_user_id AS user_id, ? AS sent_seq, m.msg_seq FROM messages m" + t.s.d.byInbox + " WHERE m.to_user_id = ? AND m.msg_seq > ?"
 	if h.side {
 		q += " AND NOT EXISTS (SELECT 1 FROM inbox_acks a WHERE a.user_id = m.to_user_id AND a.msg_seq = m.msg_seq)"
 	}
-	return q + " ORDER BY m.msg_seq LIMIT ?", []any{u, h.sent, perUser}
+	return q + " ORDER BY m.msg_seq LIMIT ?", []any{h.sent, u, h.sent, perUser}
 }
 
 // usersWithDirect returns those of users with a direct message pending,

@@ -74,10 +74,10 @@ func (t *sqlTx) ensureInboxes(users []int64) error {
 	return nil
 }
 
-// inboxPending is the inner select of one user's pending direct messages:
-// at most perUser after the cursor, skipping those acknowledged out of
-// order (arguments: user, perUser).
-const inboxPending = "SELECT c.user_id, m.msg_seq FROM inbox_cursors c %s messages m%s" +
+// inboxPending is the inner select of one user's pending direct messages,
+// with the cursor's sent_seq: at most perUser after the cursor, skipping
+// those acknowledged out of order (arguments: user, perUser).
+const inboxPending = "SELECT c.user_id, c.sent_seq, m.msg_seq FROM inbox_cursors c %s messages m%s" +
 	" ON m.to_user_id = c.user_id AND m.msg_seq > c.sent_seq WHERE c.user_id = ?" +
 	" AND NOT EXISTS (SELECT 1 FROM inbox_acks a WHERE a.user_id = c.user_id AND a.msg_seq = m.msg_seq)" +
 	" ORDER BY m.msg_seq LIMIT ?"
@@ -119,10 +119,11 @@ func caseOf(col string, spans []inboxSpan, pick func(inboxSpan) int64) (string, 
 
 // markInbox marks direct rows (of users present, a prefix of what waits for
 // each, as PendingFor returns; none the cursor has passed) delivered at
-// stamp, the users' cursors standing at sent: one read checks that each
-// user's rows are exactly what waits between the cursor and the last of
-// them (no message is marked that was not handed over), and one UPDATE per
-// chunk of users moves those cursors (compare-and-set: a cursor moved
+// stamp, the users' cursors standing at sent: each user's rows must be
+// exactly what waits between the cursor and the last of them (no message
+// is marked that was not handed over), which this transaction's fetch
+// showed (fetchedSpans) or one read checks (wholeSpans), and one UPDATE
+// per chunk of users moves those cursors (compare-and-set: a cursor moved
 // since is left alone). It returns the rows whose cursor moved.
 func (t *sqlTx) markInbox(stamp int64, rows []RecipientSeq, sent map[int64]int64) ([]RecipientSeq, error) {
 	moved := map[int64]bool{}
@@ -130,9 +131,13 @@ func (t *sqlTx) markInbox(stamp int64, rows []RecipientSeq, sent map[int64]int64
 		for i := range chunk {
 			chunk[i].lo = sent[chunk[i].user] // the update's expected sent_seq
 		}
-		whole, err := t.wholeSpans(chunk, rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: mark delivered: %w", err)
+		whole, rest := t.fetchedSpans(chunk, rows)
+		if len(rest) > 0 {
+			counted, err := t.wholeSpans(rest, rows)
+			if err != nil {
+				return nil, fmt.Errorf("store: mark delivered: %w", err)
+			}
+			whole = append(whole, counted...)
 		}
 		if len(whole) == 0 {
 			continue
@@ -168,6 +173,55 @@ func (t *sqlTx) markInbox(stamp int64, rows []RecipientSeq, sent map[int64]int64
 		}
 	}
 	return slices.DeleteFunc(slices.Clone(rows), func(r RecipientSeq) bool { return !moved[r.RecipientID] }), nil
+}
+
+// fetchedSpans splits spans (user, cursor lo, last row hi) into those
+// whose rows this transaction's fetch showed to be every message waiting
+// in (lo, hi], and the rest (for wholeSpans to count). A user's rows are
+// shown so when the fetch read the user's inbox from the same cursor (lo,
+// as the mark read it) and the rows are the first of what it read, with no
+// gap: the fetch read the messages after the cursor in order, skipping
+// only those acknowledged out of order, so its first k are all that waited
+// in (lo, k-th] when it read them.
+//
+// Nothing can join (lo, hi] after that read, so no count is needed:
+//   - msg_seq is the messages' auto-increment key (AUTO_INCREMENT;
+//     SQLite's AUTOINCREMENT), given when a row is inserted: a message
+//     inserted after the read, by this transaction or another, gets a
+//     sequence above every one given before, hi among them;
+//   - messages are stored only by a node's visit, holding the token, in a
+//     fenced transaction (work.go's storeBatch), and this mark runs in such
+//     a transaction too (work.go: fetch, then markDelivered): the fence's
+//     UPDATE holds the fence row's lock until the commit, so fenced
+//     transactions run one after another. On MariaDB (read committed) the
+//     fetch saw every message committed before this transaction took the
+//     fence, and no other transaction can store one and commit before this
+//     one ends; on SQLite every transaction holds the write lock from its
+//     start (BEGIN IMMEDIATE). A message below hi committed after the read
+//     could only come from an insert outside the fence, and would be
+//     skipped just the same if it committed after the mark's UPDATE, which
+//     no count sees: the fence, not the count, keeps the inbox in order;
+//   - acknowledgements in between only make fewer messages wait (marking
+//     one of them hands over one acknowledged: more, never less), and a
+//     prune deletes only messages at or below acked_seq, never above lo.
+//
+// The cursor itself may move between the fetch and the mark (a login's
+// reset runs outside the fence): a cursor read by the mark (lo) that is not
+// the one the fetch read goes to the count, and the UPDATE's
+// compare-and-set on sent_seq = lo leaves a cursor moved after that read
+// alone.
+func (t *sqlTx) fetchedSpans(spans []inboxSpan, rows []RecipientSeq) (shown, rest []inboxSpan) {
+	byUser := directByUser(rows)
+	for _, s := range spans {
+		f, ok := t.fetched[s.user]
+		seqs := slices.Compact(byUser[s.user])
+		if ok && f.sent == s.lo && len(seqs) <= len(f.seqs) && slices.Equal(seqs, f.seqs[:len(seqs)]) {
+			shown = append(shown, s)
+		} else {
+			rest = append(rest, s)
+		}
+	}
+	return shown, rest
 }
 
 // wholeSpans returns those of spans (user, cursor lo, last row hi) whose

@@ -33,6 +33,9 @@ type sqlTx struct {
 	// inboxes: users whose inbox cursor this transaction made sure of;
 	// once it commits, the store knows them (committed).
 	inboxes []int64
+	// fetched: what this transaction's last fetch (PendingFor) read of
+	// each user's inbox, for the mark (markInbox).
+	fetched map[int64]inboxRead
 }
 
 // committed runs after the transaction committed: the cursors it made

@@ -22,6 +22,7 @@ var inboxTests = []conformanceTest{
 	{"InboxFair", testInboxFair},
 	{"InboxAckFarApart", testInboxAckFarApart},
 	{"InboxMarkRacesReset", testInboxMarkRacesReset},
+	{"InboxMarkWhatTheFetchRead", testInboxMarkWhatTheFetchRead},
 }
 
 // sendDirect stores direct messages from a to the user, ids prefix1..n, and
@@ -381,5 +382,53 @@ func testInboxMarkRacesReset(t *testing.T, newDSN NewDSN) {
 	}
 	if got := waiting(t, st, 1); !slices.Equal(got, []string{"m1", "n1", "n2"}) {
 		t.Errorf("waiting %v after the reset; want [m1 n1 n2]", got)
+	}
+}
+
+// A mark in the transaction of the fetch that read its rows: rows that are
+// the first of what the fetch read, from the cursor on, are marked; rows
+// with a gap, or that do not start at the cursor, mark nothing of that user;
+// nor do rows read before a reset moved the cursor back (in the same
+// transaction here, so that both stores run it).
+func testInboxMarkWhatTheFetchRead(t *testing.T, newDSN NewDSN) {
+	st, p := setupPresent(t, newDSN, 1, 1)
+	m := sendDirect(t, st, p.a, p.b, "m", 3)
+	c := sendDirect(t, st, p.a, p.c, "c", 1)
+	row := func(u store.User, seq int64) store.RecipientSeq {
+		return store.RecipientSeq{RecipientID: u.ID, Seq: seq}
+	}
+	mark := func(tx store.Tx, want []store.RecipientSeq, rows ...store.RecipientSeq) {
+		t.Helper()
+		if done, _, err := tx.MarkDeliveredRows(1, rows); err != nil || !cmp.Equal(done, want) {
+			t.Errorf("MarkDeliveredRows(%v) = %v, %v; want %v", rows, done, err, want)
+		}
+	}
+	update(t, st, func(tx store.Tx) error {
+		ds, err := tx.PendingFor(1, []int64{p.b.ID, p.c.ID}, 10, 10)
+		if err != nil || len(ds) != 4 {
+			return fmt.Errorf("pending = %+v, %v; want m1-m3, c1", ds, err)
+		}
+		mark(tx, []store.RecipientSeq{row(p.c, c[0])}, row(p.b, m[0]), row(p.b, m[2]), row(p.c, c[0])) // m2 between
+		mark(tx, nil, row(p.b, m[1]), row(p.b, m[2]))                                                  // m1 before
+		mark(tx, []store.RecipientSeq{row(p.b, m[0]), row(p.b, m[1])}, row(p.b, m[0]), row(p.b, m[1]))
+		return nil
+	})
+	if got := waiting(t, st, 1); !slices.Equal(got, []string{"m3"}) {
+		t.Errorf("waiting %v; want [m3]", got)
+	}
+	n := sendDirect(t, st, p.a, p.b, "n", 1)
+	update(t, st, func(tx store.Tx) error {
+		ds, err := tx.PendingFor(1, []int64{p.b.ID}, 10, 10)
+		if err != nil || len(ds) != 2 {
+			return fmt.Errorf("pending = %+v, %v; want m3, n1", ds, err)
+		}
+		if _, err := tx.ResetDelivered(p.b.ID); err != nil {
+			return err
+		}
+		mark(tx, nil, row(p.b, m[2]), row(p.b, n[0])) // m1 and m2 wait again
+		return nil
+	})
+	if got := waiting(t, st, 1); !slices.Equal(got, []string{"m1", "m2", "m3", "n1"}) {
+		t.Errorf("waiting %v after a reset between the fetch and the mark; want [m1 m2 m3 n1]", got)
 	}
 }
