@@ -355,12 +355,22 @@ func walkAcks(run inboxRun, acks map[int64]bool) inboxAck {
 	return out
 }
 
-// ackInbox acknowledges direct messages (by user, their sequences): one
-// read of the users' cursors (with their remembered out-of-order
-// acknowledgements, usually none), one of their runs, one UPDATE of their
-// cursors, and the rare out-of-order rows. It returns how many messages it
-// acknowledged.
+// ackInbox acknowledges direct messages (by user, their sequences). One
+// user acknowledging their next message in order (the common case) is one
+// UPDATE (ackNext); otherwise, or if that moved nothing: one read of the
+// users' cursors (with their remembered out-of-order acknowledgements,
+// usually none), one of their runs, one UPDATE of their cursors, and the
+// rare out-of-order rows. It returns how many messages it acknowledged.
 func (t *sqlTx) ackInbox(byUser map[int64][]int64) (int, error) {
+	if u, seq, ok := loneAck(byUser); ok {
+		moved, err := t.ackNext(u, seq)
+		if err != nil {
+			return 0, err
+		}
+		if moved {
+			return 1, nil
+		}
+	}
 	users := slices.Sorted(maps.Keys(byUser))
 	runs, err := t.readRuns(users, byUser)
 	if err != nil {
@@ -396,6 +406,45 @@ func (t *sqlTx) ackInbox(byUser map[int64][]int64) (int, error) {
 		return 0, err
 	}
 	return n, t.insertSideAcks(remember)
+}
+
+// loneAck returns the user and sequence of an acknowledgement of one
+// message by one user.
+func loneAck(byUser map[int64][]int64) (user, seq int64, ok bool) {
+	if len(byUser) != 1 {
+		return 0, 0, false
+	}
+	for u, seqs := range byUser {
+		if len(seqs) == 0 || slices.Min(seqs) != slices.Max(seqs) {
+			return 0, 0, false
+		}
+		user, seq, ok = u, seqs[0], true
+	}
+	return user, seq, ok
+}
+
+// ackNext acknowledges seq if it is the user's next message in order: a
+// direct message to the user after acked_seq with none before it after
+// acked_seq, and none acknowledged out of order (walkAcks would move the
+// cursor on over those). One compare-and-set UPDATE moves acked_seq (and
+// sent_seq with it) to seq if so; its subqueries take their bounds from
+// the arguments, not from the cursor's columns (a range bound from a
+// column read the user's whole inbox on MariaDB): the user's newest
+// message below seq (one index entry of ix_messages_to_user, read
+// backwards) must be at or below acked_seq, seq one of theirs (by key).
+// It reports whether the cursor moved; if not, nothing changed.
+func (t *sqlTx) ackNext(user, seq int64) (bool, error) {
+	k, err := t.exec("UPDATE inbox_cursors SET acked_seq = ?, sent_seq = "+t.s.d.greatest+"(sent_seq, ?)"+
+		" WHERE user_id = ? AND acked_seq < ?"+
+		" AND acked_seq >= COALESCE((SELECT m.msg_seq FROM messages m"+t.s.d.byInbox+
+		" WHERE m.to_user_id = ? AND m.msg_seq < ? ORDER BY m.msg_seq DESC LIMIT 1), 0)"+
+		" AND EXISTS (SELECT 1 FROM messages m WHERE m.msg_seq = ? AND m.to_user_id = ?)"+
+		" AND NOT EXISTS (SELECT 1 FROM inbox_acks a WHERE a.user_id = ?)",
+		seq, seq, user, seq, user, seq, seq, user, user)
+	if err != nil {
+		return false, fmt.Errorf("store: ack: %w", err)
+	}
+	return k == 1, nil
 }
 
 // readRuns reads each user's cursor and remembered acknowledgements, then

@@ -1047,16 +1047,22 @@ func (t *sqlTx) AckSeqs(recipientID int64, seqs []int64) (int, error) {
 	if len(seqs) == 0 {
 		return 0, nil
 	}
-	// Direct messages: the recipient's inbox (sequences that are not
-	// direct messages to them change nothing there).
-	k, err := t.ackInbox(map[int64][]int64{recipientID: seqs})
-	if err != nil {
-		return k, err
-	}
 	// Group messages: the cursors of the recipient's groups.
 	rows, err := t.groupRowsOf(recipientID, seqs)
 	if err != nil {
-		return k, fmt.Errorf("store: ack: %w", err)
+		return 0, fmt.Errorf("store: ack: %w", err)
+	}
+	// The rest: the recipient's inbox (sequences that are not direct
+	// messages to them change nothing there).
+	group := map[int64]bool{}
+	for _, r := range rows {
+		group[r.Seq] = true
+	}
+	k := 0
+	if direct := slices.DeleteFunc(slices.Clone(seqs), func(s int64) bool { return group[s] }); len(direct) > 0 {
+		if k, err = t.ackInbox(map[int64][]int64{recipientID: direct}); err != nil {
+			return k, err
+		}
 	}
 	m, err := t.ackCursors(rows)
 	if err != nil {

@@ -192,3 +192,59 @@ func TestMariaDBBoundDirectMarkWithoutSavepoint(t *testing.T) {
 		t.Errorf("inbox cursor after the mark: sent %d, want 2 (none pending)", n)
 	}
 }
+
+// TestQuietDirectMessageStatements: a direct message on a quiet ring, as
+// its visits run it: the fetch and the mark in one visit need no count of
+// the inbox (the mark takes what the fetch read: fetch, group cursors,
+// presence, the cursor's UPDATE), and the acknowledgement of the next
+// message in order is one UPDATE, on both stores.
+func TestQuietDirectMessageStatements(t *testing.T) {
+	scaleStores(t, func(t *testing.T, s *sqlStore) {
+		seedUsers(t, s, 2)
+		seed(t, s, "INSERT INTO presence (user_id, node_id, since_us) VALUES (2, 1, 0)")
+		var stmts []string
+		s.inspect = func(_ *sqlTx, q string, _ []any) { stmts = append(stmts, q) }
+		defer func() { s.inspect = nil }()
+		var marked []RecipientSeq
+		for i := range 3 {
+			id := fmt.Sprint("m", i)
+			if err := visit(t, s, int64(3*i+1), func(tx *sqlTx) error {
+				_, err := tx.InsertMessages([]NewMessage{{ID: id, SenderID: 1, ToUserID: 2, Content: id, SentAt: time.Now(), NodeID: 1}},
+					[][]int64{{2}})
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			stmts = nil
+			if err := visit(t, s, int64(3*i+2), func(tx *sqlTx) error {
+				ds, err := tx.PendingFor(1, []int64{2}, 64, 2000)
+				if err != nil || len(ds) != 1 {
+					return fmt.Errorf("pending %+v, %v; want %s", ds, err, id)
+				}
+				marked, _, err = tx.MarkDeliveredRows(1, []RecipientSeq{ds[0].Row()})
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if len(marked) != 1 || len(stmts) != 4 || strings.Contains(strings.Join(stmts, "\n"), "COUNT(") {
+				t.Errorf("message %d: fetch and mark marked %v in %d statements, want 1 in 4 (no count):\n%s", i, marked, len(stmts), strings.Join(stmts, "\n"))
+			}
+			stmts = nil
+			if err := visit(t, s, int64(3*i+3), func(tx *sqlTx) error {
+				n, err := tx.AckRows(marked)
+				if err == nil && n != 1 {
+					err = fmt.Errorf("acknowledged %d, want 1", n)
+				}
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if len(stmts) != 1 {
+				t.Errorf("message %d: the acknowledgement took %d statements, want 1:\n%s", i, len(stmts), strings.Join(stmts, "\n"))
+			}
+		}
+		if n := count(t, s, "SELECT acked_seq FROM inbox_cursors WHERE user_id = 2"); n != 3 {
+			t.Errorf("acked_seq %d, want 3", n)
+		}
+	})
+}

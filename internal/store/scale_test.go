@@ -232,6 +232,7 @@ func TestScaleBacklogAndHistory(t *testing.T) {
 		var marked []RecipientSeq
 		var stamp int64
 		var ids []string
+		var next int64 // the backlog's first message
 		for i := range 3 {
 			var ds []Delivery
 			if err := visit(t, s, int64(2+i), func(tx *sqlTx) error {
@@ -266,11 +267,19 @@ func TestScaleBacklogAndHistory(t *testing.T) {
 				for _, d := range ds[:10] {
 					ids = append(ids, d.ID)
 				}
+				next = ds[0].Seq
 			}
 		}
 		// The rest of a visit's statements, on the same store: ACKs by id
-		// and by row, deliveries made pending again, the hint, a prune slice.
+		// and by row (one at a time: the next in order, then one further
+		// on; then many), deliveries made pending again, the hint, a prune
+		// slice.
 		if err := visit(t, s, 5, func(tx *sqlTx) error {
+			for _, seq := range []int64{next, next + 1000} {
+				if n, err := tx.AckSeqs(10, []int64{seq}); err != nil || n != 1 {
+					return fmt.Errorf("AckSeqs(%d) = %d, %v; want 1", seq, n, err)
+				}
+			}
 			if _, err := tx.Ack(10, ids); err != nil {
 				return err
 			}

@@ -23,6 +23,7 @@ var inboxTests = []conformanceTest{
 	{"InboxAckFarApart", testInboxAckFarApart},
 	{"InboxMarkRacesReset", testInboxMarkRacesReset},
 	{"InboxMarkWhatTheFetchRead", testInboxMarkWhatTheFetchRead},
+	{"InboxAckNextInOrder", testInboxAckNextInOrder},
 }
 
 // sendDirect stores direct messages from a to the user, ids prefix1..n, and
@@ -430,5 +431,63 @@ func testInboxMarkWhatTheFetchRead(t *testing.T, newDSN NewDSN) {
 	})
 	if got := waiting(t, st, 1); !slices.Equal(got, []string{"m1", "m2", "m3", "n1"}) {
 		t.Errorf("waiting %v after a reset between the fetch and the mark; want [m1 m2 m3 n1]", got)
+	}
+}
+
+// Acknowledging one message at a time: the next in order moves the cursor;
+// one with a message before it unacknowledged is remembered out of order;
+// another user's message, or one acknowledged already, changes nothing; and
+// the one before a remembered one takes the cursor past both.
+func testInboxAckNextInOrder(t *testing.T, newDSN NewDSN) {
+	st, p := setupPresent(t, newDSN, 1, 1)
+	m1 := sendDirect(t, st, p.a, p.b, "m", 1)
+	c1 := sendDirect(t, st, p.a, p.c, "c", 1)
+	m := append(m1, sendDirect(t, st, p.a, p.b, "n", 3)...) // m1, n1-n3: m[0..3]
+	fetchMark(t, st, 1)
+	ack := func(seq int64, want int, what string) {
+		t.Helper()
+		update(t, st, func(tx store.Tx) error {
+			if n, err := tx.AckSeqs(p.b.ID, []int64{seq}); err != nil || n != want {
+				t.Errorf("AckSeqs(b, %s) = %d, %v; want %d", what, n, err, want)
+			}
+			return nil
+		})
+	}
+	count := func(want int) {
+		t.Helper()
+		update(t, st, func(tx store.Tx) error {
+			if n, err := tx.PendingCount(p.b.ID); err != nil || n != want {
+				t.Errorf("PendingCount(b) = %d, %v; want %d", n, err, want)
+			}
+			return nil
+		})
+	}
+	ack(m[0], 1, "m1")
+	ack(c1[0], 0, "c1, another user's message")
+	count(3)
+	ack(m[2], 1, "n2, n1 unacknowledged before it")
+	count(2)
+	update(t, st, func(tx store.Tx) error { _, err := tx.ResetDelivered(p.b.ID); return err })
+	if got := waiting(t, st, 1); !slices.Equal(got, []string{"n1", "n3"}) {
+		t.Errorf("after a reset, waiting %v; want [n1 n3] (n2 acknowledged, n1 not)", got)
+	}
+	ack(m[1], 1, "n1, before the remembered n2")
+	ack(m[0], 0, "m1 again")
+	ack(m[1], 0, "n1 again")
+	count(1)
+	// The cursor passed n2: m1, n1 and n2 go (c1, handed to c, and n3
+	// wait).
+	update(t, st, func(tx store.Tx) error {
+		res, err := tx.PruneMessages(time.Now().Add(time.Hour), 0, 100)
+		if err != nil || res.Deleted != 3 {
+			t.Errorf("pruned %+v, %v; want 3 deleted (m1, n1, n2)", res, err)
+		}
+		return nil
+	})
+	ack(m[3], 1, "n3")
+	count(0)
+	update(t, st, func(tx store.Tx) error { _, err := tx.ResetDelivered(p.b.ID); return err })
+	if got := waiting(t, st, 1); len(got) != 0 {
+		t.Errorf("after every acknowledgement and a reset, waiting %v", got)
 	}
 }
