@@ -630,10 +630,8 @@ const stretchKeep = 2 * time.Second
 
 // nextStretch is the next visit's budget, in MaxHolds, after a visit at
 // stretch that committed (ok) or was cancelled at its budget (over), the
-// last cut short sinceCut ago: maxStretch at once after one cut short (a
-// lost packet the store must send again costs 200 ms at the least: a
-// budget of two MaxHolds fails on it too, and on a lossy link each such
-// failure delays the node's users); back to one MaxHold once a visit commits with none cut short
+// last cut short sinceCut ago: twice as long after one cut short, up to
+// maxStretch; back to one MaxHold once a visit commits with none cut short
 // for stretchKeep; a visit that failed otherwise (the store refused, a
 // newer token fenced it) changes nothing. The coordinator makes a new
 // token only after a lap in which every node could have held it for
@@ -643,7 +641,7 @@ const stretchKeep = 2 * time.Second
 func nextStretch(stretch int, ok, over bool, sinceCut time.Duration) int {
 	switch {
 	case over:
-		return maxStretch
+		return min(2*stretch, maxStretch)
 	case ok && sinceCut >= stretchKeep:
 		return 1
 	}

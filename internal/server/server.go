@@ -46,7 +46,7 @@ type Config struct {
 	ListenAddr string
 	// Node configures the ring runtime (from node.DefaultConfig); its
 	// Store, Transport, Addresses, Log, observers, Wants, ClearPresence
-	// and OnJoin are set here, and the queue's Visit runs first of its
+	// and OnJoin are set here, and the queue's Visit is appended to its
 	// Sections.
 	Node node.Config
 	// Chat configures the client port (from chat.DefaultConfig); its
@@ -154,11 +154,7 @@ func (s *Server) assemble(cfg Config, addrs *node.Addresses) (err error) {
 	}
 	s.chat.SetNodes(nodeAddrs(cfg.Table))
 	q := s.chat.Queue()
-	// The queue's work first: a test section (the mutex probe) that
-	// comes after it cannot spend its budget (on a lossy link a probe
-	// slowed by a retransmission left the chat's transaction an expired
-	// deadline, and the chat's next visits did a quarter of the work).
-	ncfg.Sections = append([]node.Section{q.Visit}, ncfg.Sections...)
+	ncfg.Sections = append(ncfg.Sections, q.Visit)
 	ncfg.Wants = q.Wants()
 	ncfg.ClearPresence = s.clearNodePresence
 	ncfg.OnJoin = s.chat.CheckPresence // after a rejoin: restore presence the coordinator cleared
