@@ -1,8 +1,6 @@
 package store
 
 import (
-	"github.com/ringchat/ringchat/internal/tcpopt"
-
 	"context"
 	"database/sql/driver"
 	"errors"
@@ -12,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/ringchat/ringchat/internal/tcpopt"
 )
 
 // failover is the connector of every MariaDB DSN, of one server or several

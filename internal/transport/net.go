@@ -1,8 +1,6 @@
 package transport
 
 import (
-	"github.com/ringchat/ringchat/internal/tcpopt"
-
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ringchat/ringchat/internal/tcpopt"
 	"github.com/ringchat/ringchat/internal/wire"
 )
 

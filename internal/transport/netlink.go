@@ -1,8 +1,6 @@
 package transport
 
 import (
-	"github.com/ringchat/ringchat/internal/tcpopt"
-
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ringchat/ringchat/internal/tcpopt"
 	"github.com/ringchat/ringchat/internal/wire"
 )
 
