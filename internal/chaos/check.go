@@ -861,7 +861,7 @@ func (r *runner) hostileCounters(reasons []string, storeFailed map[int][]time.Ti
 		// fault, or a read of its own that failed) went on unchecked (and
 		// uncounted), as the ring needs.
 		for _, kind := range []string{hTCPForgedToken, hTCPNotPred} {
-			want[reasonOf(kind)] -= r.troubledProbes(in.Pid, kind, storeFailed[in.Pid])
+			want[reasonOf(kind)] -= r.excusedProbes(in.Pid, kind, storeFailed[in.Pid])
 		}
 		var parts []string
 		for _, reason := range append(reasons, "unusable") {
@@ -1001,7 +1001,7 @@ func (r *runner) takenStrangerDetail(id int64) []string {
 	return out
 }
 
-// troubledProbes counts the probes of kind sent to process pid that no
+// excusedProbes counts the probes of kind sent to process pid that no
 // refusal counter need name: a stranger's token the node answered with a
 // stale TOKEN_ACK of its own stamp (the ring had made the stranger its
 // predecessor meanwhile, and the token, lacking the generation's proof,
@@ -1010,7 +1010,7 @@ func (r *runner) takenStrangerDetail(id int64) []string {
 // failing (at a time in failed) from a second before the probe to 5 s
 // after (a read the probe's check waited on, or its own). The caller
 // holds r.host.mu.
-func (r *runner) troubledProbes(pid int, kind string, failed []time.Time) int {
+func (r *runner) excusedProbes(pid int, kind string, failed []time.Time) int {
 	n := 0
 	for _, p := range r.host.probes {
 		if p.Pid != pid || p.Kind != kind {

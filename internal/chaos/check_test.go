@@ -197,22 +197,22 @@ func TestTroubledProbesNearAStoreFailure(t *testing.T) {
 		{Pid: 8, Kind: hTCPNotPred, At: t0},
 	}}}
 	failed := []time.Time{t0.Add(2 * time.Second)}
-	if n := r.troubledProbes(7, hTCPNotPred, failed); n != 1 {
+	if n := r.excusedProbes(7, hTCPNotPred, failed); n != 1 {
 		t.Errorf("%d probes excused; want the one 2 s before the failure", n)
 	}
-	if n := r.troubledProbes(7, hTCPNotPred, []time.Time{t0.Add(-2 * time.Second), t0.Add(6 * time.Second)}); n != 0 {
+	if n := r.excusedProbes(7, hTCPNotPred, []time.Time{t0.Add(-2 * time.Second), t0.Add(6 * time.Second)}); n != 0 {
 		t.Errorf("%d probes excused by failures outside their window", n)
 	}
-	if n := r.troubledProbes(7, hTCPForgedToken, failed); n != 1 {
+	if n := r.excusedProbes(7, hTCPForgedToken, failed); n != 1 {
 		t.Errorf("%d forged-token probes excused; want 1", n)
 	}
-	if n := r.troubledProbes(8, hTCPNotPred, nil); n != 0 {
+	if n := r.excusedProbes(8, hTCPNotPred, nil); n != 0 {
 		t.Errorf("%d probes of a process without store failures excused", n)
 	}
 	// A stranger's token answered with a stale TOKEN_ACK of its own stamp
 	// was judged and refused: excused without a store failure.
 	r.host.probes = append(r.host.probes, tokenProbe{Pid: 8, Kind: hTCPNotPred, At: t0, Stale: true})
-	if n := r.troubledProbes(8, hTCPNotPred, nil); n != 1 {
+	if n := r.excusedProbes(8, hTCPNotPred, nil); n != 1 {
 		t.Errorf("%d probes excused; want the one refused as stale", n)
 	}
 }

@@ -54,18 +54,3 @@ func Tune(conn net.Conn) {
 		_ = Control("", "", rc)
 	}
 }
-
-// RTOMinOf reads a connection's minimum retransmission timeout, for
-// tests; ok is false where the option is not supported.
-func RTOMinOf(conn net.Conn) (d time.Duration, ok bool) {
-	sc, isSys := conn.(syscall.Conn)
-	if !isSys {
-		return 0, false
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return 0, false
-	}
-	_ = rc.Control(func(fd uintptr) { d, ok = getRTOMin(fd) })
-	return d, ok
-}

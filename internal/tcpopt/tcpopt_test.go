@@ -2,7 +2,9 @@ package tcpopt
 
 import (
 	"net"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // Both ends of a connection the node makes or accepts carry RTOMin where
@@ -32,7 +34,7 @@ func TestDialedAndAcceptedConnectionsGetRTOMin(t *testing.T) {
 		t.Fatal("accept failed")
 	}
 	defer a.Close()
-	before, ok := RTOMinOf(a)
+	before, ok := rtoMinOf(a)
 	if !ok {
 		t.Skip("this kernel has no TCP_RTO_MIN_US (Linux 6.15 and later): the node keeps the kernel's minimum")
 	}
@@ -41,8 +43,23 @@ func TestDialedAndAcceptedConnectionsGetRTOMin(t *testing.T) {
 	}
 	Tune(a)
 	for name, conn := range map[string]net.Conn{"dialled": c, "accepted": a} {
-		if d, _ := RTOMinOf(conn); d != RTOMin {
+		if d, _ := rtoMinOf(conn); d != RTOMin {
 			t.Errorf("%s connection: minimum retransmission timeout %v, want %v", name, d, RTOMin)
 		}
 	}
+}
+
+// rtoMinOf reads a connection's minimum retransmission timeout; ok is
+// false where the option is not supported.
+func rtoMinOf(conn net.Conn) (d time.Duration, ok bool) {
+	sc, isSys := conn.(syscall.Conn)
+	if !isSys {
+		return 0, false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	_ = rc.Control(func(fd uintptr) { d, ok = getRTOMin(fd) })
+	return d, ok
 }

@@ -69,12 +69,7 @@ func newDropLog(log zerolog.Logger) *dropLog {
 // "inbound", "successor", ...) and from the remote address or node.
 func (d *dropLog) drop(reason, via, from string, err error) {
 	d.mu.Lock()
-	c := d.by[reason]
-	if c == nil {
-		c = &dropCount{}
-		d.by[reason] = c
-	}
-	c.total++
+	c := d.count(reason)
 	now := d.now()
 	if !c.last.IsZero() && now.Sub(c.last) < d.every {
 		c.suppressed++
@@ -93,12 +88,19 @@ func (d *dropLog) drop(reason, via, from string, err error) {
 func (d *dropLog) quiet(reason string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.count(reason)
+}
+
+// count adds one drop of reason and returns its counts. The caller holds
+// d.mu.
+func (d *dropLog) count(reason string) *dropCount {
 	c := d.by[reason]
 	if c == nil {
 		c = &dropCount{}
 		d.by[reason] = c
 	}
 	c.total++
+	return c
 }
 
 // counts returns the number of drops by reason.

@@ -210,15 +210,17 @@ func testInboxUnmarkAfterNewerMark(t *testing.T, newDSN NewDSN) {
 	}
 }
 
+// inboxRow is the direct row of u's inbox at seq.
+func inboxRow(u store.User, seq int64) store.RecipientSeq {
+	return store.RecipientSeq{RecipientID: u.ID, Seq: seq}
+}
+
 // A mark never skips a message: rows that are not everything waiting up to
 // the last of them mark nothing of that user.
 func testInboxMarkSkipsNothing(t *testing.T, newDSN NewDSN) {
 	st, p := setupPresent(t, newDSN, 1, 1)
 	b := sendDirect(t, st, p.a, p.b, "m", 3)
 	c := sendDirect(t, st, p.a, p.c, "c", 1)
-	row := func(u store.User, seq int64) store.RecipientSeq {
-		return store.RecipientSeq{RecipientID: u.ID, Seq: seq}
-	}
 	mark := func(rows []store.RecipientSeq, want []store.RecipientSeq) {
 		t.Helper()
 		update(t, st, func(tx store.Tx) error {
@@ -229,9 +231,9 @@ func testInboxMarkSkipsNothing(t *testing.T, newDSN NewDSN) {
 			return nil
 		})
 	}
-	mark([]store.RecipientSeq{row(p.b, b[1]), row(p.c, c[0])}, []store.RecipientSeq{row(p.c, c[0])}) // m1 waits before m2
-	mark([]store.RecipientSeq{row(p.b, b[0]), row(p.b, b[2])}, nil)                                  // m2 between
-	mark([]store.RecipientSeq{row(p.b, b[0]), row(p.b, b[1])}, []store.RecipientSeq{row(p.b, b[0]), row(p.b, b[1])})
+	mark([]store.RecipientSeq{inboxRow(p.b, b[1]), inboxRow(p.c, c[0])}, []store.RecipientSeq{inboxRow(p.c, c[0])}) // m1 waits before m2
+	mark([]store.RecipientSeq{inboxRow(p.b, b[0]), inboxRow(p.b, b[2])}, nil)                                       // m2 between
+	mark([]store.RecipientSeq{inboxRow(p.b, b[0]), inboxRow(p.b, b[1])}, []store.RecipientSeq{inboxRow(p.b, b[0]), inboxRow(p.b, b[1])})
 	if got := waiting(t, st, 1); !slices.Equal(got, []string{"m3"}) {
 		t.Errorf("waiting %v; want [m3]", got)
 	}
@@ -395,9 +397,6 @@ func testInboxMarkWhatTheFetchRead(t *testing.T, newDSN NewDSN) {
 	st, p := setupPresent(t, newDSN, 1, 1)
 	m := sendDirect(t, st, p.a, p.b, "m", 3)
 	c := sendDirect(t, st, p.a, p.c, "c", 1)
-	row := func(u store.User, seq int64) store.RecipientSeq {
-		return store.RecipientSeq{RecipientID: u.ID, Seq: seq}
-	}
 	mark := func(tx store.Tx, want []store.RecipientSeq, rows ...store.RecipientSeq) {
 		t.Helper()
 		if done, _, err := tx.MarkDeliveredRows(1, rows); err != nil || !cmp.Equal(done, want) {
@@ -409,9 +408,9 @@ func testInboxMarkWhatTheFetchRead(t *testing.T, newDSN NewDSN) {
 		if err != nil || len(ds) != 4 {
 			return fmt.Errorf("pending = %+v, %v; want m1-m3, c1", ds, err)
 		}
-		mark(tx, []store.RecipientSeq{row(p.c, c[0])}, row(p.b, m[0]), row(p.b, m[2]), row(p.c, c[0])) // m2 between
-		mark(tx, nil, row(p.b, m[1]), row(p.b, m[2]))                                                  // m1 before
-		mark(tx, []store.RecipientSeq{row(p.b, m[0]), row(p.b, m[1])}, row(p.b, m[0]), row(p.b, m[1]))
+		mark(tx, []store.RecipientSeq{inboxRow(p.c, c[0])}, inboxRow(p.b, m[0]), inboxRow(p.b, m[2]), inboxRow(p.c, c[0])) // m2 between
+		mark(tx, nil, inboxRow(p.b, m[1]), inboxRow(p.b, m[2]))                                                            // m1 before
+		mark(tx, []store.RecipientSeq{inboxRow(p.b, m[0]), inboxRow(p.b, m[1])}, inboxRow(p.b, m[0]), inboxRow(p.b, m[1]))
 		return nil
 	})
 	if got := waiting(t, st, 1); !slices.Equal(got, []string{"m3"}) {
@@ -426,7 +425,7 @@ func testInboxMarkWhatTheFetchRead(t *testing.T, newDSN NewDSN) {
 		if _, err := tx.ResetDelivered(p.b.ID); err != nil {
 			return err
 		}
-		mark(tx, nil, row(p.b, m[2]), row(p.b, n[0])) // m1 and m2 wait again
+		mark(tx, nil, inboxRow(p.b, m[2]), inboxRow(p.b, n[0])) // m1 and m2 wait again
 		return nil
 	})
 	if got := waiting(t, st, 1); !slices.Equal(got, []string{"m1", "m2", "m3", "n1"}) {
