@@ -803,3 +803,48 @@ func TestHigherNodeComesBackWithoutAFlip(t *testing.T) {
 		})
 	}
 }
+
+// The coordinator's successor waits out a dead coordinator's lease without
+// a loop: its claims are refused while the lease lasts, and the store
+// still names the dead node as its successor. Before, each member check
+// relinked to that successor, the dial failed at once and the node
+// claimed again at once (in the runtime, about 300 claims and dials a
+// second, for the whole lease). Now it claims again when the store said
+// the lease runs out.
+func TestDeadCoordinatorWaitedOutQuietly(t *testing.T) {
+	for seed := range uint64(10) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			s := newSim(t, seed, 1, 2, 3, 4, 5)
+			s.Cfg = ring.DefaultConfig
+			startAll(t, s)
+			trace := s.Trace
+			claims, dials := 0, 0
+			s.Trace = func(line string) {
+				trace(line)
+				switch {
+				case strings.Contains(line, "deliver 4: store") && strings.Contains(line, " claim "):
+					claims++
+				case strings.Contains(line, "deliver 4: dial 5"):
+					dials++
+				}
+			}
+			s.Crash(5)
+			cfg := s.Cfg(4)
+			leaseEnds := s.Store.LeaseUntil
+			if !s.RunUntil(bound, func() bool { return s.Store.Coord != 5 }) {
+				t.Fatal("nobody took the dead coordinator's role")
+			}
+			// Nor later than need be: the refusal says when the lease ends.
+			if s.Now > leaseEnds+3 {
+				t.Errorf("the role was taken at tick %d, the lease ran out at %d", s.Now, leaseEnds)
+			}
+			if most := cfg.AliveTicks/max(cfg.AliveTicks/4, 1) + 3; claims > most {
+				t.Errorf("node 4 claimed %d times while the lease lasted, want at most %d", claims, most)
+			}
+			if dials > 3 {
+				t.Errorf("node 4 dialled the dead node %d times", dials)
+			}
+			settle(t, s, "after the coordinator crashed")
+		})
+	}
+}
