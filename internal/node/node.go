@@ -531,7 +531,7 @@ func (n *Node) visitDone(v visitResult) {
 		n.rn.VisitFenced(v.tok, v.fence)
 	case v.err != nil:
 		n.logSection(v)
-		n.trouble.observe(time.Now(), false)
+		n.trouble.failedWith(time.Now(), v.err)
 		n.rn.VisitFailed(v.tok)
 	default:
 		n.logSection(v)

@@ -1,6 +1,10 @@
 package node
 
-import "time"
+import (
+	"time"
+
+	"github.com/ringchat/ringchat/internal/store"
+)
 
 // visitTrouble tells from the outcomes of this node's critical sections
 // whether the store serves them. A store that answers a ping may still
@@ -56,6 +60,21 @@ func (t *visitTrouble) observe(now time.Time, ok bool) bool {
 		t.troubled = true
 	}
 	return t.troubled
+}
+
+// failedWith records a visit that failed at now with err and reports
+// whether the node is troubled. A visit whose store could not be reached
+// at all is not counted: the health watch's ping fails on the same and
+// judges it. Counted, a database restart made every node troubled, and
+// each went on refusing logins after the store was back, until three
+// visits in a row had committed or the failures had left the window; with
+// no clients the ring went quiet and its token rested (the chaos suite's
+// pause check failed on it, 761 ms after a restart).
+func (t *visitTrouble) failedWith(now time.Time, err error) bool {
+	if store.IsUnreachable(err) {
+		return t.at(now)
+	}
+	return t.observe(now, false)
 }
 
 // at reports whether the node is troubled at now: a troubled node whose

@@ -1,8 +1,14 @@
 package node
 
 import (
+	"context"
+	"fmt"
+	"net"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ringchat/ringchat/internal/store"
 )
 
 // A node whose visits fail more often than not, light ones committing
@@ -57,5 +63,34 @@ func TestVisitTroubleFromOutcomes(t *testing.T) {
 	}
 	if tr.at(at(end).Add(troubleWindow)) {
 		t.Fatal("still troubled once every failure left the window")
+	}
+}
+
+// Visits that fail because the store cannot be reached at all (a database
+// restart: every node's dial is refused) do not make the node troubled:
+// its health watch's ping says so, and clears at once when the store is
+// back. Visits that reach the store and fail (timeouts, broken
+// connections) do.
+func TestVisitTroubleLeavesAnOutageToThePing(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	refused := fmt.Errorf("store: fenced transaction: 127.0.0.1:3306: %w",
+		&net.OpError{Op: "dial", Net: "tcp", Err: &net.OpError{Op: "connect", Err: syscall.ECONNREFUSED}})
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"the store refuses connections", refused, false},
+		{"the store is unavailable", fmt.Errorf("%w: not in the primary component", store.ErrUnavailable), false},
+		{"visits time out on the store", fmt.Errorf("store: ack: %w", context.DeadlineExceeded), true},
+	} {
+		var tr visitTrouble
+		got := false
+		for i := range 6 {
+			got = tr.failedWith(t0.Add(time.Duration(i)*100*time.Millisecond), c.err)
+		}
+		if got != c.want {
+			t.Errorf("%s: troubled %v after six failures, want %v", c.name, got, c.want)
+		}
 	}
 }

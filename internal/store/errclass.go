@@ -80,6 +80,19 @@ func IsDataError(err error) bool {
 	return false
 }
 
+// IsUnreachable reports an error that says the store's server could not be
+// reached at all: no connection was made (a dial refused or timed out, on
+// every server of the DSN), or ErrUnavailable. A ping fails on the same,
+// so such a failure says nothing of whether the store, once reached,
+// serves a node's work.
+func IsUnreachable(err error) bool {
+	if errors.Is(err, ErrUnavailable) {
+		return true
+	}
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial"
+}
+
 // storeFault reports errors that are the store's whatever else they wrap.
 func storeFault(err error) bool {
 	for _, e := range []error{ErrFenced, ErrOverBudget, ErrUnavailable, driver.ErrBadConn, mysql.ErrInvalidConn,

@@ -86,3 +86,30 @@ func TestIsDataErrorSQLite(t *testing.T) {
 		t.Errorf("%v: a missing table is the store's, not the data's", missing)
 	}
 }
+
+// Only an error that says no connection was made is the store being out
+// of reach: a refused or timed-out dial (on every server of the DSN,
+// joined), or ErrUnavailable. A connection that broke, a timeout on a
+// connection, a deadlock or a data error are not.
+func TestIsUnreachable(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: &net.OpError{Op: "connect", Err: syscall.ECONNREFUSED}}
+	readTimeout := &net.OpError{Op: "read", Net: "tcp", Err: context.DeadlineExceeded}
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"a refused dial", fmt.Errorf("store: fenced transaction: 127.0.0.1:3306: %w", refused), true},
+		{"every server refused", fmt.Errorf("store: fenced transaction: %w", errors.Join(fmt.Errorf("a: %w", refused), fmt.Errorf("b: %w", refused))), true},
+		{"unavailable", fmt.Errorf("%w: not in the primary component", ErrUnavailable), true},
+		{"a read that timed out", fmt.Errorf("store: ack: %w", readTimeout), false},
+		{"a deadline", fmt.Errorf("store: ack: %w", context.DeadlineExceeded), false},
+		{"a broken connection", fmt.Errorf("store: insert messages: %w", mysql.ErrInvalidConn), false},
+		{"a deadlock", &mysql.MySQLError{Number: 1213, Message: "Deadlock found"}, false},
+	} {
+		if got := IsUnreachable(c.err); got != c.want {
+			t.Errorf("%s: IsUnreachable(%v) = %v, want %v", c.name, c.err, got, c.want)
+		}
+	}
+}
