@@ -24,12 +24,7 @@ func execOp(ctx context.Context, st store.Control, clearNode presenceClearer, id
 		if rerr != nil {
 			return ring.Result{Op: op, Outcome: ring.Failed, Err: rerr}
 		}
-		res := ring.Result{Op: op, Outcome: ring.Lost, Err: err, Coord: c.NodeID, Epoch: c.Epoch}
-		var live *liveLeaseError
-		if errors.As(err, &live) {
-			res.LeaseRemaining = live.lease.Remaining
-		}
-		return res
+		return ring.Result{Op: op, Outcome: ring.Lost, Err: err, Coord: c.NodeID, Epoch: c.Epoch}
 	}
 	return ring.Result{Op: op, Outcome: ring.Failed, Err: err}
 }
@@ -203,18 +198,7 @@ func claim(ctx context.Context, st store.Control, id int64, op ring.Op) (int64, 
 		return 0, err
 	}
 	if !won {
-		return 0, &liveLeaseError{lease: lease}
+		return 0, fmt.Errorf("%w: node %d holds a live lease at epoch %d", store.ErrEpochChanged, lease.Holder, lease.Epoch)
 	}
 	return lease.Epoch, nil
 }
-
-// liveLeaseError refuses a claim-if-stale: the coordinator's lease has not
-// run out. It carries the lease, so that the claimant knows when to try
-// again.
-type liveLeaseError struct{ lease store.Lease }
-
-func (e *liveLeaseError) Error() string {
-	return fmt.Sprintf("%v: node %d holds a live lease at epoch %d for %v more", store.ErrEpochChanged, e.lease.Holder, e.lease.Epoch, e.lease.Remaining)
-}
-
-func (e *liveLeaseError) Unwrap() error { return store.ErrEpochChanged }

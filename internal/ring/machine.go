@@ -1136,14 +1136,6 @@ func (n *Machine) placeFromStore(r Result) {
 	if !n.relay || n.isCoord || r.Succ == 0 || !slices.Contains(r.Members, n.id) {
 		return
 	}
-	if r.Succ == n.failedSucc {
-		// The store still names the successor this node saw fail: its
-		// coordinator has not repaired the ring yet. Dialling it again at
-		// once would fail at once and claim again at once, a loop that
-		// hammers the store for as long as the old lease lasts; the
-		// relay's own retries (tickRelay, the request's backoff) go on.
-		return
-	}
 	if n.phase == PhaseJoining || (n.phase == PhaseInRing && (r.Succ != n.succ || !n.succUp)) {
 		n.applySuccessor(r.Succ, n.epoch, n.succVer[1])
 	}
@@ -1157,11 +1149,5 @@ func (n *Machine) tickRelay() {
 		return
 	}
 	n.staleRetryAt = n.now + int64(max(n.cfg.AliveTicks/4, 1))
-	if n.failedSucc != 0 && n.failedSucc == n.coord {
-		// Waiting out the lease of the coordinator that failed as this
-		// node's successor: the take-over expects its quiet token lost.
-		n.takeOver(true)
-		return
-	}
 	n.claimIfStale()
 }

@@ -498,10 +498,6 @@ func (n *Machine) claimLost(r Result) {
 		n.relay = true
 		n.staleRetryAt = n.now + int64(n.cfg.AliveTicks)
 	}
-	if r.Op.IfStale && r.LeaseRemaining > 0 {
-		// The store said when the lease runs out: try then, not before.
-		n.staleRetryAt = min(n.staleRetryAt, n.now+int64(r.LeaseRemaining/n.cfg.Tick)+1)
-	}
 	n.askAfterLostClaim(r.Op.IfStale)
 }
 
