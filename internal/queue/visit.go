@@ -221,7 +221,9 @@ func (q *Queue) probe(w *visitWork, fenced Fenced) (stop bool, err error) {
 
 // visitFailed handles a visit whose transaction failed with err after elapsed
 // of its budget: its work is put back and, unless a newer token fenced it
-// out, the next visits do less (a quarter of each kind of work tried), the
+// out, the next visits do less (half the batch, a quarter of the fetch,
+// the acks and the prune slice tried; the batch and the fetch not below
+// minBatch unless err is about the data), the
 // work it did alone is noted as the suspect if err is about its data
 // (suspect.after), and the token is asked for again.
 func (q *Queue) visitFailed(ctx context.Context, w *visitWork, err error, elapsed, budget time.Duration) {
@@ -244,23 +246,30 @@ func (q *Queue) visitFailed(ctx context.Context, w *visitWork, err error, elapse
 	if !data {
 		floor = minBatch
 	}
-	q.v.batch = max(min(floor, q.v.batch), min(q.v.batch, len(w.batch))/2, 1)
+	q.v.batch = less(q.v.batch, len(w.batch), 2, floor)
 	if w.fetch {
 		// A quarter of what was tried: the users read, or the
 		// deliveries taken if more.
-		q.v.fetchMax = max(min(floor, q.v.fetchMax), min(q.v.fetchMax, max(len(w.users), len(w.deliveries)))/4, 1)
+		q.v.fetchMax = less(q.v.fetchMax, max(len(w.users), len(w.deliveries)), 4, floor)
 	}
 	if w.prune {
 		q.v.pruneSlice = max(pruneSliceMin, q.v.pruneSlice/4)
 	}
 	if len(w.acks) > 0 {
-		q.v.ackMax = max(1, min(q.v.ackMax, len(w.acks))/4)
+		q.v.ackMax = less(q.v.ackMax, len(w.acks), 4, 1)
 	}
 	q.v.suspect = q.v.suspect.after(w, data, time.Now())
 	over := errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) || elapsed >= budget
 	q.log.Warn().Err(err).Bool("over_budget", over).Bool("data_error", data).Int("batch", q.v.batch).Int("failed_in_a_row", q.v.fails).
 		Str("suspect", q.v.suspect.String()).Int("suspect_failed", q.v.suspect.times).Dur("took_ms", elapsed).Msg("chat: visit failed; the next one does less")
 	q.want()
+}
+
+// less is the next size of a kind of work after a failed visit that
+// tried `tried` of it with a size of cur: what was tried (at most cur)
+// divided by div, never below floor (or cur, if smaller) nor one.
+func less(cur, tried, div, floor int) int {
+	return max(min(floor, cur), min(cur, tried)/div, 1)
 }
 
 // visitSucceeded records a visit whose transaction committed: failures are

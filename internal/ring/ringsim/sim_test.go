@@ -763,8 +763,9 @@ func TestStalledCoordinatorWithRestingToken(t *testing.T) {
 // A coordinator that crashed comes back: it rejoins, sees a lower
 // coordinator, wins the election and claims the role. The store gives the
 // winner its lease with the claim, so the node it deposed cannot take the
-// role back by claim-if-stale before the winner's first renewal. Before, with seed 8 the role went 5 -> 4
-// -> 5 -> 4, a new token was made and no visit committed for 45 ticks.
+// role back by claim-if-stale before the winner's first renewal. Before,
+// with seed 8 the role went 5 -> 4 -> 5 -> 4, a new token was made and no
+// visit committed for 45 ticks.
 func TestHigherNodeComesBackWithoutAFlip(t *testing.T) {
 	for seed := range uint64(60) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
