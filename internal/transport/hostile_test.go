@@ -1,9 +1,7 @@
 package transport
 
 import (
-	"errors"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -103,75 +101,4 @@ func TestNetSilentConnectionsDoNotShutOutPredecessor(t *testing.T) {
 	expect(t, "node 2", c[2], link(EventSuccessorUp, 1))
 	expect(t, "node 1", c[1], link(EventPredecessorUp, 2))
 	roundTrip(t, cluster{1: c[1], 2: c[2]}, 2, 1, 0)
-}
-
-// TestNetReplacedWhileSending: a HELLO in another node's name replaces the
-// predecessor's link while the predecessor is writing on it. The
-// predecessor must learn that its link was replaced (ErrReplaced: its
-// successor is alive), never see a reset it would take for the
-// successor's death: that report splices a live node out of the ring.
-func TestNetReplacedWhileSending(t *testing.T) {
-	c := netCluster(t, nil, 3, 4)
-	pred, succ := c[3], c[4]
-	links := make(chan Event, 16)
-	var drained sync.WaitGroup
-	drained.Add(1)
-	go func() { // node 4's frames are read and thrown away; its link events kept
-		defer drained.Done()
-		for ev := range succ.Events() {
-			if ev.Kind != EventFrame {
-				links <- ev
-			}
-		}
-	}()
-	defer func() { _ = succ.Close(); drained.Wait() }()
-	waitLink := func(m match) {
-		t.Helper()
-		select {
-		case ev := <-links:
-			if !m.ok(ev) {
-				t.Fatalf("node 4: got %v, want %v", ev, m)
-			}
-		case <-time.After(waitTimeout):
-			t.Fatalf("node 4: no %v within %v", m, waitTimeout)
-		}
-	}
-	for round := range 20 {
-		pred.ConnectSuccessor(4)
-		expect(t, "node 3", pred, link(EventSuccessorUp, 4))
-		waitLink(link(EventPredecessorUp, 3))
-		stop := make(chan struct{})
-		var sending sync.WaitGroup
-		sending.Add(1)
-		go func() {
-			defer sending.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if pred.SendSuccessor(frame("TOKEN", 3, i)) != nil {
-					return
-				}
-			}
-		}()
-		stranger, err := net.Dial("tcp", succ.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := stranger.Write(encodeLine(t, newTestCodec(t, testKey), helloFrame(5, 4))); err != nil {
-			t.Fatal(err)
-		}
-		ev := next(t, "node 3", pred)
-		close(stop)
-		sending.Wait()
-		if ev.Kind != EventSuccessorDown || !errors.Is(ev.Err, ErrReplaced) {
-			t.Fatalf("round %d: node 3 got %v (%v), want its link replaced", round, ev, ev.Err)
-		}
-		waitLink(link(EventPredecessorDown, 3))
-		waitLink(link(EventPredecessorUp, 5))
-		_ = stranger.Close()
-		waitLink(link(EventPredecessorDown, 5))
-	}
 }

@@ -127,22 +127,6 @@ func (n *Net) writeUnlink(conn net.Conn) {
 	}
 }
 
-// hangUpReplaced ends a replaced inbound link without a reset: UNLINK, then
-// a half-close; the link's reader goes on reading (and dropping) what its
-// peer still sends until the peer, having read the UNLINK, closes, or
-// HelloTimeout passes. A plain close would answer the peer's next write
-// with a reset, which the peer takes for its successor's death and
-// reports: a live node spliced out of the ring.
-func (n *Net) hangUpReplaced(conn net.Conn) {
-	n.writeUnlink(conn)
-	cw, ok := conn.(interface{ CloseWrite() error })
-	if !ok || cw.CloseWrite() != nil {
-		_ = conn.Close()
-		return
-	}
-	_ = conn.SetReadDeadline(time.Now().Add(n.cfg.HelloTimeout))
-}
-
 // SendSuccessor implements Transport.
 func (n *Net) SendSuccessor(f wire.Frame) error { return n.sendLink(&n.succ, "successor", f) }
 
@@ -242,7 +226,8 @@ func (n *Net) serveInbound(in *inbound) {
 	n.q.push(Event{Kind: EventPredecessorUp, Peer: peer})
 	n.mu.Unlock()
 	if oldConn != nil {
-		n.hangUpReplaced(oldConn)
+		n.writeUnlink(oldConn)
+		_ = oldConn.Close()
 	}
 	n.log.Debug().Int64("peer", peer).Uint64("link", l.gen).Str("remote", conn.RemoteAddr().String()).Msg("predecessor up")
 	n.readLink(l, conn, lr)
