@@ -107,7 +107,7 @@ func execTopology(ctx context.Context, st store.Control, clearNode presenceClear
 			return res, fmt.Errorf("node: join from node %d, which is not in the node table: %w", op.Node, store.ErrInvalid)
 		}
 		res.WasEmpty = len(topo) == 0
-		res.Changes = ring.PlanJoinAvoiding(topo, op.Node, op.Avoids)
+		res.Changes = ring.PlanJoinAvoiding(topo, op.Node, op.AvoidRank)
 	case ring.OpRepair:
 		res.Changes, res.NotInRing = ring.PlanRepair(topo, op.Node, op.Failed)
 	case ring.OpLeave:
@@ -134,8 +134,9 @@ func execTopology(ctx context.Context, st store.Control, clearNode presenceClear
 		if c.Succ != 0 {
 			continue
 		}
-		// The node is out of the ring: nobody is logged in there any more.
-		if clearNode == nil {
+		// The node is out of the ring: nobody is logged in there any more,
+		// unless it is only being moved (placed again at once, alive).
+		if clearNode == nil || (op.Move && c.Node == op.Node) {
 			continue
 		}
 		if err := clearNode(ctx, c.Node); err != nil {

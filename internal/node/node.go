@@ -574,6 +574,10 @@ func (n *Node) storeWorker(ctx context.Context) {
 			octx, cancel := context.WithTimeout(ctx, timeout)
 			res := execOp(octx, n.st, n.cfg.ClearPresence, n.cfg.Ring.ID, op)
 			cancel()
+			if len(res.Changes) > 0 && op.Kind != ring.OpSync {
+				n.log.Debug().Stringer("op", op.Kind).Int64("node", op.Node).Int64("failed", op.Failed).Bool("move", op.Move).
+					Interface("avoid", op.Avoid).Interface("changes", res.Changes).Msg("ring changed")
+			}
 			select {
 			case n.results <- res:
 			case <-ctx.Done():

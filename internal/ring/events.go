@@ -38,7 +38,7 @@ const (
 	EventTokenUnchecked          Event = "token-unchecked"          // the store could not confirm a token's generation: passed on without a visit
 	EventAssignRefused           Event = "assign-refused"           // a SUCCESSOR the store's ring does not confirm was dropped
 	EventNotPredecessor          Event = "not-predecessor"          // a token came on the link of a node the store's ring does not name as predecessor: refused (UNLINK)
-	EventTokenUnjudged           Event = "token-unjudged"           // a token waiting for the store's word on its sender was dropped unjudged (its link closed, or a later one replaced it): never taken; a real sender sends it again
+	EventTokenUnjudged           Event = "token-unjudged"           // a token waiting for the store's word (on its sender, or on its generation) was dropped unjudged (its link closed, a later one replaced it, or the node reset): never taken; a real sender sends it again
 	EventTokenFenced             Event = "token-fenced"             // the store refused a critical section: a newer token exists
 	EventTokenRegenerated        Event = "token-regenerated"        // the coordinator made a new token generation
 )

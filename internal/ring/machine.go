@@ -1,6 +1,7 @@
 package ring
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"time"
@@ -346,7 +347,8 @@ func (n *Machine) SuccessorDown(peer int64) {
 
 // SuccessorReplaced reports that the successor closed our link because it
 // accepted another predecessor: it is alive, and the coordinator has (or
-// will have) told us our new successor. If no assignment arrives, ask.
+// will have) told us our new successor. If no assignment arrives, ask;
+// and read the store, which says at once if this node was taken out.
 func (n *Machine) SuccessorReplaced(peer int64) {
 	if peer != n.succ || !n.linkLost() {
 		return
@@ -359,6 +361,11 @@ func (n *Machine) SuccessorReplaced(peer int64) {
 		return
 	}
 	n.request(MsgSuccessorRequest, 0)
+	// The coordinator may have taken this node out (it could not reach
+	// it: the successor now links from the node before this one), and be
+	// unable to say so across the same cut: the store says at once.
+	n.checkJoins = n.joins
+	n.enqueue(Op{Kind: OpCheckMember})
 }
 
 // PredecessorUp reports a new inbound link from peer.
@@ -409,6 +416,8 @@ func (n *Machine) drainToken() {
 			n.enqueue(Op{Kind: OpReadFence, Ask: a.Ask})
 		case token.Forged:
 			n.note(EventTokenForged, n.pred)
+		case token.Unjudged:
+			n.note(EventTokenUnjudged, n.pred)
 		}
 	}
 }
@@ -536,6 +545,11 @@ func (n *Machine) tickRequest() {
 	if r.tries%n.cfg.StoreCheckRetries == 0 {
 		n.suspect = [2]int64{n.coord, n.epoch}
 		n.enqueue(Op{Kind: OpReadCoordinator})
+	}
+	if n.rejoinUnanswered() && !n.relay {
+		// The coordinator may have placed this node without its SUCCESSOR
+		// getting through: the store says where (placeFromStore).
+		n.enqueue(Op{Kind: OpCheckMember})
 	}
 	n.sendRequest()
 	r.backoff = min(2*r.backoff, n.cfg.MaxRetryTicks)
@@ -1112,7 +1126,9 @@ func (n *Machine) noteLink(a, b int64, failures int) {
 }
 
 // avoidedLinks lists the links that failed twice or more within
-// linkMemoryTicks, sorted (runs are reproducible).
+// linkMemoryTicks, the one that failed longest ago first (Op.Avoid); of
+// two that failed at the same tick, the lower pair first (runs are
+// reproducible).
 func (n *Machine) avoidedLinks() [][2]int64 {
 	var out [][2]int64
 	for p, f := range n.linkFails {
@@ -1121,19 +1137,35 @@ func (n *Machine) avoidedLinks() [][2]int64 {
 		}
 	}
 	slices.SortFunc(out, func(a, b [2]int64) int {
-		if a[0] != b[0] {
-			return int(a[0] - b[0])
+		if la, lb := n.linkFails[a].last, n.linkFails[b].last; la != lb {
+			return cmp.Compare(la, lb)
 		}
-		return int(a[1] - b[1])
+		if a[0] != b[0] {
+			return cmp.Compare(a[0], b[0])
+		}
+		return cmp.Compare(a[1], b[1])
 	})
 	return out
 }
 
-// placeFromStore: a node that cannot reach its coordinator (relay) takes
-// its place in the ring from the store, where the coordinator wrote it (its
-// SUCCESSOR may not get through).
+// rejoinUnanswered reports whether this node, taken out of the ring after
+// it had joined, waits for the answer to its JOIN. (A node joining for the
+// first time since it started waits for the coordinator's word: the
+// election that may follow its join goes by it.)
+func (n *Machine) rejoinUnanswered() bool {
+	return n.phase == PhaseJoining && n.joins > 0 && n.req != nil && n.req.typ == MsgJoin
+}
+
+// placeFromStore: a node that cannot reach its coordinator (relay), or
+// whose JOIN to rejoin went unanswered, takes its place in the ring from
+// the store, where the coordinator wrote it (its SUCCESSOR may not get
+// through: a cut from the coordinator to this node only).
 func (n *Machine) placeFromStore(r Result) {
-	if !n.relay || n.isCoord || r.Succ == 0 || !slices.Contains(r.Members, n.id) {
+	if n.isCoord || r.Succ == 0 || !slices.Contains(r.Members, n.id) {
+		return
+	}
+	unanswered := n.rejoinUnanswered() && n.req.tries > 0
+	if !n.relay && !unanswered {
 		return
 	}
 	if n.phase == PhaseJoining || (n.phase == PhaseInRing && (r.Succ != n.succ || !n.succUp)) {

@@ -58,10 +58,15 @@ func (k OpKind) String() string {
 
 // Op is a store operation requested by the machine.
 type Op struct {
-	ID        uint64
-	Kind      OpKind
-	Node      int64 // subject of join/repair/leave
-	Failed    int64 // repair: the failed successor
+	ID     uint64
+	Kind   OpKind
+	Node   int64 // subject of join/repair/leave
+	Failed int64 // repair: the failed successor
+	// Move (leave): the node is taken out only to be placed again at once
+	// (a join follows): it is alive, and its users stay logged in there,
+	// so its presence rows are kept. A node moved this way never learns
+	// it was out, so nothing would restore them.
+	Move      bool
 	PrevEpoch int64 // claim: the epoch the claimant saw
 	// IfStale (claim): take the role only if the coordinator's lease ran
 	// out (a take-over from a coordinator that does not answer), whatever
@@ -75,22 +80,25 @@ type Op struct {
 	Lease    election.LeaseOp
 	LeaseTTL time.Duration // lease: the lease duration (LeaseTicks of the node's tick)
 	// Avoid (join): links that failed again and again lately, each a pair
-	// of nodes (either way); the joining node is placed where it uses none
-	// (PlanJoinAvoiding).
+	// of nodes (either way), the one that failed longest ago first; the
+	// joining node is placed where it uses none, or else where the links
+	// it uses failed longest ago (PlanJoinAvoiding).
 	Avoid [][2]int64
 	// Ask (read fence): the token machine's number of the question
 	// (token.Action.Ask), which its answer names.
 	Ask uint64
 }
 
-// Avoids reports whether the link between a and b is one of o.Avoid.
-func (o Op) Avoids(a, b int64) bool {
-	for _, p := range o.Avoid {
+// AvoidRank ranks the link between a and b among o.Avoid: 0 if it is not
+// there, and the later it failed, the higher (1 for the one that failed
+// longest ago).
+func (o Op) AvoidRank(a, b int64) int {
+	for i, p := range o.Avoid {
 		if p == [2]int64{a, b} || p == [2]int64{b, a} {
-			return true
+			return i + 1
 		}
 	}
-	return false
+	return 0
 }
 
 func (o Op) String() string {

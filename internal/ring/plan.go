@@ -78,23 +78,33 @@ func PlanJoin(t Topology, j int64) []Change {
 }
 
 // PlanJoinAvoiding is PlanJoin for a node that is not in the ring, placed
-// where neither of its new links is one that failed lately (avoid reports
-// whether the link between two nodes failed, either way): the first such
-// place after its id order's, going round the ring; its id order's place
-// if there is none.
-func PlanJoinAvoiding(t Topology, j int64, avoid func(a, b int64) bool) []Change {
+// where neither of its new links is one that failed lately: rank reports,
+// for the link between two nodes (either way), 0 if it did not fail
+// lately, and the later it failed the higher. The node goes to the first
+// place without such a link after its id order's, going round the ring;
+// if every place has one, to the place whose worse link failed longest
+// ago (never behind the link failing now while another place's failed
+// before it); its id order's place if nothing is known.
+func PlanJoinAvoiding(t Topology, j int64, rank func(a, b int64) int) []Change {
 	plan := PlanJoin(t, j)
-	if _, in := t[j]; in || len(t) == 0 || avoid == nil {
+	if _, in := t[j]; in || len(t) == 0 || rank == nil {
 		return plan
 	}
 	pred := plan[1].Node
+	best, bestRank := pred, -1
 	for range len(t) {
-		if succ := t[pred]; !avoid(pred, j) && !avoid(j, succ) {
-			return []Change{{Node: j, Succ: succ}, {Node: pred, Succ: j}}
+		succ := t[pred]
+		r := max(rank(pred, j), rank(j, succ))
+		if r == 0 {
+			best = pred
+			break
 		}
-		pred = t[pred]
+		if bestRank < 0 || r < bestRank {
+			best, bestRank = pred, r
+		}
+		pred = succ
 	}
-	return plan
+	return []Change{{Node: j, Succ: t[best]}, {Node: best, Succ: j}}
 }
 
 // PlanRemove splices x out of the ring: its predecessor links to its

@@ -118,8 +118,7 @@ func (n *Machine) stepRelayed(m Msg) {
 	who := m.For
 	n.avoidLink(n.id, who)
 	if m.Type == MsgSuccessorRequest && (m.Failed == n.id || m.Failed == 0) {
-		n.enqueue(Op{Kind: OpLeave, Node: who})
-		n.enqueue(Op{Kind: OpJoin, Node: who})
+		n.enqueueMove(who)
 		return
 	}
 	n.enqueue(requestOp(m.Type, who, m.Failed))
@@ -270,14 +269,33 @@ func (n *Machine) stepHandoff(m Msg) {
 // enqueue adds a store operation; identical queued or running ones are
 // not repeated.
 func (n *Machine) enqueue(op Op) {
-	same := func(o Op) bool {
-		return o.Kind == op.Kind && o.Node == op.Node && o.Failed == op.Failed && o.Ask == op.Ask
-	}
-	if (n.inFlight != nil && same(*n.inFlight)) || slices.ContainsFunc(n.queue, same) {
+	if (n.inFlight != nil && op.same(*n.inFlight)) || slices.ContainsFunc(n.queue, op.same) {
 		return
 	}
 	n.queue = append(n.queue, op)
 	n.pump()
+}
+
+// same reports whether o asks the store for what p does.
+func (o Op) same(p Op) bool {
+	return o.Kind == p.Kind && o.Node == p.Node && o.Failed == p.Failed && o.Ask == p.Ask && o.Move == p.Move
+}
+
+// enqueueMove takes node who out of the ring and places it again: a leave
+// that keeps its presence (Op.Move), then a join. The join must come after
+// the leave: one already running, or queued before it, does not stand for
+// it (the node would be left out of the ring until it noticed).
+func (n *Machine) enqueueMove(who int64) {
+	leave, join := Op{Kind: OpLeave, Node: who, Move: true}, Op{Kind: OpJoin, Node: who}
+	n.enqueue(leave)
+	after := n.queue // the leave is running: everything queued comes after it
+	if i := slices.IndexFunc(n.queue, leave.same); i >= 0 {
+		after = n.queue[i+1:]
+	}
+	if !slices.ContainsFunc(after, join.same) {
+		n.queue = append(n.queue, join)
+		n.pump()
+	}
 }
 
 // pump starts the next queued operation if none is running.

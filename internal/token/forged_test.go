@@ -572,3 +572,33 @@ func TestAnswerToAQuestionGivenUpJudgesNothing(t *testing.T) {
 		}
 	}
 }
+
+// A token held back while the store is asked about its generation, and
+// dropped because the node resets before the answer (it found itself out
+// of the ring, or rejoins), is refused and reported as unjudged: never
+// taken, never recorded, and counted, so that a forged one sent just
+// before a reset is not lost from the node's counters.
+func TestResetWhileCheckingReportsTheTokenUnjudged(t *testing.T) {
+	m := storeAt(3)
+	forged := Token{Stamp: Stamp{Gen: 1<<63 - 1}}
+	m.Receive(forged)
+	if got := kinds(m.Drain()); !cmp.Equal(got, []ActionKind{Check}) {
+		t.Fatalf("got %v, want the store asked", got)
+	}
+	m.Reset()
+	as := m.Drain()
+	if got := kinds(as); !cmp.Equal(got, []ActionKind{SendAck, Unjudged}) {
+		t.Fatalf("got %v, want a stale ack and the token reported unjudged", got)
+	}
+	if !as[0].Stale || as[1].Token.Stamp != forged.Stamp {
+		t.Fatalf("got %+v", as)
+	}
+	if m.Last().Gen == forged.Gen {
+		t.Fatal("the unjudged stamp was recorded")
+	}
+	// Nothing is left to judge: an answer now changes nothing.
+	m.Checked(1, 3, secretOf(3))
+	if got := kinds(m.Drain()); len(got) != 0 {
+		t.Fatalf("an answer after the reset did %v", got)
+	}
+}

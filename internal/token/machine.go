@@ -29,6 +29,10 @@ const (
 	// Forged: a token of a generation the store never issued was
 	// discarded (Token says which).
 	Forged
+	// Unjudged: a token held back while the store was asked was discarded
+	// before the answer came (the node reset: it left the ring or is
+	// rejoining); Token says which.
+	Unjudged
 )
 
 func (k ActionKind) String() string {
@@ -49,6 +53,8 @@ func (k ActionKind) String() string {
 		return "Check"
 	case Forged:
 		return "Forged"
+	case Unjudged:
+		return "Unjudged"
 	}
 	return "?"
 }
@@ -669,9 +675,10 @@ func (m *Machine) Reset() {
 			m.lossDeadline = m.now // it knows the token is gone: a new one at once
 		}
 	}
-	if m.checking != nil {
-		m.refuse(*m.checking, false)
+	if c := m.checking; c != nil {
 		m.checking = nil
+		m.refuse(*c, false)
+		m.emit(Action{Kind: Unjudged, Token: *c})
 	}
 	m.linkUp = false
 	m.leave = false

@@ -34,6 +34,16 @@ type Store struct {
 	Commits []Commit
 	// Refused counts critical sections refused by the fence.
 	Refused int
+	// Cleared counts, per node, the times a change took it out of the
+	// ring for good (not Op.Move): the real store then clears the presence
+	// rows of the users logged in there.
+	Cleared map[int64]int
+	// Moved counts, per node, the times it was taken out only to be
+	// placed again (Op.Move): its presence rows are kept.
+	Moved map[int64]int
+	// Changes lists the ring changes (joins, repairs, leaves) in the
+	// order the store made them.
+	Changes []ring.Op
 }
 
 // Commit is one critical section that the fence let through.
@@ -45,7 +55,7 @@ type Commit struct {
 
 // NewStore returns an empty store.
 func NewStore() *Store {
-	return &Store{History: map[int64]int64{}, Topo: ring.Topology{}, Now: func() int64 { return 0 }, Tick: time.Millisecond}
+	return &Store{History: map[int64]int64{}, Topo: ring.Topology{}, Cleared: map[int64]int{}, Moved: map[int64]int{}, Now: func() int64 { return 0 }, Tick: time.Millisecond}
 }
 
 func (s *Store) coordinatorCheck(op ring.Op, from int64) (ring.Result, bool) {
@@ -106,10 +116,13 @@ func (s *Store) Do(from int64, op ring.Op) ring.Result {
 		return r
 	}
 	res := ring.Result{Op: op}
+	if op.Kind != ring.OpSync {
+		s.Changes = append(s.Changes, op)
+	}
 	switch op.Kind {
 	case ring.OpJoin:
 		res.WasEmpty = len(s.Topo) == 0
-		res.Changes = ring.PlanJoinAvoiding(s.Topo, op.Node, op.Avoids)
+		res.Changes = ring.PlanJoinAvoiding(s.Topo, op.Node, op.AvoidRank)
 	case ring.OpRepair:
 		res.Changes, res.NotInRing = ring.PlanRepair(s.Topo, op.Node, op.Failed)
 	case ring.OpLeave:
@@ -121,6 +134,16 @@ func (s *Store) Do(from int64, op ring.Op) ring.Result {
 	}
 	s.Topo = s.Topo.Apply(res.Changes)
 	res.Members, res.Pred = s.Topo.Members(), s.Topo.Predecessor(from)
+	for _, c := range res.Changes {
+		if c.Succ != 0 {
+			continue
+		}
+		if op.Move && c.Node == op.Node {
+			s.Moved[c.Node]++
+		} else {
+			s.Cleared[c.Node]++
+		}
+	}
 	return res
 }
 
