@@ -1005,8 +1005,10 @@ func (r *runner) takenStrangerDetail(id int64) []string {
 // refusal counter need name: a stranger's token the node answered with a
 // stale TOKEN_ACK of its own stamp (the ring had made the stranger its
 // predecessor meanwhile, and the token, lacking the generation's proof,
-// was judged and refused as stale), and those sent while its
-// store was in trouble: a fault, or one of the process's store operations
+// was judged and refused as stale), a token whose link the node closed as
+// replaced before acknowledging it (tokenProbe.Unread: the real
+// predecessor dialled in again and the TOKEN may never have been read),
+// and those sent while its store was in trouble: a fault, or one of the process's store operations
 // failing (at a time in failed) from a second before the probe to 5 s
 // after (a read the probe's check waited on, or its own). The caller
 // holds r.host.mu.
@@ -1019,7 +1021,7 @@ func (r *runner) excusedProbes(pid int, kind string, failed []time.Time) int {
 		near := slices.ContainsFunc(failed, func(f time.Time) bool {
 			return !f.Before(p.At.Add(-time.Second)) && f.Before(p.At.Add(5*time.Second))
 		})
-		if near || r.storeTrouble(p.At) || p.Stale {
+		if near || r.storeTrouble(p.At) || p.Stale || p.Unread {
 			n++
 		}
 	}

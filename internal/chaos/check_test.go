@@ -216,3 +216,26 @@ func TestTroubledProbesNearAStoreFailure(t *testing.T) {
 		t.Errorf("%d probes excused; want the one refused as stale", n)
 	}
 }
+
+// A TOKEN whose link the node closed as replaced, with no acknowledgement
+// of its stamp, may have gone unread: no counter can name it. One
+// acknowledged (stale or not), or refused with UNLINK, was read.
+func TestUnreadToken(t *testing.T) {
+	const stamp = "TOKEN_ACK 5/100"
+	for _, tc := range []struct {
+		answers []string
+		want    bool
+	}{
+		{[]string{"UNLINK replaced"}, true},
+		{[]string{"TOKEN_ACK 5/99 stale", "UNLINK replaced"}, true}, // another token's ack
+		{[]string{"TOKEN_ACK 5/1000", "UNLINK replaced"}, true},
+		{[]string{"TOKEN_ACK 5/100 stale", "UNLINK replaced"}, false},
+		{[]string{"TOKEN_ACK 5/100", "UNLINK replaced"}, false},
+		{[]string{"UNLINK refused"}, false},
+		{nil, false},
+	} {
+		if got := unread(tc.answers, stamp); got != tc.want {
+			t.Errorf("unread(%q) = %v, want %v", tc.answers, got, tc.want)
+		}
+	}
+}

@@ -99,7 +99,18 @@ type tokenProbe struct {
 	At      time.Time
 	Taken   bool     // its own stamp acknowledged, not stale (hTCPNotPred)
 	Stale   bool     // its own stamp acknowledged as stale (hTCPNotPred): judged and refused
-	Answers []string // what the node wrote back (hTCPNotPred)
+	Answers []string // what the node wrote back
+	// Unread: the node acknowledged nothing of this stamp and closed the
+	// link as replaced (the real predecessor dialled in again): it may have
+	// closed it with the TOKEN still unread, which no counter can count.
+	Unread bool
+}
+
+// unread reports whether answers (of tcpAnswers) show a link closed as
+// replaced with no TOKEN_ACK of the stamp ("TOKEN_ACK G/S").
+func unread(answers []string, stamp string) bool {
+	return slices.Contains(answers, "UNLINK replaced") &&
+		!slices.ContainsFunc(answers, func(a string) bool { return a == stamp || a == stamp+" stale" })
 }
 
 func newHostile(p *procs, st store.Store, key []byte, seed uint64) (*hostile, error) {
@@ -292,9 +303,12 @@ func (h *hostile) forgedTokens(ctx context.Context, id int64, pid int, addr stri
 	}
 	if hb, err := h.good.Encode(hello(pred, id)); err == nil {
 		at := time.Now()
-		if t := tok(pred, math.MaxInt64, 0); t != nil && tcpSend(ctx, addr, hb, t) {
-			h.sentTo(id, pid, hTCPForgedToken, 1)
-			h.probe(tokenProbe{ID: id, Pid: pid, Kind: hTCPForgedToken, At: at})
+		if t := tok(pred, math.MaxInt64, 0); t != nil {
+			if answers, ok := tcpAnswers(ctx, addr, hb, t); ok {
+				h.sentTo(id, pid, hTCPForgedToken, 1)
+				h.probe(tokenProbe{ID: id, Pid: pid, Kind: hTCPForgedToken, At: at, Answers: answers,
+					Unread: unread(answers, fmt.Sprintf("TOKEN_ACK %d/0", int64(math.MaxInt64)))})
+			}
 		}
 	}
 	var stranger int64
@@ -330,7 +344,7 @@ func (h *hostile) forgedTokens(ctx context.Context, id int64, pid int, addr stri
 		stamp := fmt.Sprintf("TOKEN_ACK %d/%d", max(f.Generation-1, 1), f.Seq+1000)
 		taken := slices.Contains(answers, stamp)
 		h.probe(tokenProbe{ID: id, Pid: pid, Kind: hTCPNotPred, At: at, Taken: taken, Answers: answers,
-			Stale: slices.Contains(answers, stamp+" stale")})
+			Stale: slices.Contains(answers, stamp+" stale"), Unread: unread(answers, stamp)})
 		if !taken {
 			h.count(h.answered, id, hTCPNotPred, 1)
 		}
@@ -372,7 +386,8 @@ func tcpAnswers(ctx context.Context, addr string, lines ...[]byte) ([]string, bo
 						Gen int64 `json:"gen"`
 						Seq int64 `json:"seq"`
 					} `json:"stamp"`
-					Stale bool `json:"stale"`
+					Stale bool   `json:"stale"`
+					Why   string `json:"why"`
 				} `json:"p"`
 			} `json:"h"`
 		}
@@ -383,6 +398,9 @@ func tcpAnswers(ctx context.Context, addr string, lines ...[]byte) ([]string, bo
 			}
 			if f.H.P.Stale {
 				t += " stale"
+			}
+			if f.H.P.Why != "" {
+				t += " " + f.H.P.Why // UNLINK: replaced or refused
 			}
 			types = append(types, t)
 		}

@@ -1,11 +1,13 @@
 package transport
 
 import (
+	"encoding/json"
 	"net"
 	"testing"
 	"time"
 
 	"github.com/ringchat/ringchat/internal/testutil"
+	"github.com/ringchat/ringchat/internal/wire"
 )
 
 // TestNetMisdirectedDatagram: a datagram names its destination under the
@@ -101,4 +103,54 @@ func TestNetSilentConnectionsDoNotShutOutPredecessor(t *testing.T) {
 	expect(t, "node 2", c[2], link(EventSuccessorUp, 1))
 	expect(t, "node 1", c[1], link(EventPredecessorUp, 2))
 	roundTrip(t, cluster{1: c[1], 2: c[2]}, 2, 1, 0)
+}
+
+// TestNetUnlinkSaysWhy: the UNLINK on an inbound link says whether another
+// link replaced it (frames its peer sent last may be unread) or the ring
+// refused its peer.
+func TestNetUnlinkSaysWhy(t *testing.T) {
+	n := netCluster(t, nil, 1)[1]
+	c := newTestCodec(t, testKey)
+	dial := func(as int64) (net.Conn, *wire.LineReader) {
+		t.Helper()
+		conn, err := net.Dial("tcp", n.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		if _, err := conn.Write(encodeLine(t, c, helloFrame(as, 1))); err != nil {
+			t.Fatal(err)
+		}
+		return conn, wire.NewLineReader(conn, 1<<16)
+	}
+	why := func(conn net.Conn, lr *wire.LineReader) string {
+		t.Helper()
+		_ = conn.SetReadDeadline(time.Now().Add(testutil.WaitLimit))
+		line, err := lr.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, _, err := c.Decode(line)
+		if err != nil || f.Type != UnlinkType {
+			t.Fatalf("got %v (%v), want UNLINK", f.Type, err)
+		}
+		var p unlinkPayload
+		if err := json.Unmarshal(f.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		return p.Why
+	}
+	first, lr1 := dial(5)
+	expect(t, "node 1", n, link(EventPredecessorUp, 5))
+	dial(6)
+	expect(t, "node 1", n, link(EventPredecessorDown, 5), link(EventPredecessorUp, 6))
+	if got := why(first, lr1); got != unlinkReplaced {
+		t.Errorf("the replaced link's UNLINK says %q, want %q", got, unlinkReplaced)
+	}
+	second, lr2 := dial(7)
+	expect(t, "node 1", n, link(EventPredecessorDown, 6), link(EventPredecessorUp, 7))
+	n.RefusePredecessor()
+	if got := why(second, lr2); got != unlinkRefused {
+		t.Errorf("the refused link's UNLINK says %q, want %q", got, unlinkRefused)
+	}
 }

@@ -112,16 +112,17 @@ func (n *Net) dropCurrent(slot **tcpLink, unlink bool) {
 	l.cancel()
 	if conn != nil {
 		if unlink {
-			n.writeUnlink(conn)
+			n.writeUnlink(conn, unlinkRefused)
 		}
 		_ = conn.Close()
 	}
 }
 
 // writeUnlink tells the peer of an inbound link, before it is closed, that
-// this node took (or keeps) another predecessor.
-func (n *Net) writeUnlink(conn net.Conn) {
-	if b, err := n.cfg.Codec.Encode(wire.Frame{Type: UnlinkType, Src: n.cfg.ID}); err == nil {
+// this node took (or keeps) another predecessor; why says which
+// (unlinkReplaced, unlinkRefused).
+func (n *Net) writeUnlink(conn net.Conn, why string) {
+	if b, err := n.cfg.Codec.Encode(unlinkFrame(n.cfg.ID, why)); err == nil {
 		_ = conn.SetWriteDeadline(time.Now().Add(n.cfg.WriteTimeout))
 		_ = wire.WriteLine(conn, b)
 	}
@@ -226,7 +227,7 @@ func (n *Net) serveInbound(in *inbound) {
 	n.q.push(Event{Kind: EventPredecessorUp, Peer: peer})
 	n.mu.Unlock()
 	if oldConn != nil {
-		n.writeUnlink(oldConn)
+		n.writeUnlink(oldConn, unlinkReplaced)
 		_ = oldConn.Close()
 	}
 	n.log.Debug().Int64("peer", peer).Uint64("link", l.gen).Str("remote", conn.RemoteAddr().String()).Msg("predecessor up")

@@ -190,6 +190,25 @@ const HelloType = "HELLO"
 // gives). It is reserved like HELLO.
 const UnlinkType = "UNLINK"
 
+// unlinkPayload says why a node closes an inbound link: another link
+// replaced it (the frames the peer sent on it last may not have been
+// read), or the ring does not name the peer as predecessor. Nodes act the
+// same on both; the reason is for the peer's logs and for tests.
+type unlinkPayload struct {
+	Why string `json:"why"`
+}
+
+// The reasons of an UNLINK.
+const (
+	unlinkReplaced = "replaced"
+	unlinkRefused  = "refused"
+)
+
+func unlinkFrame(from int64, why string) wire.Frame {
+	p, _ := json.Marshal(unlinkPayload{Why: why}) // cannot fail
+	return wire.Frame{Type: UnlinkType, Src: from, Payload: p}
+}
+
 // helloPayload names the node the dialer meant to reach, so that a node
 // listening at an address that now belongs to someone else (the node table
 // changed) refuses the link instead of becoming the wrong predecessor.
