@@ -1156,16 +1156,22 @@ func (n *Machine) rejoinUnanswered() bool {
 	return n.phase == PhaseJoining && n.joins > 0 && n.req != nil && n.req.typ == MsgJoin
 }
 
-// placeFromStore: a node that cannot reach its coordinator (relay), or
-// whose JOIN to rejoin went unanswered, takes its place in the ring from
-// the store, where the coordinator wrote it (its SUCCESSOR may not get
-// through: a cut from the coordinator to this node only).
+// placeFromStore: a node that cannot reach its coordinator (relay), whose
+// JOIN to rejoin went unanswered, or whose successor replaced its link,
+// takes its place in the ring from the store, where the coordinator wrote
+// it (its SUCCESSOR may not get through: a cut from the coordinator to
+// this node only).
 func (n *Machine) placeFromStore(r Result) {
 	if n.isCoord || r.Succ == 0 || !slices.Contains(r.Members, n.id) {
 		return
 	}
 	unanswered := n.rejoinUnanswered() && n.req.tries > 0
-	if !n.relay && !unanswered {
+	// A member whose successor closed its link as replaced (its request
+	// names no failed node) and that has no assignment yet: the store
+	// names its successor (the same one, if a stranger's HELLO replaced
+	// the link; a node that joined between them otherwise).
+	replaced := n.phase == PhaseInRing && !n.succUp && n.req != nil && n.req.typ == MsgSuccessorRequest && n.req.failed == 0
+	if !n.relay && !unanswered && !replaced {
 		return
 	}
 	if n.phase == PhaseJoining || (n.phase == PhaseInRing && (r.Succ != n.succ || !n.succUp)) {
