@@ -136,7 +136,7 @@ func execTopology(ctx context.Context, st store.Control, clearNode presenceClear
 		}
 		// The node is out of the ring: nobody is logged in there any more,
 		// unless it is only being moved (placed again at once, alive).
-		if clearNode == nil || (op.Move && c.Node == op.Node) {
+		if clearNode == nil || op.Moves(c.Node) {
 			continue
 		}
 		if err := clearNode(ctx, c.Node); err != nil {

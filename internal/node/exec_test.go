@@ -2,13 +2,10 @@ package node
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"testing"
 
-	"github.com/ringchat/ringchat/internal/nodelist"
 	"github.com/ringchat/ringchat/internal/ring"
-	"github.com/ringchat/ringchat/internal/store"
 )
 
 // A node taken out of the ring loses its presence rows (it died: its
@@ -20,19 +17,7 @@ import (
 // every user of one node after a cut between it and the coordinator).
 func TestMovedNodeKeepsItsPresence(t *testing.T) {
 	ctx := context.Background()
-	var list []nodelist.Entry
-	for _, id := range []int64{1, 2, 3} {
-		list = append(list, nodelist.Entry{ID: id, Host: "127.0.0.1", CoordPort: 5000 + int(id), ClientPort: 8000 + int(id)})
-	}
-	dsn, err := store.ParseDSN("sqlite:" + filepath.Join(t.TempDir(), "ring.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, _, err := store.Prepare(ctx, dsn, list, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := newTestStore(t, 1, 2, 3)
 	var cleared []int64
 	clear := func(_ context.Context, node int64) error {
 		cleared = append(cleared, node)

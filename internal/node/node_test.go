@@ -44,9 +44,10 @@ func newCluster(t *testing.T, ids ...int64) *cluster {
 	return newClusterWith(t, transport.NewMemNetwork(), ids...)
 }
 
-func newClusterWith(t *testing.T, network *transport.MemNetwork, ids ...int64) *cluster {
+// newTestStore opens a fresh SQLite store holding nodes ids in its node
+// table, closed when the test ends.
+func newTestStore(t *testing.T, ids ...int64) store.Store {
 	t.Helper()
-	ctx := context.Background()
 	var list []nodelist.Entry
 	for _, id := range ids {
 		list = append(list, nodelist.Entry{ID: id, Host: "127.0.0.1", CoordPort: 5000 + int(id), ClientPort: 8000 + int(id)})
@@ -55,11 +56,17 @@ func newClusterWith(t *testing.T, network *transport.MemNetwork, ids ...int64) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _, err := store.Prepare(ctx, dsn, list, store.Options{})
+	st, _, err := store.Prepare(context.Background(), dsn, list, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func newClusterWith(t *testing.T, network *transport.MemNetwork, ids ...int64) *cluster {
+	t.Helper()
+	st := newTestStore(t, ids...)
 	c := &cluster{t: t, st: st, net: network, nodes: map[int64]*Node{},
 		cancel: map[int64]context.CancelFunc{}, errs: map[int64]chan error{}}
 	t.Cleanup(c.stopAll)

@@ -89,6 +89,10 @@ type Op struct {
 	Ask uint64
 }
 
+// Moves reports whether o takes node out of the ring only to place it
+// again (Move): its users' presence rows are kept.
+func (o Op) Moves(node int64) bool { return o.Move && o.Node == node }
+
 // AvoidRank ranks the link between a and b among o.Avoid: 0 if it is not
 // there, and the later it failed, the higher (1 for the one that failed
 // longest ago).

@@ -138,7 +138,7 @@ func (s *Store) Do(from int64, op ring.Op) ring.Result {
 		if c.Succ != 0 {
 			continue
 		}
-		if op.Move && c.Node == op.Node {
+		if op.Moves(c.Node) {
 			s.Moved[c.Node]++
 		} else {
 			s.Cleared[c.Node]++
