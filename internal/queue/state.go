@@ -33,6 +33,9 @@ type visitState struct {
 	unmark []marked
 	// fails counts visits failed in a row: each does less than the last.
 	fails int
+	// cutShort: the last visit's fetch was cut with little time given it,
+	// and its size was kept (adaptFetch); the next such cut shrinks it.
+	cutShort bool
 	// suspect is the one piece of work the last failed visit did alone.
 	suspect suspect
 	// setAside: users whose fetch failed alone, until when.

@@ -28,6 +28,11 @@ const aloneShare = 80
 // defaultBudget is a visit's time budget when its context has no deadline.
 const defaultBudget = 100 * time.Millisecond
 
+// shortFetch: a fetch cut at its share that had less time than this (half
+// its share of a default budget) was cut for the time taken before it, not
+// for its size (adaptFetch).
+const shortFetch = defaultBudget * fetchShare / 100 / 2
+
 // minBatch is the smallest adaptive batch of a visit that succeeds; after
 // failures a visit shrinks below it, down to one message.
 const minBatch = 8
@@ -111,6 +116,7 @@ type visitWork struct {
 	pruned     store.PruneSlice
 	pruneTook  time.Duration // the prune statement's own time
 	cut        bool          // the fetch stopped at its share of the budget: nothing was marked
+	fetchHad   time.Duration // the time the fetch had until its share ran out (0: unbounded)
 }
 
 // visitStore is one critical section, in one fenced transaction:
@@ -318,7 +324,26 @@ func (q *Queue) adaptBatches(w *visitWork, elapsed, budget time.Duration) {
 // elapsed of its budget: a quarter after a fetch cut at its share of the
 // budget, smaller after a slow visit, larger after a quick one.
 func (q *Queue) adaptFetch(w *visitWork, elapsed, budget time.Duration) {
+	defer func() {
+		if !w.cut {
+			q.v.cutShort = false
+		}
+	}()
 	switch {
+	case w.cut && w.fetchHad < shortFetch && !q.v.cutShort:
+		// The fetch was given little time: what ran before it in the
+		// visit (a wait for the fence's lock, held by the transaction of
+		// a node whose visit failed on a lossy link) took the budget, not
+		// the fetch's size. The size stays once; a second such cut in a
+		// row shrinks it as below, so a fetch too big for a small budget
+		// still shrinks. Seen at 20 % loss on one node: its successor's
+		// fetch cut to one delivery by one such wait, and its users went
+		// 2 s without a message while it grew back.
+		q.v.cutShort = true
+		q.stats.fetchesCut.Add(1)
+		q.log.Debug().Int("users", len(w.users)).Int("fetch_max", q.v.fetchMax).Dur("had_ms", w.fetchHad).Dur("took_ms", elapsed).
+			Msg("chat: fetch stopped at its share of a visit that left it little time; the rest committed, the size kept")
+		return
 	case w.cut:
 		// The fetch ran over its share: a quarter of it next time (of
 		// the users, or of a single user's rows).

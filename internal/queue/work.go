@@ -17,7 +17,7 @@ import (
 // work is the transaction's body. The store may run it again after a
 // deadlock, so it starts from scratch each time.
 func (q *Queue) work(tx store.Tx, now time.Time, w *visitWork) error {
-	w.stored, w.deliveries, w.waiting, w.more, w.moreFor, w.stamp, w.cut, w.pruneTook = w.stored[:0], w.deliveries[:0], nil, false, nil, 0, false, 0
+	w.stored, w.deliveries, w.waiting, w.more, w.moreFor, w.stamp, w.cut, w.pruneTook, w.fetchHad = w.stored[:0], w.deliveries[:0], nil, false, nil, 0, false, 0, 0
 	if err := q.unmarkRows(tx, w); err != nil {
 		return err
 	}
@@ -182,6 +182,7 @@ func (q *Queue) fetch(tx store.Tx, w *visitWork) error {
 		if len(w.users) == 1 {
 			by = w.aloneBy
 		}
+		w.fetchHad = time.Until(by)
 		defer tx.Bound(by)()
 	}
 	ds, err := tx.PendingFor(q.cfg.NodeID, w.users, perUser, limit)
