@@ -38,10 +38,30 @@ func Dialer(timeout time.Duration) *net.Dialer {
 	return &net.Dialer{Timeout: timeout, Control: Control}
 }
 
-// DialContext dials a TCP address with RTOMin set (for a database
-// driver's dial hook).
-func DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	return Dialer(0).DialContext(ctx, network, addr)
+// StoreUserTimeout is how long what the node sent the database server may
+// stay unacknowledged before the kernel gives the connection up
+// (TCP_USER_TIMEOUT): a second, six retransmissions at RTOMin. A
+// statement's wait is bounded by its context (the driver closes the
+// connection), but a transaction's COMMIT has no context: sent into a cut
+// between the node and the server, it waited for the server's answer until
+// the heal and the server's next retransmission (26 s in a chaos run, the
+// token held all that time by the cut node, the ring without a visit). The
+// server, for its part, aborts a transaction silent for a second
+// (idle_write_transaction_timeout), so the fence's lock is free about when
+// the cut node gives up and passes the token on.
+const StoreUserTimeout = time.Second
+
+// StoreDialContext dials the database server: RTOMin and StoreUserTimeout
+// on the socket (for the driver's dial hook).
+func StoreDialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		_ = c.Control(func(fd uintptr) {
+			_ = setRTOMin(fd, RTOMin)
+			_ = setUserTimeout(fd, StoreUserTimeout)
+		})
+		return nil
+	}}
+	return d.DialContext(ctx, network, addr)
 }
 
 // Tune sets RTOMin on an accepted connection (best effort).

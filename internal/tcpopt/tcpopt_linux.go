@@ -17,3 +17,15 @@ func getRTOMin(fd uintptr) (time.Duration, bool) {
 	}
 	return time.Duration(us) * time.Microsecond, true
 }
+
+func setUserTimeout(fd uintptr, d time.Duration) error {
+	return unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(d.Milliseconds()))
+}
+
+func getUserTimeout(fd uintptr) (time.Duration, bool) {
+	ms, err := unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT)
+	if err != nil {
+		return 0, false
+	}
+	return time.Duration(ms) * time.Millisecond, true
+}
