@@ -239,3 +239,32 @@ func TestUnreadToken(t *testing.T) {
 		}
 	}
 }
+
+// An increment logged with its COMMIT unanswered may be in the store or
+// not: counted by the counter, it is not missing; not counted, it is
+// written again by the next holder and logged as committed, never as a
+// duplicate. Anything else the counter holds without a line is missing.
+func TestCountProbe(t *testing.T) {
+	for _, c := range []struct {
+		name                  string
+		counter               int64
+		values, unknown       []int64
+		missing               int64
+		dups, over, unknownIn int
+	}{
+		{"every increment logged", 5, []int64{1, 2, 3, 4, 5}, nil, 0, 0, 0, 0},
+		{"one unlogged (a kill -9)", 5, []int64{1, 2, 4, 5}, nil, 1, 0, 0, 0},
+		{"the unanswered COMMIT committed", 5, []int64{1, 2, 4, 5}, []int64{3}, 0, 0, 0, 1},
+		{"the unanswered COMMIT did not commit: its value written again", 5, []int64{1, 2, 3, 4, 5}, []int64{3}, 0, 0, 0, 0},
+		{"unanswered beyond the counter: did not commit", 4, []int64{1, 2, 3, 4}, []int64{5}, 0, 0, 0, 0},
+		{"overlapping sections", 4, []int64{1, 2, 2, 3}, []int64{4}, 0, 1, 0, 1},
+		{"a value beyond the counter logged as committed", 3, []int64{1, 2, 3, 4}, nil, 0, 0, 1, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pc := countProbe(c.counter, c.values, c.unknown)
+			if pc.missing != c.missing || pc.dups != c.dups || pc.over != c.over || pc.unknownIn != c.unknownIn {
+				t.Errorf("%+v, want missing %d, dups %d, over %d, unknown in the store %d", pc, c.missing, c.dups, c.over, c.unknownIn)
+			}
+		})
+	}
+}

@@ -13,6 +13,7 @@ import (
 // nodeLog is what the checks need from one incarnation's log.
 type nodeLog struct {
 	ProbeValues  []int64
+	ProbeUnknown []int64          // increments whose COMMIT went unanswered: committed or not
 	Coordinator  []int64          // epochs this node took the coordinator role for
 	Drops        map[string]int   // reason -> drops: logged lines plus the drops they report as suppressed
 	DropLines    map[string]int   // "via:reason" -> logged lines
@@ -70,6 +71,8 @@ func parseNodeLog(path string) (nodeLog, error) {
 		switch m.Message {
 		case node.ProbeLogMessage:
 			l.ProbeValues = append(l.ProbeValues, m.Value)
+		case node.ProbeUnknownLogMessage:
+			l.ProbeUnknown = append(l.ProbeUnknown, m.Value)
 		case "coordinator":
 			l.Coordinator = append(l.Coordinator, m.Epoch)
 		case "dropped input":

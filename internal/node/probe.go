@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"time"
 
@@ -15,6 +16,10 @@ import (
 // ProbeLogMessage is the message of the log line the mutex probe writes
 // for every increment; tests count these lines.
 const ProbeLogMessage = "mutex probe increment"
+
+// ProbeUnknownLogMessage is the line for an increment whose COMMIT went
+// unanswered (store.ErrCommitUnknown): the store may hold it or not.
+const ProbeUnknownLogMessage = "mutex probe increment, outcome unknown"
 
 // MutexProbe returns a test-only Section: in every critical section it
 // reads the probe counter, waits a random 0-2 ms, writes the value plus one
@@ -41,6 +46,9 @@ func MutexProbe(log zerolog.Logger) Section {
 			return tx.SetProbeCounter(v)
 		})
 		if err != nil {
+			if errors.Is(err, store.ErrCommitUnknown) {
+				log.Warn().Int64("value", v).Int64("gen", tok.Gen).Int64("seq", tok.Seq).Msg(ProbeUnknownLogMessage)
+			}
 			return tok.App, false, err
 		}
 		log.Info().Int64("value", v).Int64("gen", tok.Gen).Int64("seq", tok.Seq).Msg(ProbeLogMessage)

@@ -118,6 +118,9 @@ type sqlStore struct {
 	// of this process saw exist or made (cursors are never deleted):
 	// storing a direct message to one of them writes no cursor statement.
 	inboxes sync.Map // int64 → struct{}
+	// commits are COMMITs still waiting for the server's answer after
+	// their caller's deadline (commit); Close waits for them.
+	commits sync.WaitGroup
 }
 
 // boundStatement prefixes q, on a server that can, with the time left
@@ -175,7 +178,15 @@ func (s *sqlStore) Ping(ctx context.Context) error {
 	return nil
 }
 
-func (s *sqlStore) Close() error { return s.db.Close() }
+// Close closes the database and waits for the COMMITs whose callers gave
+// up on them (commit): each ends with the server's answer, or when its
+// connection fails (the driver's read timeout, or TCP_USER_TIMEOUT on a
+// cut link).
+func (s *sqlStore) Close() error {
+	err := s.db.Close()
+	s.commits.Wait()
+	return err
+}
 
 func (s *sqlStore) nowUS() int64 { return s.now().UnixMicro() }
 
@@ -234,14 +245,68 @@ func (s *sqlStore) tryTxOpts(ctx context.Context, opts *sql.TxOptions, fn func(*
 	if err = fn(tx); err != nil {
 		return false, err
 	}
-	return true, tx.Commit()
+	return true, s.commit(ctx, tx)
+}
+
+// commit commits tx by ctx's deadline. database/sql's COMMIT takes no
+// context: a COMMIT whose answer is lost waits for the server to send it
+// again (200 ms at the least, doubling), and a critical section's COMMIT
+// held the token for a second and more at 20 % loss on the node's
+// packets, every node's visits waiting behind it. So on a server reached
+// over the network the COMMIT runs on its own goroutine and the caller
+// stops waiting at its deadline: the outcome is unknown, as when a
+// connection breaks during the COMMIT (ErrCommitUnknown), and a critical
+// section treats it so (the next visit stores the messages again,
+// deduplicated, and makes the deliveries pending again; the fence orders
+// the late commit before the next holder's). The goroutine ends with the
+// answer or with the connection (Close waits for it).
+func (s *sqlStore) commit(ctx context.Context, tx *sql.Tx) error {
+	if _, ok := ctx.Deadline(); s.d.name != "mysql" || !ok {
+		return s.commitErr(ctx, tx.Commit())
+	}
+	// A COMMIT sent just before the deadline (the statements used the
+	// budget) is waited for a little past it: answered at once, it
+	// committed, and failing it would fail a visit that did its work (it
+	// used to run past the deadline and succeed; database/sql sends no
+	// COMMIT once the context has ended).
+	wait := commitGrace
+	if d, ok := ctx.Deadline(); ok {
+		wait = max(time.Until(d), commitGrace)
+	}
+	done := make(chan error, 1)
+	s.commits.Add(1)
+	go func() {
+		defer s.commits.Done()
+		done <- tx.Commit()
+	}()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return s.commitErr(ctx, err)
+	case <-t.C:
+		return fmt.Errorf("%w: no answer in %s, by the caller's deadline or after: %w", ErrCommitUnknown, wait.Round(time.Millisecond), context.DeadlineExceeded)
+	}
+}
+
+// commitGrace is the least time a COMMIT is waited for: an answered one
+// takes a round trip and a log flush, a few milliseconds on a LAN.
+const commitGrace = 50 * time.Millisecond
+
+// commitErr marks a COMMIT's error ErrCommitUnknown when the commit may
+// have reached the store (its connection broke, or its context ended).
+func (s *sqlStore) commitErr(ctx context.Context, err error) error {
+	if err != nil && (s.d.connLost(err) || ctx.Err() != nil) && !errors.Is(err, ErrCommitUnknown) {
+		return fmt.Errorf("%w: %w", ErrCommitUnknown, err)
+	}
+	return err
 }
 
 // wrapOp prefixes an error with the operation, keeping our sentinels
 // recognisable and marking database errors as such.
 func wrapOp(op string, err error) error {
 	for _, sentinel := range []error{ErrNotFound, ErrEpochChanged, ErrNotCoordinator, ErrFenced,
-		ErrUserOnline, ErrInvalid, ErrUnavailable, ErrAccessDenied} {
+		ErrUserOnline, ErrInvalid, ErrUnavailable, ErrAccessDenied, ErrCommitUnknown} {
 		if errors.Is(err, sentinel) {
 			return fmt.Errorf("%s: %w", op, err)
 		}

@@ -45,6 +45,10 @@ var (
 	// ErrOverBudget is returned by a statement the server stopped at the
 	// deadline of Tx.Bound: it changed nothing, and the transaction goes on.
 	ErrOverBudget = errors.New("store: statement stopped at its budget")
+	// ErrCommitUnknown wraps a transaction's failure whose COMMIT was sent
+	// and not answered: its connection broke, or the caller's deadline
+	// came first. The store may or may not have committed it.
+	ErrCommitUnknown = errors.New("store: the COMMIT was not answered; it may have committed")
 )
 
 // NodeRow is one row of the node table. Successor is 0 when the node is not in
