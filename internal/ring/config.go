@@ -62,7 +62,7 @@ func DefaultConfig(id int64) Config {
 		PredSilenceTicks:  75,  // 1.5 s: far above the heartbeat, so only a dead link trips it
 		RetryTicks:        5,   // 100 ms: a lost datagram costs little
 		MaxRetryTicks:     40,  // 800 ms: keeps retrying without flooding a busy coordinator
-		StoreCheckRetries: 4,   // ~0.7 s without an answer: check whether the coordinator is dead
+		StoreCheckRetries: 3,   // 0.7 s without an answer (100 + 200 + 400 ms): check whether the coordinator is dead
 		SuccessorRetries:  8,   // a live node answers the first or second; a dead one is found by its neighbour
 		LeaveRetries:      6,   // ~2 s, then leave anyway
 		SyncTicks:         500, // 10 s: one datagram per node; repairs any assignment lost in a coordinator change

@@ -372,3 +372,70 @@ func TestReplacedLinkRelinksFromTheStore(t *testing.T) {
 		t.Errorf("generations %d -> %d: the token was made again", gen, s.Store.Gen)
 	}
 }
+
+// The coordinator cut from the store, and its successor link replaced by
+// a key holder's HELLO in its name (the chaos suite's barrage did it): the
+// coordinator's repair needs the store, so it waited for the heal with
+// the token and no link (26 s without a delivery in a 10-minute run). Its
+// successor is alive and the coordinator placed nobody before it, so it
+// links again at once, and the nodes that reach the store deliver.
+func TestCoordinatorCutFromTheStoreRelinksAReplacedLink(t *testing.T) {
+	s := netSim(t, 211)
+	coord := s.Store.Coord
+	succ := s.Store.Topo[coord]
+	var others []int64
+	for _, id := range s.IDs() {
+		if id != coord {
+			others = append(others, id)
+		}
+	}
+	tr := newTraffic(s, others...)
+	tr.run(t, 50)
+	s.CutStore(coord)
+	tr.run(t, 20)
+	tr.reset()
+	s.DialAs(succ, coord)
+	tr.run(t, 3*ticks2s)
+	if w, who := tr.worst(others...); w > ticks2s {
+		t.Errorf("node %d waited %d ms after the coordinator's link was replaced while it was cut from the store; want under 2 s", who, w*20)
+	}
+}
+
+// TestSplitWithTheStoreOnOneSide: the ring splits and only one side
+// reaches the store. When the coordinator is on the side without it, the
+// other side takes the role once its lease ran out; either way the side
+// with the store delivers again within 2 s of the cut (measured from the
+// cut: no repair window), and the whole ring within 2 s of the heal.
+func TestSplitWithTheStoreOnOneSide(t *testing.T) {
+	for _, tc := range []struct {
+		cut, keep []int64 // cut: the side without the store
+	}{
+		{cut: []int64{4, 5}, keep: []int64{1, 2, 3}}, // the coordinator (5) without the store
+		{cut: []int64{3, 5}, keep: []int64{1, 2, 4}}, // not neighbours
+		{cut: []int64{1, 2}, keep: []int64{3, 4, 5}}, // the coordinator keeps the store
+	} {
+		t.Run(fmt.Sprint(tc.cut), func(t *testing.T) {
+			s := netSim(t, 212)
+			tr := newTraffic(s, s.IDs()...)
+			tr.run(t, 50)
+			tr.reset()
+			s.Split(tc.cut)
+			for _, id := range tc.cut {
+				s.CutStore(id)
+			}
+			tr.run(t, faultTicks/2)
+			if w, who := tr.worst(tc.keep...); w > ticks2s {
+				t.Errorf("node %d waited %d ms from the cut; want at most 2 s (healthy: %v)", who, w*20, s.Healthy())
+			}
+			s.HealNet()
+			tr.reset()
+			if !s.RunUntil(ticks2s, func() bool { tr.step(); return s.Healthy() == nil }) {
+				t.Errorf("the ring not whole within 2 s of the heal: %v", s.Healthy())
+			}
+			tr.run(t, ticks2s)
+			if w, who := tr.worst(s.IDs()...); w > ticks2s {
+				t.Errorf("after the heal node %d waited %d ms", who, w*20)
+			}
+		})
+	}
+}

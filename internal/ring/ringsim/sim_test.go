@@ -3,6 +3,7 @@ package ringsim
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
@@ -17,9 +18,10 @@ func newSim(t *testing.T, seed uint64, ids ...int64) *Sim {
 	t.Helper()
 	s := New(seed, ids...)
 	var trace []string
+	full := os.Getenv("RINGSIM_FULLTRACE") != ""
 	s.Trace = func(line string) {
 		trace = append(trace, line)
-		if len(trace) > 400 {
+		if len(trace) > 400 && !full {
 			trace = trace[1:]
 		}
 	}
