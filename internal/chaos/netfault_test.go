@@ -281,3 +281,40 @@ func requireNft(t *testing.T) {
 		t.Skipf("!!! SKIPPING THE NETWORK-FAULT TEST: %s", why)
 	}
 }
+
+// A fault during which nothing was stored at all shows no stall between
+// any pair (the clients' messages, never answered, were sent again after
+// the heal): a ring-wide pause (no visit committed) over MaxNetGap within
+// the fault, or within the window after its heal, fails it all the same.
+// A pause while no side is expected to deliver (each node alone with the
+// store) does not.
+func TestJudgeNetCountsARingWidePause(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	ids := []int64{1, 2, 3, 4, 5}
+	storeCut := netEvent{Kind: NetCutStore, Victim: 5, Fault: NetFault{Drop: Both(5, StoreEnd)}, At: at(0), Heal: at(14)}
+	everyone := NetFault{}
+	for _, j := range ids {
+		everyone.Drop = append(everyone.Drop, Both(j, StoreEnd)...)
+	}
+	storeGone := netEvent{Kind: NetCutStore, Fault: everyone, At: at(100), Heal: at(110)}
+	for _, c := range []struct {
+		name              string
+		ev                netEvent
+		pauses            []span
+		duringOK, afterOK bool
+	}{
+		{"no pause", storeCut, nil, true, true},
+		{"a short pause", storeCut, []span{{at(3), at(4.5)}}, true, true},
+		{"the ring still during the fault", storeCut, []span{{at(1), at(26)}}, false, false},
+		{"still after the heal only", storeCut, []span{{at(13.5), at(16.5)}}, true, false},
+		{"no side expected", storeGone, []span{{at(101), at(109)}}, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			vs := judgeNet([]netEvent{c.ev}, nil, nil, ids, c.pauses)
+			if len(vs) != 1 || vs[0].duringOK != c.duringOK || vs[0].afterOK != c.afterOK {
+				t.Fatalf("verdict %+v, want during ok %v, after ok %v", vs, c.duringOK, c.afterOK)
+			}
+		})
+	}
+}

@@ -415,16 +415,49 @@ type netVerdict struct {
 	during       stall // the best side's longest stall
 	after        stall
 	afterWin     span
+	paused       span // the longest ring-wide pause within the fault (with a side expected to deliver)
+	pausedAfter  span // and within the window after its heal
 	duringOK     bool
 	afterOK      bool
 	repair       time.Duration
 	repairFailed bool
 }
 
+// longestWithin is the longest of spans clipped to window w.
+func longestWithin(spans []span, w span) span {
+	var best span
+	for _, p := range spans {
+		c := span{maxTime(p.from, w.from), minTime(p.to, w.to)}
+		if c.dur() > best.dur() {
+			best = c
+		}
+	}
+	return best
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
 // judgeNet judges every network fault: during it, the longest stall of
 // the best expected side; after its heal (until the next fault, 5 s at
-// most), the longest stall of any pair.
-func judgeNet(evs []netEvent, records []faultRecord, ds []owedShow, ids []int64) []netVerdict {
+// most), the longest stall of any pair. A stall is measured on messages
+// stored: when nothing is stored at all (the token held by a node whose
+// COMMIT hung in a cut from the store, every client moving for want of a
+// receipt and sending again after the heal) no pair shows one, so a
+// ring-wide pause (no node committing a visit, pauses) over MaxNetGap
+// within either window fails the fault too.
+func judgeNet(evs []netEvent, records []faultRecord, ds []owedShow, ids []int64, pauses []span) []netVerdict {
 	var out []netVerdict
 	for _, ev := range evs {
 		v := netVerdict{ev: ev, sides: expectedSides(ev.Fault, ids), duringOK: true}
@@ -437,7 +470,10 @@ func judgeNet(evs []netEvent, records []faultRecord, ds []owedShow, ids []int64)
 				v.during = st
 			}
 		}
-		v.duringOK = v.during.dur() <= MaxNetGap
+		if len(v.sides) > 0 {
+			v.paused = longestWithin(pauses, span{ev.At, ev.Heal})
+		}
+		v.duringOK = v.during.dur() <= MaxNetGap && v.paused.dur() <= MaxNetGap
 		v.afterWin = span{ev.Heal, ev.Heal.Add(afterHeal)}
 		for _, f := range records {
 			if f.Kind != ClientMove && f.At.After(ev.Heal) && f.At.Before(v.afterWin.to) {
@@ -448,7 +484,8 @@ func judgeNet(evs []netEvent, records []faultRecord, ds []owedShow, ids []int64)
 			}
 		}
 		v.after = longestStall(ds, func(int64, int64) bool { return true }, v.afterWin)
-		v.afterOK = v.after.dur() <= MaxNetGap
+		v.pausedAfter = longestWithin(pauses, v.afterWin)
+		v.afterOK = v.after.dur() <= MaxNetGap && v.pausedAfter.dur() <= MaxNetGap
 		out = append(out, v)
 	}
 	return out
@@ -462,7 +499,8 @@ func (r *runner) checkNet(ev evidence) (Check, []string) {
 	r.sched.mu.Lock()
 	evs := slices.Clone(r.sched.nets)
 	r.sched.mu.Unlock()
-	vs := judgeNet(evs, ev.records, owedShows(ev.recs, r.work.members), r.procs.ids())
+	pauses, _, _ := r.pause.result()
+	vs := judgeNet(evs, ev.records, owedShows(ev.recs, r.work.members), r.procs.ids(), pauses)
 	ok := len(vs) > 0
 	var detail []string
 	for _, v := range vs {
@@ -487,13 +525,20 @@ func (r *runner) netLine(v netVerdict) string {
 	if len(v.sides) > 0 {
 		during = fmt.Sprintf("longest gap %s (%s) over sides %v", ms(v.during.dur()), r.stallWhere(v.during), v.sides)
 	}
+	if v.paused.dur() > 0 {
+		during += fmt.Sprintf(", no visit committed for %s (+%s to +%s)", ms(v.paused.dur()), r.since(v.paused.from), r.since(v.paused.to))
+	}
+	after := ""
+	if v.pausedAfter.dur() > 0 {
+		after = fmt.Sprintf(", no visit committed for %s (+%s to +%s)", ms(v.pausedAfter.dur()), r.since(v.pausedAfter.from), r.since(v.pausedAfter.to))
+	}
 	repair := ms(v.repair)
 	if v.repairFailed {
 		repair = "NOT re-formed"
 	}
-	return fmt.Sprintf("+%s %s: %s for %s, %d packets dropped; during: %s; after the heal: longest gap %s (%s, window %s); whole ring moving %s after the heal",
+	return fmt.Sprintf("+%s %s: %s for %s, %d packets dropped; during: %s; after the heal: longest gap %s (%s, window %s)%s; whole ring moving %s after the heal",
 		r.since(v.ev.At), v.ev.Kind, v.ev.Detail, ms(v.ev.Heal.Sub(v.ev.At)), v.ev.Dropped, during,
-		ms(v.after.dur()), r.stallWhere(v.after), ms(v.afterWin.dur()), repair)
+		ms(v.after.dur()), r.stallWhere(v.after), ms(v.afterWin.dur()), after, repair)
 }
 
 func (r *runner) stallWhere(s stall) string {
@@ -522,7 +567,7 @@ func netKindLines(vs []netVerdict) []string {
 			if !v.duringOK || !v.afterOK {
 				bad++
 			}
-			during, after = max(during, v.during.dur()), max(after, v.after.dur())
+			during, after = max(during, v.during.dur(), v.paused.dur()), max(after, v.after.dur(), v.pausedAfter.dur())
 		}
 		if n == 0 {
 			continue
