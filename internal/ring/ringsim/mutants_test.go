@@ -1,0 +1,343 @@
+package ringsim
+
+// Tests for behaviour that mutation testing (scripts/mutation.sh
+// internal/ring) found unasserted: each states what a node or an operator
+// would notice. The mutants left alive, and why, are listed at the end.
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/ringchat/ringchat/internal/election"
+	"github.com/ringchat/ringchat/internal/ring"
+)
+
+// TestPingOnlyAfterSilence: a node PINGs its successor only once its link
+// has carried nothing from it for HeartbeatTicks: any frame it sends there
+// (a TOKEN, a PING) shows the link alive as well as a PONG does. An idle
+// ring's node PINGs at most once per HeartbeatTicks, not again as soon as
+// the PONG is back.
+func TestPingOnlyAfterSilence(t *testing.T) {
+	s := netSim(t, 7)
+	hb := int64(s.Cfg(1).HeartbeatTicks)
+	last := map[int64]int64{} // node -> tick its last frame on its outbound link arrived
+	pings := 0
+	s.Trace = func(l string) {
+		var at, to, from int64
+		var typ string
+		if _, err := fmt.Sscanf(l, "t=%d deliver %d: %s %d->succ", &at, &to, &typ, &from); err != nil {
+			return
+		}
+		if prev, ok := last[from]; ok && typ == "PING" && at-prev < hb {
+			t.Errorf("node %d PINGs %d ticks after its last frame to %d (%s), before HeartbeatTicks (%d)", from, at-prev, to, l, hb)
+		}
+		if typ == "PING" {
+			pings++
+		}
+		last[from] = at
+	}
+	s.Run(2000)
+	if pings == 0 {
+		t.Fatal("no PING in an idle ring: the test shows nothing")
+	}
+}
+
+// TestTokenOfKnownEpochReadsNoStore: a TOKEN proposes its epoch (gossip):
+// a node asks the store who the coordinator is only when a token carries a
+// newer epoch than its own. In a settled ring every token carries the
+// epoch everyone knows, so passing it round costs no store read: the store
+// sees only the members' periodic checks and the coordinator's renewals.
+func TestTokenOfKnownEpochReadsNoStore(t *testing.T) {
+	for _, busy := range []bool{false, true} {
+		t.Run(fmt.Sprintf("busy=%v", busy), func(t *testing.T) {
+			s := netSim(t, 11)
+			tokens := 0
+			s.Trace = func(l string) {
+				switch {
+				case strings.Contains(l, ": TOKEN "):
+					tokens++
+				case strings.Contains(l, " read-coordinator "):
+					t.Errorf("a store read in a settled ring: %s", l)
+				}
+			}
+			for i := range 2000 {
+				if busy && i%10 == 0 {
+					for _, id := range s.IDs() {
+						s.Work(id)
+					}
+				}
+				s.Step()
+			}
+			if tokens < 100 {
+				t.Fatalf("only %d TOKEN frames in 2000 ticks: the test shows nothing", tokens)
+			}
+		})
+	}
+}
+
+// leaseSim is a five-node simulation whose nodes use the lease method.
+func leaseSim(t *testing.T, seed uint64) *Sim {
+	t.Helper()
+	s := newSim(t, seed, 1, 2, 3, 4, 5)
+	s.Cfg = func(id int64) ring.Config {
+		c := ring.TestConfig(id)
+		c.Election.Method = election.Lease
+		return c
+	}
+	return s
+}
+
+// TestLeaseNodesStartingTogether: nodes that start at once with the lease
+// method all find the store without a coordinator and ask for the lease;
+// one gets it, and the others, told by the store who holds it, read the
+// store and join that node at once. They do not wait for its COORDINATOR
+// datagram, which may be lost (half of them are here), or for a lease
+// retry.
+func TestLeaseNodesStartingTogether(t *testing.T) {
+	for seed := uint64(1); seed <= 8; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			s := leaseSim(t, seed)
+			s.Loss = 0.5
+			for _, id := range s.IDs() {
+				s.Start(id)
+			}
+			within := 2 * s.Cfg(1).Election.LeaseTicks
+			var err error
+			if !s.RunUntil(within, func() bool { err = s.Healthy(); return err == nil }) {
+				t.Fatalf("no ring %d ticks after the nodes started together: %v", within, err)
+			}
+			checkInvariants(t, s)
+		})
+	}
+}
+
+// TestLeaseKeptThroughAStoreBlip: a lease holder whose renewal fails (the
+// store unreachable for a moment, well within the lease) tries again and
+// keeps the lease and the role: a failed operation is not a refusal.
+func TestLeaseKeptThroughAStoreBlip(t *testing.T) {
+	s := leaseSim(t, 1)
+	startAll(t, s)
+	settle(t, s, "formed")
+	coord, epoch := s.Store.Coord, s.Store.Epoch
+	lease := s.Cfg(1).Election.LeaseTicks
+	s.Store.Down = true
+	s.Run(lease / 4)
+	s.Store.Down = false
+	settle(t, s, "after the blip")
+	if s.Store.Coord != coord || s.Store.Epoch != epoch {
+		t.Fatalf("a %d-tick store outage (lease %d ticks) moved the role from %d epoch %d to %d epoch %d",
+			lease/4, lease, coord, epoch, s.Store.Coord, s.Store.Epoch)
+	}
+}
+
+// TestLeaseTakeOverAfterTheHolderDies: the holder crashes; the node that
+// finds it dead asks for the lease, which the store refuses while the dead
+// holder's lease runs, telling how long it has left. The node asks again
+// once it has run out, not at every tick meanwhile, and not later: it holds
+// the role within a lease and a few ticks of the crash.
+func TestLeaseTakeOverAfterTheHolderDies(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			s := leaseSim(t, seed)
+			startAll(t, s)
+			settle(t, s, "formed")
+			epoch := s.Store.Epoch
+			lease := s.Cfg(1).Election.LeaseTicks
+			asks := 0
+			s.Trace = func(l string) {
+				if strings.Contains(l, "deliver") && strings.Contains(l, " lease ") {
+					asks++
+				}
+			}
+			s.Crash(s.Store.Coord)
+			if !s.RunUntil(lease+10, func() bool { return s.Store.Epoch > epoch }) {
+				t.Fatalf("no new lease holder %d ticks after the holder died (lease %d ticks)", lease+10, lease)
+			}
+			if asks > 6 {
+				t.Errorf("%d lease operations before the take-over: the dead holder's lease was asked for again and again", asks)
+			}
+			settle(t, s, "after the take-over")
+		})
+	}
+}
+
+// TestLeaseHolderKeepsTheRoleThroughACut: the link between the lease
+// holder and its predecessor is cut both ways. The predecessor takes the
+// holder for dead and asks the store for the lease, but the holder, alive
+// and reaching the store, keeps renewing it (for LeaseTicks each time):
+// the store refuses every such request, and the role stays where it is
+// for the whole cut.
+func TestLeaseHolderKeepsTheRoleThroughACut(t *testing.T) {
+	s := leaseSim(t, 1)
+	startAll(t, s)
+	settle(t, s, "formed")
+	coord, epoch := s.Store.Coord, s.Store.Epoch
+	var pred int64
+	for id, next := range s.Store.Topo {
+		if next == coord && id != coord {
+			pred = id
+		}
+	}
+	s.CutBoth(pred, coord)
+	for range 10 * s.Cfg(1).Election.LeaseTicks {
+		s.Step()
+		checkInvariants(t, s)
+		if s.Store.Coord != coord || s.Store.Epoch != epoch {
+			t.Fatalf("with node %d cut from the lease holder %d, the role went to %d (epoch %d -> %d)", pred, coord, s.Store.Coord, epoch, s.Store.Epoch)
+		}
+	}
+	s.HealNet()
+	settle(t, s, "healed")
+}
+
+// Mutants of the ring package that survive scripts/mutation.sh
+// internal/ring, measured at d97ab2b: deadline.go and elect.go with the
+// script mutating only them (64 mutants: 25 killed, 37 lived, 2 timed out
+// while the machine was paused, listed below as if they had lived), and
+// the mutants of the four machine.go and step.go lines that had survivors
+// at caa199e applied by hand, each against go test ./internal/ring/...
+// Lines are d97ab2b's. "Killed by X": the mutant applied by hand makes X
+// fail; it survived the suite without X.
+//
+// Killed by the tests above:
+//   - deadline.go:35 NextDeadline `n.phase == PhaseLeaving` -> `!=`: the
+//     leave deadlines (leaveBy, and the next tick once LEAVE_OK came while
+//     holding the token) are missed: TestLazyEqualsEager (its eager run
+//     panics "NextDeadline is late" when a leaving node acts).
+//   - elect.go:70 drainElection `LeaseTicks * Tick` -> `/` (timed out in
+//     the run): a lease of 0 s, which the store grants to anyone asking:
+//     TestLeaseHolderKeepsTheRoleThroughACut.
+//   - elect.go:75 drainElection `rep.Method == election.Lease` -> `!=`
+//     and `n.phase == PhaseStarting` -> `!=`: a node that lost the lease
+//     while starting does not read who won, and joins only when the
+//     winner's COORDINATOR gets through: TestLeaseNodesStartingTogether.
+//   - elect.go:141 leaseDone `Failed: r.Outcome == Failed` -> `!=`: a
+//     failed renewal counts as a refusal (the lease is lost) and a refusal
+//     as a failure: TestLeaseKeptThroughAStoreBlip,
+//     TestLeaseTakeOverAfterTheHolderDies.
+//   - elect.go:143 leaseDone `tick > 0` -> `<= 0`, and elect.go:144
+//     `r.LeaseRemaining / tick` -> `*`: the time left on the holder's lease
+//     is lost (an acquire at every tick) or inflated (no take-over):
+//     TestLeaseTakeOverAfterTheHolderDies.
+//   - machine.go:216 send `m.Via == ViaSucc` -> `!=`: lastSent stamped by
+//     datagrams instead of link frames, so a node PINGs again as soon as
+//     the PONG is back: TestPingOnlyAfterSilence. (It lived at caa199e; at
+//     d97ab2b TestHigherNodeComesBackWithoutAFlip kills it too, by a
+//     side effect.)
+//   - step.go:81 stepToken `t.Epoch > n.epoch` -> `>=` and -> `<=`, and
+//     `&&` -> `||`: a store read for (nearly) every token:
+//     TestTokenOfKnownEpochReadsNoStore.
+//
+// Equivalent (no input tells them from the code):
+//   - deadline.go:38 NextDeadline `n.now+1` -> `n.now-1`: the result is
+//     clamped to n.now+1 on the return.
+//   - deadline.go:67 AdvanceTo `n.now < t` -> `<=`: at n.now == t the loop
+//     finds NextDeadline() > t and sets the clock to t again.
+//   - elect.go:128 becomeLeaseHolder `epoch < n.epoch` -> `<=`, `||` ->
+//     `&&`, and `n.isCoord && epoch == n.epoch` -> `||` and `!=`: LeaseWon
+//     comes only from an acquire, which a node issues only while not
+//     holding the lease, and a lease lost has stepped the node down first
+//     (drainElection handles LeaseLost before LeaseWon): n.isCoord is false
+//     there. The grant's epoch is the store's epoch + 1, and no newer one
+//     can exist before the grant's answer (acquireDone drops an answer that
+//     came later than LeaseTicks, and the store grants no other node the
+//     lease within them), so epoch <= n.epoch does not occur.
+//   - elect.go:143 leaseDone `tick > 0` -> `>=`: differs only for a zero
+//     Tick (a division by zero), which node.Config.Validate refuses.
+//   - elect.go:146 leaseDone `r.LeaseOK && Kind == LeaseAcquire` -> `||`:
+//     leaseGen is read only in becomeLeaseHolder, on LeaseWon, which an
+//     acquire's result sets it for just before (leaseDone, then LeaseDone).
+//
+// Harmless (a deadline made earlier: NextDeadline may be early, never
+// late; Tick then does nothing):
+//   - deadline.go:14 `!n.isCoord && n.phase == PhaseInRing` -> `||`;
+//     deadline.go:29 `n.relay && !n.isCoord` -> `||`; deadline.go:37
+//     `n.leaveOK && !n.tok.Holding()` -> `||`; deadline.go:49 each of the
+//     three `&&` -> `||`; deadline.go:52 `n.succ != 0 && n.succUp` and
+//     `n.succUp && inRing` -> `||`: a weaker condition adds deadlines,
+//     never removes one.
+//   - deadline.go:50 `n.downSince + 2*FailTicks + 1`: `+` -> `-` (twice),
+//     `*` -> `/`; deadline.go:54 `n.pingAt + FailTicks`, deadline.go:56
+//     `n.lastSent + HeartbeatTicks`, deadline.go:60 `n.predHeard +
+//     PredSilenceTicks + 1` (both `+`): each -> `-`, an earlier deadline.
+//
+// Harmless (an extra store read, which changes nothing by itself):
+//   - elect.go:75 drainElection, each `&&` of `!rep.Won && Method == Lease
+//     && phase == PhaseStarting && !n.isCoord` -> `||`: a read of the
+//     coordinator after election reports the original does not read after.
+//   - machine.go:549 tickRequest `n.rejoinUnanswered() && !n.relay` ->
+//     `||` (a line changed since caa199e): a check of its place at every
+//     retry of a request; placeFromStore acts on the answer only for a
+//     node relaying, a rejoin unanswered or a link replaced.
+//   - machine.go:736 inTouch `<=` -> `<`: out of touch one tick sooner.
+//
+// Not shown by a test yet (not equivalent):
+//   - elect.go:136 becomeLeaseHolder `n.leaseGen == 0` -> `!=`, and
+//     elect.go:146 leaseDone `Kind == LeaseAcquire` -> `!=` (leaseGen not
+//     taken from the acquire): a new lease holder that does not hold the
+//     token makes a new generation at once instead of waiting for the
+//     token (the store's fence refuses the old one: a lost lap, no safety
+//     effect). A take-over after a crash is done by the dead holder's
+//     predecessor, where the token piles up, so the simulations never see
+//     it; it needs a hand-over to a node away from the token.
+//   - elect.go:149 leaseDone `r.Outcome != Failed` -> `==`, `r.Coord != 0`
+//     -> `==`, and either `&&` -> `||`: a refused lease adopts the holder
+//     the store names (adoptStore, which also lowers an epoch the store
+//     no longer has). The node learns the holder anyway from the election
+//     report's read (starting) or the holder's COORDINATOR; only a store
+//     that lost its newest epoch (a failover) would show it.
+//   - machine.go:736 inTouch `&&` -> `||` (timed out in the diff run
+//     below, lived by hand), `<=` -> `>`, `n.now-n.predHeard` -> `+` (two
+//     mutants, ARITHMETIC_BASE and INVERT_NEGATIVES, the same text),
+//     `HeartbeatTicks+FailTicks` -> `-`: how long a voting-method
+//     coordinator whose successor link is down goes on renewing its lease
+//     on the strength of its predecessor's frames. Seen only with the
+//     successor link down for longer than AliveTicks while the predecessor
+//     still reaches it, which no simulation holds for that long.
+//   - step.go:81 stepToken `t.Coord != 0` -> `==`: the token's gossip
+//     never asks the store. A node learns a new epoch by other ways too
+//     (the election's own messages, the commands it proposes to the
+//     store): one whose datagrams from a new coordinator were all cut
+//     learned it as soon without the gossip, in the one simulation tried.
+//   - step.go:490 claimLost `n.winClaims > 0` -> `>=` and `<=`: a node
+//     that lost a take-over claim to a lower coordinator claims over it as
+//     if it had won an election, and (`<=`) a winner beaten by a lower
+//     node's concurrent claim does not claim again. With voting methods
+//     only a node above the coordinator takes the path, and an election
+//     gives it the role anyway: the invariants and healing checks see the
+//     same end, sooner or later.
+//
+// Lines changed since caa199e (machine.go, step.go, plan.go, ops.go), and
+// the four lines above, run with the script told to mutate only those
+// lines (gremlins' --diff fed a diff of them): 54 mutants, 34 killed, 17
+// lived, 3 timed out. It agrees with the hand runs above but for step.go:490
+// `>` -> `<=`, which it killed and a hand run did not: the property test
+// draws its schedules at random. step.go:281 Op.same `o.Failed == p.Failed`
+// -> `!=` timed out and was not run again. The others, besides
+// machine.go:549 (above):
+//   - plan.go:100 PlanJoinAvoiding `break` -> `continue` (timed out while
+//     the machine was paused): equivalent; pred is not advanced, so every
+//     later turn of the loop finds the same rank-0 place and sets best to
+//     it again.
+//   - machine.go:1165 placeFromStore `r.Succ == 0 || !slices.Contains(...)`
+//     -> `&&`: equivalent while the store's ring is one cycle (Succ is
+//     topo[n.id], non-zero only for a node in it, which Members lists).
+//   - machine.go:1165 `n.isCoord || r.Succ == 0` -> `&&` (a coordinator
+//     placing itself from the store): not shown by a test yet; the next
+//     guard returns for a coordinator unless it still relays.
+//   - machine.go:1143 avoidedLinks `a[0] != b[0]` -> `==`: links that
+//     failed at the same tick and share their second node are ordered as
+//     the map gives them, so a run is no longer reproducible; which of two
+//     such links is given up first does not matter to the ring. Not shown
+//     by a test yet.
+//   - ops.go:94 Moves `o.Move && o.Node == node` -> `||`: not shown by the
+//     ring's tests, which do not look at what it decides: the node's store
+//     executor (node/exec.go) would keep the users' presence rows of a
+//     node taken out for good (a leave, a repair) as if it were only moved.
+//   - step.go:292 enqueueMove `i >= 0` -> `> 0`: equivalent; at i == 0
+//     "after" also holds the leave itself, which is not a join.
+//   - step.go:292 `i >= 0` -> `< 0`: a join of that node queued before its
+//     leave would stand for the join after it (the node left out of the
+//     ring until it noticed). Not shown by a test yet: the simulations
+//     never queue a join of a node ahead of its move.
