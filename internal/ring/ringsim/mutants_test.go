@@ -335,6 +335,8 @@ func TestLeaseHolderKeepsTheRoleThroughACut(t *testing.T) {
 //     ring's tests, which do not look at what it decides: the node's store
 //     executor (node/exec.go) would keep the users' presence rows of a
 //     node taken out for good (a leave, a repair) as if it were only moved.
+//     The node package's TestMovedNodeKeepsItsPresence kills it (applied
+//     by hand), outside the ring's mutation command.
 //   - step.go:292 enqueueMove `i >= 0` -> `> 0`: equivalent; at i == 0
 //     "after" also holds the leave itself, which is not a join.
 //   - step.go:292 `i >= 0` -> `< 0`: a join of that node queued before its
