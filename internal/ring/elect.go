@@ -146,9 +146,6 @@ func (n *Machine) leaseDone(r Result) {
 	if r.LeaseOK && r.Op.Lease.Kind == election.LeaseAcquire {
 		n.leaseGen, n.leaseSecret = r.Gen, r.Secret
 	}
-	if r.LeaseOK && n.isCoord {
-		n.leasedAt = n.now
-	}
 	if r.Outcome != Failed && !r.LeaseOK && r.Coord != 0 {
 		n.adoptStore(r.Coord, r.Epoch)
 	}

@@ -161,7 +161,6 @@ type Machine struct {
 	joins      uint64
 	checkJoins uint64
 	nextAlive  int64 // coordinator: the next renewal of its lease (tickAlive)
-	leasedAt   int64 // coordinator: when the store last confirmed its lease (a claim, a renewal)
 
 	ready Ready
 }
@@ -360,15 +359,10 @@ func (n *Machine) SuccessorReplaced(peer int64) {
 	if n.isCoord {
 		// Only the coordinator places nodes, and it placed nobody before
 		// its own successor: whoever replaced its link is a stranger or a
-		// stale link. While its lease is live (nobody else can hold the
-		// role) it links again at once, for its repair needs the store,
-		// which a coordinator cut from it would wait for with the token
-		// and no link. Past its lease it may have been replaced, and the
-		// new coordinator placed a node there: linking again would take
-		// that node's link, and that node its link back, in turn.
-		if n.leaseLive() {
-			n.connect(n.succ)
-		}
+		// stale link. It links again at once, for its repair needs the
+		// store, which a coordinator cut from it would wait for with the
+		// token and no link.
+		n.connect(n.succ)
 		n.enqueue(Op{Kind: OpRepair, Node: n.id})
 		return
 	}
@@ -718,16 +712,6 @@ func (n *Machine) claimIfStale() {
 // aliveTTL is the coordinator's lease (Config.AliveTicks) as a duration.
 func (n *Machine) aliveTTL() time.Duration { return time.Duration(n.cfg.AliveTicks) * n.cfg.Tick }
 
-// leaseLive reports whether the coordinator's lease, as the store last
-// confirmed it, still runs: until then no other node can take the role.
-func (n *Machine) leaseLive() bool {
-	ttl := n.cfg.AliveTicks
-	if n.leaseMethod() {
-		ttl = n.cfg.Election.LeaseTicks
-	}
-	return n.isCoord && n.leasedAt != 0 && n.now-n.leasedAt < int64(ttl)
-}
-
 // tickAlive: a coordinator of a voting method renews its lease every
 // quarter of AliveTicks while its ring works (it has a member besides
 // itself, or is the only node there is). A coordinator alone in its ring
@@ -898,7 +882,6 @@ func (n *Machine) stepDown() {
 // once instead of waiting for the loss bound).
 func (n *Machine) becomeCoordinator(epoch int64, noToken bool) {
 	n.isCoord = true
-	n.leasedAt = n.now // every claim gives the claimant its lease
 	n.coord, n.epoch = n.id, epoch
 	n.el.Observe(n.id, epoch)
 	n.ver = 0

@@ -356,8 +356,6 @@ func (n *Machine) StoreDone(r Result) {
 			if r.Outcome == Lost {
 				n.adoptStore(r.Coord, r.Epoch)
 				n.stepDown()
-			} else if r.Op.Epoch == n.epoch {
-				n.leasedAt = n.now
 			}
 		case OpRegenerate:
 			n.regenerateDone(r)
