@@ -357,12 +357,6 @@ func (n *Machine) SuccessorReplaced(peer int64) {
 		return
 	}
 	if n.isCoord {
-		// Only the coordinator places nodes, and it placed nobody before
-		// its own successor: whoever replaced its link is a stranger or a
-		// stale link. It links again at once, for its repair needs the
-		// store, which a coordinator cut from it would wait for with the
-		// token and no link.
-		n.connect(n.succ)
 		n.enqueue(Op{Kind: OpRepair, Node: n.id})
 		return
 	}
