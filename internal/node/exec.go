@@ -24,10 +24,27 @@ func execOp(ctx context.Context, st store.Control, clearNode presenceClearer, id
 		if rerr != nil {
 			return ring.Result{Op: op, Outcome: ring.Failed, Err: rerr}
 		}
-		return ring.Result{Op: op, Outcome: ring.Lost, Err: err, Coord: c.NodeID, Epoch: c.Epoch}
+		res := ring.Result{Op: op, Outcome: ring.Lost, Err: err, Coord: c.NodeID, Epoch: c.Epoch}
+		var held leaseHeldError
+		if errors.As(err, &held) && held.lease.Holder == c.NodeID && held.lease.Epoch == c.Epoch {
+			// A take-over refused for a live lease: how long it still
+			// runs, so that the next claim comes when it ends.
+			res.LeaseRemaining = held.lease.Remaining
+		}
+		return res
 	}
 	return ring.Result{Op: op, Outcome: ring.Failed, Err: err}
 }
+
+// leaseHeldError: a take-over refused because the coordinator's lease
+// still runs (it wraps store.ErrEpochChanged).
+type leaseHeldError struct{ lease store.Lease }
+
+func (e leaseHeldError) Error() string {
+	return fmt.Sprintf("%v: node %d holds a live lease at epoch %d for %v more", store.ErrEpochChanged, e.lease.Holder, e.lease.Epoch, e.lease.Remaining)
+}
+
+func (e leaseHeldError) Unwrap() error { return store.ErrEpochChanged }
 
 func execOpErr(ctx context.Context, st store.Control, clearNode presenceClearer, id int64, op ring.Op) (ring.Result, error) {
 	res := ring.Result{Op: op}
@@ -199,7 +216,7 @@ func claim(ctx context.Context, st store.Control, id int64, op ring.Op) (int64, 
 		return 0, err
 	}
 	if !won {
-		return 0, fmt.Errorf("%w: node %d holds a live lease at epoch %d", store.ErrEpochChanged, lease.Holder, lease.Epoch)
+		return 0, leaseHeldError{lease}
 	}
 	return lease.Epoch, nil
 }

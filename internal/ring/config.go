@@ -20,6 +20,12 @@ type Config struct {
 	// HeartbeatTicks: a PING goes on an otherwise idle successor link this
 	// often, so that a stalled successor is found without the token.
 	HeartbeatTicks int
+	// CoordHeartbeatTicks: the same on the links into and out of the
+	// coordinator (at most HeartbeatTicks), so that a coordinator cut off
+	// from its ring finds out, and stops renewing its lease, well within a
+	// lease: its predecessor must have been heard within this and
+	// FailTicks, or its successor link work, for the lease to be renewed.
+	CoordHeartbeatTicks int
 	// FailTicks: no PONG within this many ticks means the successor failed.
 	FailTicks int
 	// PredSilenceTicks: an inbound link silent this long is dropped.
@@ -53,20 +59,21 @@ type Config struct {
 // for the repair targets, coarse enough that an idle node wakes rarely.
 func DefaultConfig(id int64) Config {
 	return Config{
-		ID:                id,
-		Tick:              20 * time.Millisecond,
-		Token:             token.DefaultConfig(),
-		Election:          election.DefaultConfig(id, election.Default),
-		HeartbeatTicks:    45,  // 900 ms idle before a PING: a quiet token comes round every 800 ms (one rest a lap), so an idle ring needs no PINGs
-		FailTicks:         15,  // 300 ms without a PONG (as for a TOKEN_ACK): a stalled successor is found within 1.2 s even with no token going round
-		PredSilenceTicks:  75,  // 1.5 s: far above the heartbeat, so only a dead link trips it
-		RetryTicks:        5,   // 100 ms: a lost datagram costs little
-		MaxRetryTicks:     40,  // 800 ms: keeps retrying without flooding a busy coordinator
-		StoreCheckRetries: 3,   // 0.7 s without an answer (100 + 200 + 400 ms): check whether the coordinator is dead
-		SuccessorRetries:  8,   // a live node answers the first or second; a dead one is found by its neighbour
-		LeaveRetries:      6,   // ~2 s, then leave anyway
-		SyncTicks:         500, // 10 s: one datagram per node; repairs any assignment lost in a coordinator change
-		AliveTicks:        50,  // 1 s: a coordinator that died (or is cut off) is replaced about a second later; four store writes a second
+		ID:                  id,
+		Tick:                20 * time.Millisecond,
+		Token:               token.DefaultConfig(),
+		Election:            election.DefaultConfig(id, election.Default),
+		HeartbeatTicks:      45,  // 900 ms idle before a PING: a quiet token comes round every 800 ms (one rest a lap), so the links away from the coordinator need no PINGs when idle
+		CoordHeartbeatTicks: 12,  // 240 ms on the coordinator's two links, with its lease renewals: a cut coordinator stops renewing within half a second
+		FailTicks:           15,  // 300 ms without a PONG (as for a TOKEN_ACK): a stalled successor is found within 1.2 s even with no token going round
+		PredSilenceTicks:    75,  // 1.5 s: far above the heartbeat, so only a dead link trips it
+		RetryTicks:          5,   // 100 ms: a lost datagram costs little
+		MaxRetryTicks:       40,  // 800 ms: keeps retrying without flooding a busy coordinator
+		StoreCheckRetries:   3,   // 0.7 s without an answer (100 + 200 + 400 ms): check whether the coordinator is dead
+		SuccessorRetries:    8,   // a live node answers the first or second; a dead one is found by its neighbour
+		LeaveRetries:        6,   // ~2 s, then leave anyway
+		SyncTicks:           500, // 10 s: one datagram per node; repairs any assignment lost in a coordinator change
+		AliveTicks:          50,  // 1 s: a coordinator that died (or is cut off) is replaced about a second later; four store writes a second
 	}
 }
 
@@ -76,6 +83,7 @@ func TestConfig(id int64) Config {
 	c.Tick = time.Millisecond
 	c.Token = token.Config{AckTicks: 6, IdleHoldTicks: 2, MaxHoldTicks: 4, HopTicks: 1}
 	c.HeartbeatTicks = 3
+	c.CoordHeartbeatTicks = 3
 	c.FailTicks = 8
 	c.PredSilenceTicks = 20
 	c.RetryTicks = 3
@@ -107,7 +115,7 @@ func (c Config) Validate() error {
 		return err
 	}
 	for name, v := range map[string]int{
-		"HeartbeatTicks": c.HeartbeatTicks, "FailTicks": c.FailTicks, "PredSilenceTicks": c.PredSilenceTicks,
+		"HeartbeatTicks": c.HeartbeatTicks, "CoordHeartbeatTicks": c.CoordHeartbeatTicks, "FailTicks": c.FailTicks, "PredSilenceTicks": c.PredSilenceTicks,
 		"RetryTicks": c.RetryTicks, "MaxRetryTicks": c.MaxRetryTicks, "StoreCheckRetries": c.StoreCheckRetries,
 		"SuccessorRetries": c.SuccessorRetries, "LeaveRetries": c.LeaveRetries, "SyncTicks": c.SyncTicks,
 		"AliveTicks": c.AliveTicks,
@@ -118,6 +126,9 @@ func (c Config) Validate() error {
 	}
 	if c.PredSilenceTicks <= c.HeartbeatTicks {
 		return fmt.Errorf("ring: PredSilenceTicks %d must exceed HeartbeatTicks %d", c.PredSilenceTicks, c.HeartbeatTicks)
+	}
+	if c.CoordHeartbeatTicks > c.HeartbeatTicks {
+		return fmt.Errorf("ring: CoordHeartbeatTicks %d must not exceed HeartbeatTicks %d", c.CoordHeartbeatTicks, c.HeartbeatTicks)
 	}
 	if c.MaxRetryTicks < c.RetryTicks {
 		return fmt.Errorf("ring: MaxRetryTicks %d < RetryTicks %d", c.MaxRetryTicks, c.RetryTicks)

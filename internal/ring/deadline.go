@@ -53,7 +53,7 @@ func (n *Machine) linkDeadlines(at func(int64)) {
 		if n.pingOut {
 			at(n.pingAt + int64(n.cfg.FailTicks))
 		} else {
-			at(n.lastSent + int64(n.cfg.HeartbeatTicks))
+			at(n.lastSent + n.heartbeatTicks())
 		}
 	}
 	if n.pred != 0 {

@@ -123,6 +123,9 @@ type Machine struct {
 	// node cannot reach it: requests go through other nodes (sendRelayed),
 	// and the node takes its place in the ring from the store.
 	relay bool
+	// lastFailed failed as this node's successor at lastFailedAt (kept
+	// when a new successor is applied, unlike failedSucc).
+	lastFailed, lastFailedAt int64
 	// staleRetryAt: while relaying, the next try to take the role over
 	// (it succeeds once the coordinator's lease has run out).
 	staleRetryAt int64
@@ -474,7 +477,7 @@ func (n *Machine) tickLinks() {
 	if n.succ != 0 && n.succUp && (n.phase == PhaseInRing || n.phase == PhaseLeaving) {
 		if n.pingOut && n.now-n.pingAt >= int64(n.cfg.FailTicks) {
 			n.successorFailed(n.succ)
-		} else if !n.pingOut && n.now-n.lastSent >= int64(n.cfg.HeartbeatTicks) {
+		} else if !n.pingOut && n.now-n.lastSent >= n.heartbeatTicks() {
 			n.send(Msg{Type: MsgPing, Via: ViaSucc})
 			n.pingOut, n.pingAt = true, n.now
 		}
@@ -668,6 +671,7 @@ func (n *Machine) successorFailed(f int64) {
 		return
 	}
 	n.failedSucc = f
+	n.lastFailed, n.lastFailedAt = f, n.now
 	n.note(EventSuccessorFailed, f)
 	switch {
 	case n.phase != PhaseInRing && n.phase != PhaseLeaving:
@@ -730,10 +734,21 @@ func (n *Machine) tickAlive() {
 }
 
 // inTouch reports whether the coordinator reaches its ring: its successor
-// link works, or its predecessor was heard within a heartbeat and a
-// failure timeout (an idle predecessor PINGs every HeartbeatTicks).
+// link works (it PINGs it every CoordHeartbeatTicks when idle, so a cut
+// shows within that and FailTicks), or its predecessor was heard within
+// the same (an idle predecessor of the coordinator PINGs as often).
 func (n *Machine) inTouch() bool {
-	return n.succUp || (n.pred != 0 && n.now-n.predHeard <= int64(n.cfg.HeartbeatTicks+n.cfg.FailTicks))
+	return n.succUp || (n.pred != 0 && n.now-n.predHeard <= int64(n.cfg.CoordHeartbeatTicks+n.cfg.FailTicks))
+}
+
+// heartbeatTicks is how long the successor link may stay idle before a
+// PING: CoordHeartbeatTicks on a link into or out of the coordinator (its
+// lease depends on them), HeartbeatTicks on the others.
+func (n *Machine) heartbeatTicks() int64 {
+	if n.isCoord || (n.succ != 0 && n.succ == n.coord) {
+		return int64(n.cfg.CoordHeartbeatTicks)
+	}
+	return int64(n.cfg.HeartbeatTicks)
 }
 
 // maxParked bounds the commands waiting for the store to confirm their
@@ -1174,9 +1189,31 @@ func (n *Machine) placeFromStore(r Result) {
 	if !n.relay && !unanswered && !replaced {
 		return
 	}
+	if !n.succUp && r.Succ == n.lastFailed && n.now-n.lastFailedAt < n.relayTicks() {
+		// The store still names the successor whose link has just
+		// failed (a dead coordinator, or one cut off from this node):
+		// dialling it again at every store answer would only fail again,
+		// hundreds of times a second against a refused port. It is tried
+		// again at the relay's pace.
+		return
+	}
 	if n.phase == PhaseJoining || (n.phase == PhaseInRing && (r.Succ != n.succ || !n.succUp)) {
 		n.applySuccessor(r.Succ, n.epoch, n.succVer[1])
 	}
+}
+
+// leaseEndTicks is when, from now, to claim again after a take-over the
+// store refused because the coordinator's lease still runs for remaining
+// (as the store measured it): the tick after it ends, so that a
+// coordinator cut off from its ring is replaced as soon as the store
+// allows. The store's figure is bounded by the lease's length; none
+// (an older store's answer) waits a whole lease.
+func (n *Machine) leaseEndTicks(remaining time.Duration) int64 {
+	alive := int64(max(n.cfg.AliveTicks, 1))
+	if remaining <= 0 || n.cfg.Tick <= 0 {
+		return alive
+	}
+	return min(int64((remaining+n.cfg.Tick-1)/n.cfg.Tick)+1, alive)
 }
 
 // tickRelay: a node relaying (its coordinator alive in the store, out of
@@ -1186,6 +1223,10 @@ func (n *Machine) tickRelay() {
 	if !n.relay || n.isCoord || n.now < n.staleRetryAt || n.phase == PhaseLeaving || n.phase == PhaseLeft {
 		return
 	}
-	n.staleRetryAt = n.now + int64(max(n.cfg.AliveTicks/4, 1))
+	n.staleRetryAt = n.now + n.relayTicks()
 	n.claimIfStale()
 }
+
+// relayTicks is the pace of a relaying node's retries: a quarter of
+// AliveTicks.
+func (n *Machine) relayTicks() int64 { return int64(max(n.cfg.AliveTicks/4, 1)) }

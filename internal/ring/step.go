@@ -457,6 +457,12 @@ func (n *Machine) claimDone(r Result) {
 	n.tok.Confirm(r.Gen, r.Secret)
 	n.drainToken()
 	prev := n.coord
+	if r.Op.IfStale && prev != 0 && prev != n.id {
+		// Taken over once the coordinator's lease ran out (however many
+		// claims the store refused before): the token most likely rested
+		// with it.
+		n.coordLost = true
+	}
 	n.becomeCoordinator(r.Epoch, r.Gen == 0)
 	if r.Op.IfStale && prev != 0 && prev != n.id {
 		// The previous coordinator let its lease run out: dead, or cut off
@@ -512,9 +518,9 @@ func (n *Machine) claimLost(r Result) {
 	}
 	// A take-over the store refused because the coordinator holds a live
 	// lease: it works, and this node cannot reach it.
-	if r.Op.IfStale && !n.relay {
+	if r.Op.IfStale {
 		n.relay = true
-		n.staleRetryAt = n.now + int64(n.cfg.AliveTicks)
+		n.staleRetryAt = n.now + n.leaseEndTicks(r.LeaseRemaining)
 	}
 	n.askAfterLostClaim(r.Op.IfStale)
 }

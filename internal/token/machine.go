@@ -111,6 +111,8 @@ type Machine struct {
 	asks     uint64 // the number of the latest question (Action.Ask)
 	checkAt  int64
 	held     *Token // the token this node holds (in any phase but none)
+	tookAt   int64  // tick this node last took a token, if took
+	took     bool
 	phase    phase
 	since    int64 // tick the current phase began
 	linkUp   bool  // successor link state
@@ -367,6 +369,7 @@ func (m *Machine) CheckFailed(ask uint64) {
 
 func (m *Machine) take(t Token) {
 	m.held = &t
+	m.took, m.tookAt = true, m.now
 	if m.coordinator {
 		m.seen()
 	}
@@ -623,8 +626,20 @@ func (m *Machine) Suspect() {
 // hop. (The node that took over is the one whose link to the failed
 // coordinator broke, so a token that waited for that node's ack is held
 // here.)
+//
+// A node that holds no token and has not taken one for longer than that
+// makes the new one at once: with the failed coordinator unreachable, the
+// ring cannot carry the token past it (only a new coordinator splices), so
+// a live token is either here or piled up at the failed one's predecessor,
+// which would have handed it here within a hurried rotation after any WAKE.
+// Waiting would only add a hurried rotation to the outage; a token that
+// does come later is fenced off by the new generation.
 func (m *Machine) SuspectLost() {
-	m.suspectWithin(m.cfg.HurriedRotation(m.ringSize) + m.cfg.HopTicks)
+	within := m.cfg.HurriedRotation(m.ringSize) + m.cfg.HopTicks
+	if m.held == nil && (!m.took || m.now-m.tookAt > int64(within)) {
+		within = 0
+	}
+	m.suspectWithin(within)
 }
 
 func (m *Machine) suspectWithin(ticks int) {

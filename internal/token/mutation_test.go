@@ -577,20 +577,42 @@ func TestUrgentAndLeaveMoveTheToken(t *testing.T) {
 // A failed node may have taken the token: the coordinator makes a new one
 // within two hurried rotations and an ack timeout (Suspect), or a hurried
 // rotation and a hop after taking over from a failed coordinator
-// (SuspectLost); a suspicion never puts a nearer deadline off.
+// (SuspectLost), at once then if the token has not passed here for longer
+// than that; a suspicion never puts a nearer deadline off.
 func TestSuspicionBringsTheDeadlineIn(t *testing.T) {
 	c := cfg()
 	hr := c.HurriedRotation(3)
+	lost := hr + c.HopTicks
+	passedAt := func(at int64) func(*Machine) {
+		return func(m *Machine) {
+			m.Skip(at)
+			tok := real(3, 1)
+			m.Receive(tok)
+			m.VisitDone(tok, true)
+			for _, a := range m.Drain() {
+				if a.Kind == SendToken {
+					m.Ack(a.Token.Stamp, false)
+				}
+			}
+			if m.Holding() {
+				t.Fatal("the token passed on is still held")
+			}
+		}
+	}
 	for _, tc := range []struct {
 		name    string
+		prep    func(*Machine)
 		suspect func(*Machine)
 		within  int
 	}{
-		{"Suspect", (*Machine).Suspect, 2*hr + c.AckTicks},
-		{"SuspectLost", (*Machine).SuspectLost, hr + c.HopTicks},
+		{"Suspect", passedAt(9), (*Machine).Suspect, 2*hr + c.AckTicks},
+		{"SuspectLost, passed here a hurried rotation and a hop ago", passedAt(int64(10 - lost)), (*Machine).SuspectLost, lost},
+		{"SuspectLost, passed here longer ago", passedAt(int64(10 - lost - 1)), (*Machine).SuspectLost, 1},
+		{"SuspectLost, never here", func(*Machine) {}, (*Machine).SuspectLost, 1},
 	} {
 		m := storeAt(3)
 		m.SetCoordinator(true, 3, false)
+		tc.prep(m)
 		m.Skip(10)
 		tc.suspect(m)
 		if at := regenAt(m, 3*c.LossBound(3)); at != int64(10+tc.within) {

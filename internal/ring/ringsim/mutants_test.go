@@ -17,29 +17,40 @@ import (
 // has carried nothing from it for HeartbeatTicks: any frame it sends there
 // (a TOKEN, a PING) shows the link alive as well as a PONG does. An idle
 // ring's node PINGs at most once per HeartbeatTicks, not again as soon as
-// the PONG is back.
+// the PONG is back. The links into and out of the coordinator are PINGed
+// after CoordHeartbeatTicks, the others after HeartbeatTicks.
 func TestPingOnlyAfterSilence(t *testing.T) {
 	s := netSim(t, 7)
-	hb := int64(s.Cfg(1).HeartbeatTicks)
+	coord := s.Store.Coord
 	last := map[int64]int64{} // node -> tick its last frame on its outbound link arrived
-	pings := 0
+	pings := map[bool]int{}   // on a coordinator's link or not -> PINGs
 	s.Trace = func(l string) {
 		var at, to, from int64
 		var typ string
 		if _, err := fmt.Sscanf(l, "t=%d deliver %d: %s %d->succ", &at, &to, &typ, &from); err != nil {
 			return
 		}
+		onCoord := from == coord || to == coord
+		hb, name := int64(s.Cfg(1).HeartbeatTicks), "HeartbeatTicks"
+		if onCoord {
+			hb, name = int64(s.Cfg(1).CoordHeartbeatTicks), "CoordHeartbeatTicks"
+		}
 		if prev, ok := last[from]; ok && typ == "PING" && at-prev < hb {
-			t.Errorf("node %d PINGs %d ticks after its last frame to %d (%s), before HeartbeatTicks (%d)", from, at-prev, to, l, hb)
+			t.Errorf("node %d PINGs %d ticks after its last frame to %d (%s), before %s (%d)", from, at-prev, to, l, name, hb)
 		}
 		if typ == "PING" {
-			pings++
+			pings[onCoord]++
 		}
 		last[from] = at
 	}
 	s.Run(2000)
-	if pings == 0 {
+	if pings[false] == 0 {
 		t.Fatal("no PING in an idle ring: the test shows nothing")
+	}
+	// The coordinator's links are idle for 800 ms a lap (its rest of the
+	// quiet token): each is PINGed at least twice a lap.
+	if laps := 2000 / int(s.Cfg(1).Token.IdleHoldTicks); pings[true] < 2*2*laps {
+		t.Errorf("%d PINGs on the coordinator's two links in %d quiet laps; want at least %d", pings[true], laps, 2*2*laps)
 	}
 }
 

@@ -89,7 +89,7 @@ func (s *Store) Do(from int64, op ring.Op) ring.Result {
 		if op.IfStale {
 			r := s.lease(from, ring.Op{Lease: election.LeaseOp{Kind: election.LeaseAcquire}, LeaseTTL: op.LeaseTTL})
 			if !r.LeaseOK {
-				return ring.Result{Op: op, Outcome: ring.Lost, Coord: s.Coord, Epoch: s.Epoch}
+				return ring.Result{Op: op, Outcome: ring.Lost, Coord: s.Coord, Epoch: s.Epoch, LeaseRemaining: r.LeaseRemaining}
 			}
 			return ring.Result{Op: op, Coord: from, Epoch: s.Epoch, Gen: s.Gen, Secret: Secret(s.Gen)}
 		}
