@@ -61,7 +61,7 @@ coordinator and of the token holder; SIGSTOP then SIGCONT; SIGTERM and restart; 
 MariaDB restart; clients dropping their connection and logging in at another node;
 network delay on lo where tc netem works; with --net (root and nft), network faults
 made with an nftables table of its own: a node cut from its successor (one way, both
-ways), from the store, from the ring; a 2 | 3 split with the store on both sides or
+ways), from the store, from the ring; the coordinator cut from the ring; a 2 | 3 split with the store on both sides or
 one; 1, 5 and 20 % packet loss; a flapping link. A barrage of malformed, oversized and
 flooding input hits every client port, and unauthenticated, forged, stale and
 replayed frames every coordination port over TCP and UDP.

@@ -45,6 +45,7 @@ const (
 	NetCutSucc       Kind = "net-cut-succ"        // a node and its successor cut from each other, both ways
 	NetCutStore      Kind = "net-cut-store"       // a node cut from the store only
 	NetCutRing       Kind = "net-cut-ring"        // a node cut from every other node, not from the store
+	NetCutCoord      Kind = "net-cut-coordinator" // the coordinator cut from every other node, not from the store
 	NetSplit         Kind = "net-split"           // the ring split 2 | 3, the store reachable from both sides
 	NetSplitStore    Kind = "net-split-store"     // the same, the store reachable from one side only
 	NetLoss1         Kind = "net-loss-1"          // 1 % of one node's packets dropped (ring and store)
@@ -54,7 +55,7 @@ const (
 )
 
 // NetKinds are the network faults.
-var NetKinds = []Kind{NetCutSuccOneWay, NetCutSucc, NetCutStore, NetCutRing, NetSplit, NetSplitStore, NetLoss1, NetLoss5, NetLoss20, NetFlap}
+var NetKinds = []Kind{NetCutSuccOneWay, NetCutSucc, NetCutStore, NetCutRing, NetCutCoord, NetSplit, NetSplitStore, NetLoss1, NetLoss5, NetLoss20, NetFlap}
 
 // RingKinds are the ring faults, in the order of the report.
 var RingKinds = append([]Kind{KillNode, KillCoordinator, KillHolder, StopCont, TermRestart, DBRestart, GaleraKill, NetDelay}, NetKinds...)

@@ -254,7 +254,7 @@ func (s *scheduler) episode(ctx context.Context, k Kind) error {
 		return s.settle(ctx, k, string(k), 0, at, fmt.Sprintf("database down %s", ms(down)))
 	case GaleraKill:
 		return s.galeraKill(ctx, k, hold)
-	case NetCutSuccOneWay, NetCutSucc, NetCutStore, NetCutRing, NetSplit, NetSplitStore, NetLoss1, NetLoss5, NetLoss20, NetFlap, NetHostDown:
+	case NetCutSuccOneWay, NetCutSucc, NetCutStore, NetCutRing, NetCutCoord, NetSplit, NetSplitStore, NetLoss1, NetLoss5, NetLoss20, NetFlap, NetHostDown:
 		return s.netEpisode(ctx, k, st)
 	case NetDelay:
 		d := 20 * time.Millisecond

@@ -99,7 +99,7 @@ func TestNetPlans(t *testing.T) {
 		rng: newTestRand(), live: []int64{1, 2, 3, 4, 5}}
 	order := []int64{1, 3, 5, 2, 4}
 	for _, k := range NetKinds {
-		ev := s.planNet(k, order)
+		ev := s.planNet(k, order, 5)
 		rules := strings.Count(l.faultScript(ev.Fault), "add rule")
 		var want int
 		switch k {
@@ -114,6 +114,11 @@ func TestNetPlans(t *testing.T) {
 			want = 2 // the store opens no connections
 		case NetCutRing:
 			want = 4 * 4
+		case NetCutCoord:
+			want = 4 * 4
+			if ev.Victim != 5 {
+				t.Errorf("%s: victim %d, want the coordinator 5", k, ev.Victim)
+			}
 		case NetSplit:
 			want = 2 * 3 * 4
 		case NetSplitStore:

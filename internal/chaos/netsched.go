@@ -111,9 +111,12 @@ func succOf(v int64, order, ids []int64) int64 {
 }
 
 // planNet chooses a network fault of kind k: its victim and links.
-func (s *scheduler) planNet(k Kind, order []int64) netEvent {
+func (s *scheduler) planNet(k Kind, order []int64, coord int64) netEvent {
 	ids := s.r.procs.ids()
 	v := s.pick()
+	if k == NetCutCoord && slices.Contains(s.live, coord) {
+		v = coord
+	}
 	succ := succOf(v, order, ids)
 	ev := netEvent{Kind: k, Victim: v}
 	switch k {
@@ -126,13 +129,20 @@ func (s *scheduler) planNet(k Kind, order []int64) netEvent {
 	case NetCutStore:
 		ev.Fault.Drop = Both(v, StoreEnd)
 		ev.Detail = fmt.Sprintf("node %d cut from the store only", v)
-	case NetCutRing:
+	case NetCutRing, NetCutCoord:
 		for _, j := range ids {
 			if j != v {
 				ev.Fault.Drop = append(ev.Fault.Drop, Both(v, j)...)
 			}
 		}
 		ev.Detail = fmt.Sprintf("node %d cut from every other node, not from the store", v)
+		if k == NetCutCoord {
+			if v == coord {
+				ev.Detail = fmt.Sprintf("the coordinator, node %d, cut from every other node, not from the store", v)
+			} else {
+				ev.Detail += fmt.Sprintf(" (the store names node %d coordinator, not live: a random node instead)", coord)
+			}
+		}
 	case NetSplit, NetSplitStore:
 		ev.Victim = 0
 		ev.Fault.Drop, ev.Detail = s.split(ids, k == NetSplitStore)
@@ -188,7 +198,7 @@ func (s *scheduler) split(ids []int64, storeOneSide bool) ([]Link, string) {
 // the whole ring; the repair is measured from the heal.
 func (s *scheduler) netEpisode(ctx context.Context, k Kind, st ringState) error {
 	r := s.r
-	ev := s.planNet(k, st.order)
+	ev := s.planNet(k, st.order, st.coord.NodeID)
 	hold := s.between(r.cfg.NetHold)
 	if k == NetFlap || slices.Contains([]Kind{NetLoss1, NetLoss5, NetLoss20}, k) {
 		hold = r.cfg.NetLong
