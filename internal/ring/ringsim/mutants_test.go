@@ -11,6 +11,7 @@ import (
 
 	"github.com/ringchat/ringchat/internal/election"
 	"github.com/ringchat/ringchat/internal/ring"
+	"github.com/ringchat/ringchat/internal/token"
 )
 
 // TestPingOnlyAfterSilence: a node PINGs its successor only once its link
@@ -71,6 +72,45 @@ func TestTokenOfKnownEpochReadsNoStore(t *testing.T) {
 			}
 			if tokens < 100 {
 				t.Fatalf("only %d TOKEN frames in 2000 ticks: the test shows nothing", tokens)
+			}
+		})
+	}
+}
+
+// TestTokenOfNewerEpochReadsTheStore: a TOKEN's gossip (Token.Coord,
+// Token.Epoch) can name a newer coordinator than its frame's own epoch:
+// the sender passed on what its predecessor knew before learning it
+// itself. The node it reaches asks the store at once who the coordinator
+// is, as for any frame of a newer epoch; a token naming no coordinator
+// proposes nothing. (The token here is stale, as an old one replayed on
+// the link: the node discards it, but the read is asked for first.)
+func TestTokenOfNewerEpochReadsTheStore(t *testing.T) {
+	for _, coord := range []int64{5, 0} {
+		t.Run(fmt.Sprintf("coord=%d", coord), func(t *testing.T) {
+			s := netSim(t, 12)
+			victim := notCoordinator(s)
+			n := s.Procs[victim].Node
+			if !s.RunUntil(bound, func() bool { return !n.HoldsToken() && n.Predecessor() != 0 }) {
+				t.Fatal("the node always holds the token")
+			}
+			reads := 0
+			s.Trace = func(l string) {
+				if strings.Contains(l, fmt.Sprintf("deliver %d: store ", victim)) && strings.Contains(l, " read-coordinator ") {
+					reads++
+				}
+			}
+			_, epoch := n.Coordinator()
+			tok := token.Token{Stamp: n.LastStamp(), Coord: coord, Epoch: epoch + 1}
+			s.Inject(victim, ring.Msg{Type: ring.MsgToken, Via: ring.ViaPred, From: n.Predecessor(), Epoch: epoch, Token: &tok})
+			s.Run(5)
+			switch {
+			case coord != 0 && reads == 0:
+				t.Errorf("a token naming coordinator %d at epoch %d (the node's: %d) made no store read", coord, epoch+1, epoch)
+			case coord == 0 && reads != 0:
+				t.Errorf("a token naming no coordinator made %d store reads", reads)
+			}
+			if _, e := n.Coordinator(); e != epoch {
+				t.Errorf("the node's epoch went from %d to %d on a token's word", epoch, e)
 			}
 		})
 	}
