@@ -202,6 +202,38 @@ func TestLeaseTakeOverAfterTheHolderDies(t *testing.T) {
 	}
 }
 
+// TestLeaseHolderRestartedKeepsTheToken: the lease holder crashes while
+// the token is elsewhere, and restarts at once. The store still names it,
+// so it takes the lease again (a new epoch) while starting, away from the
+// token, which lives on at its predecessor. The new holder takes the
+// generation the store had made from the lease's answer and waits for that
+// token: it makes no new one (which would fence the live token off and
+// lose a lap).
+func TestLeaseHolderRestartedKeepsTheToken(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			s := leaseSim(t, seed)
+			startAll(t, s)
+			settle(t, s, "formed")
+			coord := s.Store.Coord
+			c := s.Procs[coord].Node
+			if !s.RunUntil(bound, func() bool { return len(s.Holders()) == 1 && !c.HoldsToken() }) {
+				t.Fatal("the lease holder always holds the token")
+			}
+			epoch, gen := s.Store.Epoch, s.Store.Gen
+			s.Crash(coord)
+			s.Start(coord)
+			settle(t, s, "after the holder restarted")
+			if s.Store.Coord != coord || s.Store.Epoch == epoch {
+				t.Fatalf("the restarted holder %d did not take the lease again: coordinator %d epoch %d (was %d)", coord, s.Store.Coord, s.Store.Epoch, epoch)
+			}
+			if s.Store.Gen != gen {
+				t.Errorf("the new lease holder made token generation %d; the token of generation %d was alive", s.Store.Gen, gen)
+			}
+		})
+	}
+}
+
 // TestLeaseHolderKeepsTheRoleThroughACut: the link between the lease
 // holder and its predecessor is cut both ways. The predecessor takes the
 // holder for dead and asks the store for the lease, but the holder, alive
