@@ -337,7 +337,8 @@ func TestLeaseHolderKeepsTheRoleThroughACut(t *testing.T) {
 //     a member check's answer: it dials the successor whose failure its
 //     repair is about to handle, and forgets the failure, or takes a
 //     joining place before its own join is done:
-//     TestCoordinatorTakesNoPlaceFromAMemberCheck (package ring).//
+//     TestCoordinatorTakesNoPlaceFromAMemberCheck (package ring).
+//
 // Equivalent (no input tells them from the code):
 //   - deadline.go:38 NextDeadline `n.now+1` -> `n.now-1`: the result is
 //     clamped to n.now+1 on the return.
