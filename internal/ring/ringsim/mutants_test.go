@@ -11,6 +11,7 @@ import (
 
 	"github.com/ringchat/ringchat/internal/election"
 	"github.com/ringchat/ringchat/internal/ring"
+	"github.com/ringchat/ringchat/internal/token"
 )
 
 // TestPingOnlyAfterSilence: a node PINGs its successor only once its link
@@ -82,6 +83,45 @@ func TestTokenOfKnownEpochReadsNoStore(t *testing.T) {
 			}
 			if tokens < 100 {
 				t.Fatalf("only %d TOKEN frames in 2000 ticks: the test shows nothing", tokens)
+			}
+		})
+	}
+}
+
+// TestTokenOfNewerEpochReadsTheStore: a TOKEN's gossip (Token.Coord,
+// Token.Epoch) can name a newer coordinator than its frame's own epoch:
+// the sender passed on what its predecessor knew before learning it
+// itself. The node it reaches asks the store at once who the coordinator
+// is, as for any frame of a newer epoch; a token naming no coordinator
+// proposes nothing. (The token here is stale, as an old one replayed on
+// the link: the node discards it, but the read is asked for first.)
+func TestTokenOfNewerEpochReadsTheStore(t *testing.T) {
+	for _, coord := range []int64{5, 0} {
+		t.Run(fmt.Sprintf("coord=%d", coord), func(t *testing.T) {
+			s := netSim(t, 12)
+			victim := notCoordinator(s)
+			n := s.Procs[victim].Node
+			if !s.RunUntil(bound, func() bool { return !n.HoldsToken() && n.Predecessor() != 0 }) {
+				t.Fatal("the node always holds the token")
+			}
+			reads := 0
+			s.Trace = func(l string) {
+				if strings.Contains(l, fmt.Sprintf("deliver %d: store ", victim)) && strings.Contains(l, " read-coordinator ") {
+					reads++
+				}
+			}
+			_, epoch := n.Coordinator()
+			tok := token.Token{Stamp: n.LastStamp(), Coord: coord, Epoch: epoch + 1}
+			s.Inject(victim, ring.Msg{Type: ring.MsgToken, Via: ring.ViaPred, From: n.Predecessor(), Epoch: epoch, Token: &tok})
+			s.Run(5)
+			switch {
+			case coord != 0 && reads == 0:
+				t.Errorf("a token naming coordinator %d at epoch %d (the node's: %d) made no store read", coord, epoch+1, epoch)
+			case coord == 0 && reads != 0:
+				t.Errorf("a token naming no coordinator made %d store reads", reads)
+			}
+			if _, e := n.Coordinator(); e != epoch {
+				t.Errorf("the node's epoch went from %d to %d on a token's word", epoch, e)
 			}
 		})
 	}
@@ -173,6 +213,38 @@ func TestLeaseTakeOverAfterTheHolderDies(t *testing.T) {
 	}
 }
 
+// TestLeaseHolderRestartedKeepsTheToken: the lease holder crashes while
+// the token is elsewhere, and restarts at once. The store still names it,
+// so it takes the lease again (a new epoch) while starting, away from the
+// token, which lives on at its predecessor. The new holder takes the
+// generation the store had made from the lease's answer and waits for that
+// token: it makes no new one (which would fence the live token off and
+// lose a lap).
+func TestLeaseHolderRestartedKeepsTheToken(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			s := leaseSim(t, seed)
+			startAll(t, s)
+			settle(t, s, "formed")
+			coord := s.Store.Coord
+			c := s.Procs[coord].Node
+			if !s.RunUntil(bound, func() bool { return len(s.Holders()) == 1 && !c.HoldsToken() }) {
+				t.Fatal("the lease holder always holds the token")
+			}
+			epoch, gen := s.Store.Epoch, s.Store.Gen
+			s.Crash(coord)
+			s.Start(coord)
+			settle(t, s, "after the holder restarted")
+			if s.Store.Coord != coord || s.Store.Epoch == epoch {
+				t.Fatalf("the restarted holder %d did not take the lease again: coordinator %d epoch %d (was %d)", coord, s.Store.Coord, s.Store.Epoch, epoch)
+			}
+			if s.Store.Gen != gen {
+				t.Errorf("the new lease holder made token generation %d; the token of generation %d was alive", s.Store.Gen, gen)
+			}
+		})
+	}
+}
+
 // TestLeaseHolderKeepsTheRoleThroughACut: the link between the lease
 // holder and its predecessor is cut both ways. The predecessor takes the
 // holder for dead and asks the store for the lease, but the holder, alive
@@ -240,6 +312,44 @@ func TestLeaseHolderKeepsTheRoleThroughACut(t *testing.T) {
 //     `&&` -> `||`: a store read for (nearly) every token:
 //     TestTokenOfKnownEpochReadsNoStore.
 //
+// Killed since, by tests added for them (each applied by hand at 51a08ed,
+// lines as there; the test fails with the mutant and passes without):
+//   - elect.go:136 becomeLeaseHolder `n.leaseGen == 0` -> `!=`, and
+//     elect.go:146 leaseDone `Kind == LeaseAcquire` -> `!=` (leaseGen not
+//     taken from the acquire): a new lease holder away from the token
+//     makes a new generation at once instead of waiting for the live
+//     token: TestLeaseHolderRestartedKeepsTheToken (the holder restarted
+//     at once takes the lease again while starting).
+//   - step.go:81 stepToken `t.Coord != 0` -> `==`: a token whose gossip
+//     names a newer epoch than its frame's makes no store read (and one
+//     naming no coordinator does): TestTokenOfNewerEpochReadsTheStore.
+//   - step.go:292 enqueueMove `i >= 0` -> `< 0`: a join of the node queued
+//     ahead of its move stands for the move's join, and the node is left
+//     out of the ring until it notices:
+//     TestMoveJoinsAfterItsLeaveBehindAQueuedJoin (netfault_test.go).
+//   - machine.go:1143 avoidedLinks `a[0] != b[0]` -> `==`: links that
+//     failed at the same tick are ordered by their second node, or left in
+//     the map's order: TestAvoidedLinksOrderIsFullyDetermined (package
+//     ring).
+//   - elect.go:149 leaseDone `r.Outcome != Failed` -> `==` and `r.Coord
+//     != 0` -> `==`: a refused lease no longer adopts the holder the store
+//     names: a node of the ring whose coordinator failed goes on asking
+//     the dead one for a successor (the election machine, told of a newer
+//     holder, ends without a read), and keeps an epoch the store lost:
+//     TestRefusedLeaseAdoptsTheStoresHolder (package ring).
+//   - step.go:490 claimLost `n.winClaims > 0` -> `>=` and `<=`: a node
+//     whose take-over claim lost to a live lower coordinator claims over
+//     it as if it had won an election (both), and a winner beaten by a
+//     lower node's concurrent claim does not claim again (`<=`):
+//     TestLostTakeOverIsNoWin, TestBeatenWinnerClaimsAgain (package ring).
+//   - machine.go:1165 placeFromStore `n.isCoord || r.Succ == 0` -> `&&`: a
+//     node that took the role over while relaying (relay stays set: no
+//     coordinator of its epoch is heard from but itself) moves itself on
+//     a member check's answer: it dials the successor whose failure its
+//     repair is about to handle, and forgets the failure, or takes a
+//     joining place before its own join is done:
+//     TestCoordinatorTakesNoPlaceFromAMemberCheck (package ring).
+//
 // Equivalent (no input tells them from the code):
 //   - deadline.go:38 NextDeadline `n.now+1` -> `n.now-1`: the result is
 //     clamped to n.now+1 on the return.
@@ -283,21 +393,22 @@ func TestLeaseHolderKeepsTheRoleThroughACut(t *testing.T) {
 //     node relaying, a rejoin unanswered or a link replaced.
 //   - machine.go:736 inTouch `<=` -> `<`: out of touch one tick sooner.
 //
-// Not shown by a test yet (not equivalent):
-//   - elect.go:136 becomeLeaseHolder `n.leaseGen == 0` -> `!=`, and
-//     elect.go:146 leaseDone `Kind == LeaseAcquire` -> `!=` (leaseGen not
-//     taken from the acquire): a new lease holder that does not hold the
-//     token makes a new generation at once instead of waiting for the
-//     token (the store's fence refuses the old one: a lost lap, no safety
-//     effect). A take-over after a crash is done by the dead holder's
-//     predecessor, where the token piles up, so the simulations never see
-//     it; it needs a hand-over to a node away from the token.
-//   - elect.go:149 leaseDone `r.Outcome != Failed` -> `==`, `r.Coord != 0`
-//     -> `==`, and either `&&` -> `||`: a refused lease adopts the holder
-//     the store names (adoptStore, which also lowers an epoch the store
-//     no longer has). The node learns the holder anyway from the election
-//     report's read (starting) or the holder's COORDINATOR; only a store
-//     that lost its newest epoch (a failover) would show it.
+// Not shown by a test yet (not equivalent; machine.go:736 is being
+// changed elsewhere):
+//   - elect.go:149 leaseDone, either `&&` of `r.Outcome != Failed &&
+//     !r.LeaseOK && r.Coord != 0` -> `||`: the store's answer is adopted
+//     on a grant too, where it names this node at the epoch granted. For
+//     an acquire, becomeLeaseHolder (LeaseWon, drained with the same
+//     Ready) sets the same coordinator and epoch, and steps a coordinator
+//     down first as adopt does; a renewal's grant names the epoch the node
+//     holds and acts on. They differ only for a grant at an epoch below
+//     the node's, which only a store that lost two or more epochs (a
+//     failover) gives: there the code keeps the higher epoch and never
+//     acts on the lease its election machine won and renews (no
+//     coordinator; nobody else gets the lease), while the mutant lowers
+//     the epoch and acts. A test would assert that gap; it is reported,
+//     not asserted (the followers, which never lower their epoch from a
+//     read, would ignore that coordinator's commands anyway).
 //   - machine.go:736 inTouch `&&` -> `||` (timed out in the diff run
 //     below, lived by hand), `<=` -> `>`, `n.now-n.predHeard` -> `+` (two
 //     mutants, ARITHMETIC_BASE and INVERT_NEGATIVES, the same text),
@@ -306,18 +417,6 @@ func TestLeaseHolderKeepsTheRoleThroughACut(t *testing.T) {
 //     on the strength of its predecessor's frames. Seen only with the
 //     successor link down for longer than AliveTicks while the predecessor
 //     still reaches it, which no simulation holds for that long.
-//   - step.go:81 stepToken `t.Coord != 0` -> `==`: the token's gossip
-//     never asks the store. A node learns a new epoch by other ways too
-//     (the election's own messages, the commands it proposes to the
-//     store): one whose datagrams from a new coordinator were all cut
-//     learned it as soon without the gossip, in the one simulation tried.
-//   - step.go:490 claimLost `n.winClaims > 0` -> `>=` and `<=`: a node
-//     that lost a take-over claim to a lower coordinator claims over it as
-//     if it had won an election, and (`<=`) a winner beaten by a lower
-//     node's concurrent claim does not claim again. With voting methods
-//     only a node above the coordinator takes the path, and an election
-//     gives it the role anyway: the invariants and healing checks see the
-//     same end, sooner or later.
 //
 // Lines changed since caa199e (machine.go, step.go, plan.go, ops.go), and
 // the four lines above, run with the script told to mutate only those
@@ -334,14 +433,8 @@ func TestLeaseHolderKeepsTheRoleThroughACut(t *testing.T) {
 //   - machine.go:1165 placeFromStore `r.Succ == 0 || !slices.Contains(...)`
 //     -> `&&`: equivalent while the store's ring is one cycle (Succ is
 //     topo[n.id], non-zero only for a node in it, which Members lists).
-//   - machine.go:1165 `n.isCoord || r.Succ == 0` -> `&&` (a coordinator
-//     placing itself from the store): not shown by a test yet; the next
-//     guard returns for a coordinator unless it still relays.
-//   - machine.go:1143 avoidedLinks `a[0] != b[0]` -> `==`: links that
-//     failed at the same tick and share their second node are ordered as
-//     the map gives them, so a run is no longer reproducible; which of two
-//     such links is given up first does not matter to the ring. Not shown
-//     by a test yet.
+//   - machine.go:1165 `n.isCoord || r.Succ == 0` -> `&&`: killed (see
+//     the first list).
 //   - ops.go:94 Moves `o.Move && o.Node == node` -> `||`: not shown by the
 //     ring's tests, which do not look at what it decides: the node's store
 //     executor (node/exec.go) would keep the users' presence rows of a
@@ -350,7 +443,4 @@ func TestLeaseHolderKeepsTheRoleThroughACut(t *testing.T) {
 //     by hand), outside the ring's mutation command.
 //   - step.go:292 enqueueMove `i >= 0` -> `> 0`: equivalent; at i == 0
 //     "after" also holds the leave itself, which is not a join.
-//   - step.go:292 `i >= 0` -> `< 0`: a join of that node queued before its
-//     leave would stand for the join after it (the node left out of the
-//     ring until it noticed). Not shown by a test yet: the simulations
-//     never queue a join of a node ahead of its move.
+//   - step.go:292 `i >= 0` -> `< 0`: killed (see the first list).

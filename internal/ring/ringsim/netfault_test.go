@@ -312,6 +312,44 @@ func TestMoveAlwaysJoinsAfterItsLeave(t *testing.T) {
 	}
 }
 
+// TestMoveJoinsAfterItsLeaveBehindAQueuedJoin: the coordinator is busy
+// with the store (a JOIN of another node runs) when a node's JOIN, asked
+// through another node, and then its SUCCESSOR_REQUEST naming the
+// coordinator, asked the same way, come in. The move (a leave, then a
+// join) is queued behind the JOIN: that JOIN, done before the leave, does
+// not stand for the move's join, which is queued too. The node is placed
+// again at once, not left out of the ring until it noticed by itself.
+func TestMoveJoinsAfterItsLeaveBehindAQueuedJoin(t *testing.T) {
+	s := netSim(t, 208)
+	coord := s.Store.Coord
+	const who, via, other = 2, 3, 1
+	start := len(s.Store.Changes)
+	s.Inject(coord, ring.Msg{Type: ring.MsgJoin, Via: ring.ViaUDP, To: coord, From: other, Epoch: s.Store.Epoch})
+	s.Inject(coord, ring.Msg{Type: ring.MsgJoin, Via: ring.ViaUDP, To: coord, From: via, For: who, Epoch: s.Store.Epoch})
+	s.Inject(coord, ring.Msg{Type: ring.MsgSuccessorRequest, Via: ring.ViaUDP, To: coord, From: via, For: who, Failed: coord, Epoch: s.Store.Epoch})
+	s.Run(200)
+	var about []ring.Op
+	for _, op := range s.Store.Changes[start:] {
+		if op.Node == who {
+			about = append(about, op)
+		}
+	}
+	want := []string{"join", "leave", "join"}
+	var got []string
+	for _, op := range about {
+		got = append(got, op.Kind.String())
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("changes about node %d: %v, want %v (all: %v)", who, got, want, s.Store.Changes[start:])
+	}
+	if !about[1].Move {
+		t.Errorf("node %d taken out for good, not moved: %v", who, about[1])
+	}
+	if err := s.Healthy(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestCoordinatorCannotSendToItsSuccessor: the coordinator's link to its
 // successor breaks one way (the successor still reaches it). The
 // coordinator takes the successor out and cannot tell it so; the
