@@ -314,6 +314,15 @@ func TestLeaseHolderKeepsTheRoleThroughACut(t *testing.T) {
 //
 // Killed since, by tests added for them (each applied by hand at 51a08ed,
 // lines as there; the test fails with the mutant and passes without):
+//   - machine.go:741 inTouch (machine.go:736 before CoordHeartbeatTicks)
+//     `&&` -> `||`, `<=` -> `>`, `n.now-n.predHeard` -> `+`, and
+//     `CoordHeartbeatTicks+FailTicks` -> `-`: how long a coordinator goes
+//     on renewing its lease on the strength of its predecessor's frames:
+//     TestCoordinatorCutFromEveryNode (coordcut_test.go), once the
+//     simulation no longer delivered the close of a link across a cut
+//     (the predecessor's close told the cut coordinator at once what over
+//     TCP only its silence tells). Applied by hand at the commit that
+//     made that change.
 //   - elect.go:136 becomeLeaseHolder `n.leaseGen == 0` -> `!=`, and
 //     elect.go:146 leaseDone `Kind == LeaseAcquire` -> `!=` (leaseGen not
 //     taken from the acquire): a new lease holder away from the token
@@ -391,10 +400,9 @@ func TestLeaseHolderKeepsTheRoleThroughACut(t *testing.T) {
 //     `||` (a line changed since caa199e): a check of its place at every
 //     retry of a request; placeFromStore acts on the answer only for a
 //     node relaying, a rejoin unanswered or a link replaced.
-//   - machine.go:736 inTouch `<=` -> `<`: out of touch one tick sooner.
+//   - machine.go:741 inTouch `<=` -> `<`: out of touch one tick sooner.
 //
-// Not shown by a test yet (not equivalent; machine.go:736 is being
-// changed elsewhere):
+// Not shown by a test yet (not equivalent):
 //   - elect.go:149 leaseDone, either `&&` of `r.Outcome != Failed &&
 //     !r.LeaseOK && r.Coord != 0` -> `||`: the store's answer is adopted
 //     on a grant too, where it names this node at the epoch granted. For
@@ -409,14 +417,6 @@ func TestLeaseHolderKeepsTheRoleThroughACut(t *testing.T) {
 //     the epoch and acts. A test would assert that gap; it is reported,
 //     not asserted (the followers, which never lower their epoch from a
 //     read, would ignore that coordinator's commands anyway).
-//   - machine.go:736 inTouch `&&` -> `||` (timed out in the diff run
-//     below, lived by hand), `<=` -> `>`, `n.now-n.predHeard` -> `+` (two
-//     mutants, ARITHMETIC_BASE and INVERT_NEGATIVES, the same text),
-//     `HeartbeatTicks+FailTicks` -> `-`: how long a voting-method
-//     coordinator whose successor link is down goes on renewing its lease
-//     on the strength of its predecessor's frames. Seen only with the
-//     successor link down for longer than AliveTicks while the predecessor
-//     still reaches it, which no simulation holds for that long.
 //
 // Lines changed since caa199e (machine.go, step.go, plan.go, ops.go), and
 // the four lines above, run with the script told to mutate only those

@@ -473,6 +473,11 @@ func (s *Sim) closeOutbound(p *Proc) {
 		return
 	}
 	if q := s.Procs[p.succ]; q != nil && q.pred == p.ID && q.predGen == p.succGen {
+		if s.blocked(p.ID, q.ID) {
+			// A cut drops the close too: the successor finds the link
+			// dead only by its silence (PredSilenceTicks), as over TCP.
+			return
+		}
 		from := p.ID
 		q.pred, q.predGen = 0, 0
 		s.deliverIn(q, 1, fmt.Sprintf("pred-down %d", from), func(q *Proc) { q.Node.PredecessorDown(from) })
