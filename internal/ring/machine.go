@@ -123,6 +123,9 @@ type Machine struct {
 	// node cannot reach it: requests go through other nodes (sendRelayed),
 	// and the node takes its place in the ring from the store.
 	relay bool
+	// storeFailedAt: the tick a store operation last failed, 0 once one
+	// has been carried out since.
+	storeFailedAt int64
 	// lastFailed failed as this node's successor at lastFailedAt (kept
 	// when a new successor is applied, unlike failedSucc).
 	lastFailed, lastFailedAt int64
@@ -255,7 +258,13 @@ func (n *Machine) Leave() {
 		return
 	}
 	n.phase = PhaseLeaving
-	n.el.Resign()
+	if !(n.isCoord && n.leaseMethod()) {
+		n.el.Resign()
+	}
+	// A lease holder keeps its lease (and acts as coordinator) until its
+	// own splice-out and HANDOFF are done: given up first, it would step
+	// down in the middle of its leave, its splice-out's answer stale, and
+	// no SUCCESSOR or HANDOFF would go out (finishLeave resigns).
 	n.leaveBy = n.now + int64(n.cfg.LeaveRetries*n.cfg.MaxRetryTicks)
 	n.tok.Leave()
 	n.drainToken()
@@ -360,6 +369,9 @@ func (n *Machine) SuccessorReplaced(peer int64) {
 		return
 	}
 	if n.isCoord {
+		if n.storeFailedAt != 0 {
+			n.relinkReplaced()
+		}
 		n.enqueue(Op{Kind: OpRepair, Node: n.id})
 		return
 	}
@@ -369,6 +381,20 @@ func (n *Machine) SuccessorReplaced(peer int64) {
 	// unable to say so across the same cut: the store says at once.
 	n.checkJoins = n.joins
 	n.enqueue(Op{Kind: OpCheckMember})
+}
+
+// relinkReplaced: a coordinator whose successor link was replaced, and
+// whose store does not answer, links to the same successor again. Its
+// repair, which would place it from the store, waits for the store, and
+// meanwhile it would hold the token with no link (a key holder's HELLO in
+// its name replaced the link: the chaos barrage did it during a cut from
+// the store, and nothing was delivered anywhere until the heal). Only the
+// coordinator places nodes, and it placed none before this successor.
+// With the store answering, the repair places it, and it waits for that.
+func (n *Machine) relinkReplaced() {
+	if n.isCoord && n.phase == PhaseInRing && n.succ != 0 && !n.succUp && n.failedSucc == 0 {
+		n.connect(n.succ)
+	}
 }
 
 // PredecessorUp reports a new inbound link from peer.
@@ -645,6 +671,9 @@ func (n *Machine) finishLeave() {
 	n.succ, n.succUp = 0, false
 	n.connect(0)
 	n.note(EventLeft, 0)
+	// A lease holder gives its lease up only now (Leave).
+	n.el.Resign()
+	n.drainElection()
 }
 
 // linkLost marks the successor link down. If the coordinator already named

@@ -339,6 +339,7 @@ func (n *Machine) StoreDone(r Result) {
 		n.storeFailed(r)
 		return
 	}
+	n.storeFailedAt = 0
 	if n.phase != PhaseLeft {
 		switch r.Op.Kind {
 		case OpReadCoordinator:
@@ -397,8 +398,12 @@ func (n *Machine) regenerateDone(r Result) {
 // asks again) and a token's check (the token goes on unchecked).
 func (n *Machine) storeFailed(r Result) {
 	n.note(EventStoreFailed, 0)
+	n.storeFailedAt = max(n.now, 1)
 	n.queue = append([]Op{r.Op}, n.queue...)
 	n.retryOpAt = n.now + int64(n.cfg.RetryTicks)
+	if r.Op.Kind == OpRepair && r.Op.Node == n.id && r.Op.Failed == 0 {
+		n.relinkReplaced() // the repair of a replaced link waits for the store
+	}
 	switch r.Op.Kind {
 	case OpRegenerate:
 		n.queue = n.queue[1:]

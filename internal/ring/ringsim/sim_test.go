@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ringchat/ringchat/internal/election"
 	"github.com/ringchat/ringchat/internal/ring"
 	"github.com/ringchat/ringchat/internal/token"
 )
@@ -315,24 +316,54 @@ func TestLostDuplicatedReorderedDatagrams(t *testing.T) {
 	}
 }
 
+// TestCleanLeave: a plain node and the coordinator leave cleanly, with a
+// voting method and with the lease: spliced out, the token kept (no new
+// generation), and the node gone by finishing its leave, not at its
+// leave deadline. Before, a lease holder gave its lease up first and
+// stepped down in the middle of its own leave: no SUCCESSOR or HANDOFF
+// went out, it stayed until the deadline, and the token was made anew.
 func TestCleanLeave(t *testing.T) {
-	for _, who := range []int64{2, 5} { // a plain node, the coordinator
-		t.Run(fmt.Sprint(who), func(t *testing.T) {
-			s := newSim(t, 7, 1, 2, 3, 4, 5)
-			startAll(t, s)
-			gen := s.Store.Gen
-			s.Leave(who)
-			if !s.RunUntil(bound, func() bool { return s.Procs[who].Exited }) {
-				t.Fatalf("node %d did not leave", who)
-			}
-			settle(t, s, "after the leave")
-			if s.Store.Topo[who] != 0 {
-				t.Errorf("node %d still in the ring", who)
-			}
-			if s.Store.Gen != gen {
-				t.Errorf("a clean leave lost the token: generations %d -> %d", gen, s.Store.Gen)
-			}
-		})
+	for _, method := range []election.Method{election.Default, election.Lease} {
+		for _, coord := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/coordinator=%v", method, coord), func(t *testing.T) {
+				s := newSim(t, 7, 1, 2, 3, 4, 5)
+				if method == election.Lease {
+					s = leaseSim(t, 7)
+				}
+				startAll(t, s)
+				who := int64(2)
+				if coord {
+					who = s.Store.Coord
+				} else if who == s.Store.Coord {
+					who = 3
+				}
+				gen := s.Store.Gen
+				trace := s.Trace
+				deadline := false
+				s.Trace = func(l string) {
+					for _, e := range []ring.Event{ring.EventLeaveDeadline, ring.EventLeaveUnanswered} {
+						if strings.Contains(l, fmt.Sprintf("node %d: %s ", who, e)) {
+							deadline = true
+						}
+					}
+					trace(l)
+				}
+				s.Leave(who)
+				if !s.RunUntil(bound, func() bool { return s.Procs[who].Exited }) {
+					t.Fatalf("node %d did not leave", who)
+				}
+				if deadline {
+					t.Errorf("node %d left unanswered or at its leave deadline, not by finishing its leave", who)
+				}
+				settle(t, s, "after the leave")
+				if s.Store.Topo[who] != 0 {
+					t.Errorf("node %d still in the ring", who)
+				}
+				if s.Store.Gen != gen {
+					t.Errorf("a clean leave lost the token: generations %d -> %d", gen, s.Store.Gen)
+				}
+			})
+		}
 	}
 }
 
