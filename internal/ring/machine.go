@@ -123,6 +123,10 @@ type Machine struct {
 	// node cannot reach it: requests go through other nodes (sendRelayed),
 	// and the node takes its place in the ring from the store.
 	relay bool
+	// leaseUntil: a coordinator's lease surely runs until this tick (the
+	// last renewal the store confirmed, from when it was asked, or the
+	// claim); aliveSentAt: when the last renewal was asked for.
+	leaseUntil, aliveSentAt int64
 	// storeFailedAt: the tick a store operation last failed, 0 once one
 	// has been carried out since.
 	storeFailedAt int64
@@ -495,7 +499,9 @@ func (n *Machine) tickLinks() {
 			failed = n.succ
 		}
 		if n.isCoord {
-			n.enqueue(Op{Kind: OpRepair, Node: n.id, Failed: failed})
+			if n.mayTakeOut() {
+				n.enqueue(Op{Kind: OpRepair, Node: n.id, Failed: failed})
+			}
 		} else {
 			n.request(MsgSuccessorRequest, failed)
 		}
@@ -705,7 +711,9 @@ func (n *Machine) successorFailed(f int64) {
 	switch {
 	case n.phase != PhaseInRing && n.phase != PhaseLeaving:
 	case n.isCoord:
-		n.enqueue(Op{Kind: OpRepair, Node: n.id, Failed: f})
+		if n.mayTakeOut() {
+			n.enqueue(Op{Kind: OpRepair, Node: n.id, Failed: f})
+		}
 	case f == n.coord:
 		n.note(EventCoordinatorFailed, f)
 		n.takeOver(true)
@@ -759,6 +767,7 @@ func (n *Machine) tickAlive() {
 		// waiting while this node splices them out one by one.
 		return
 	}
+	n.aliveSentAt = n.now
 	n.enqueue(Op{Kind: OpAlive, LeaseTTL: n.aliveTTL()})
 }
 
@@ -768,6 +777,19 @@ func (n *Machine) tickAlive() {
 // the same (an idle predecessor of the coordinator PINGs as often).
 func (n *Machine) inTouch() bool {
 	return n.succUp || (n.pred != 0 && n.now-n.predHeard <= int64(n.cfg.CoordHeartbeatTicks+n.cfg.FailTicks))
+}
+
+// mayTakeOut reports whether the coordinator may take a failed successor
+// out of the ring. Out of touch with both neighbours it cannot tell their
+// failures from its own cut off from them: taking each next successor out
+// as its dial fails would empty the store's ring of nodes that work (each
+// then told it is out, and its clients sent elsewhere) while they wait
+// for its lease to run out. So it takes nodes out then only once its
+// lease has run out with a relay's retry to spare: if the store still
+// names it, nobody else could take the role (the others are gone); if
+// another node took it, the store refuses the repair and it steps down.
+func (n *Machine) mayTakeOut() bool {
+	return n.leaseMethod() || n.inTouch() || n.now > n.leaseUntil+n.relayTicks()
 }
 
 // heartbeatTicks is how long the successor link may stay idle before a

@@ -357,6 +357,8 @@ func (n *Machine) StoreDone(r Result) {
 			if r.Outcome == Lost {
 				n.adoptStore(r.Coord, r.Epoch)
 				n.stepDown()
+			} else {
+				n.leaseUntil = max(n.leaseUntil, n.aliveSentAt+int64(n.cfg.AliveTicks))
 			}
 		case OpRegenerate:
 			n.regenerateDone(r)
@@ -401,9 +403,9 @@ func (n *Machine) storeFailed(r Result) {
 	n.storeFailedAt = max(n.now, 1)
 	n.queue = append([]Op{r.Op}, n.queue...)
 	n.retryOpAt = n.now + int64(n.cfg.RetryTicks)
-	if r.Op.Kind == OpRepair && r.Op.Node == n.id && r.Op.Failed == 0 {
-		n.relinkReplaced() // the repair of a replaced link waits for the store
-	}
+	// A coordinator whose successor link was replaced waits for its repair,
+	// which waits for the store (behind whatever operation failed here).
+	n.relinkReplaced()
 	switch r.Op.Kind {
 	case OpRegenerate:
 		n.queue = n.queue[1:]
@@ -469,6 +471,7 @@ func (n *Machine) claimDone(r Result) {
 		n.coordLost = true
 	}
 	n.becomeCoordinator(r.Epoch, r.Gen == 0)
+	n.leaseUntil = n.now + int64(n.cfg.AliveTicks) // a claim gives the lease
 	if r.Op.IfStale && prev != 0 && prev != n.id {
 		// The previous coordinator let its lease run out: dead, or cut off
 		// from every node of its ring. It leaves the ring now (it joins

@@ -22,8 +22,9 @@ const dialTimeoutTicks = 40
 const rtoTicks = 10
 
 // storeTimeoutTicks is how long a store operation of a node cut from the
-// store takes to fail.
-const storeTimeoutTicks = 10
+// store takes to fail: 1.1 s, as a dial into an nft cut times out in the
+// chaos runs ("connect: connection timed out").
+const storeTimeoutTicks = 55
 
 // net holds the faults (directed: from -> to).
 type netFaults struct {
