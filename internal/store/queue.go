@@ -449,8 +449,12 @@ func (t *sqlTx) advanceGroups(last map[int64]int64) error {
 	return nil
 }
 
-// msgChunk bounds the rows of one multi-row message insert.
-const msgChunk = 100
+// msgChunk bounds the rows of one multi-row message insert: a busy
+// visit's batch (a few hundred messages) is one statement, and one of the
+// largest (1,000) two. At most 4 KB of text a message, twice that once
+// escaped into the statement: 4 MB, under MariaDB's default packet limit
+// of 16 MB.
+const msgChunk = 500
 
 func (t *sqlTx) InsertMessages(ms []NewMessage, recipients [][]int64) ([]Inserted, error) {
 	if len(recipients) != len(ms) {
