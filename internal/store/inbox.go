@@ -348,11 +348,11 @@ func walkAcks(run inboxRun, acks map[int64]bool) inboxAck {
 }
 
 // ackInbox acknowledges direct messages (by user, their sequences). One
-// user acknowledging their next message in order is one UPDATE (ackNext);
-// users acknowledging the runs right after their cursors (the common case
-// for a visit) are one UPDATE a chunk of users (ackRuns); otherwise, or
-// for what those did not move, ackWalk. It returns how many messages it
-// acknowledged.
+// user acknowledging their next message in order (the common case) is one
+// UPDATE (ackNext); otherwise, or if that moved nothing: one read of the
+// users' cursors (with their remembered out-of-order acknowledgements,
+// usually none), one of their runs, one UPDATE of their cursors, and the
+// rare out-of-order rows. It returns how many messages it acknowledged.
 func (t *sqlTx) ackInbox(byUser map[int64][]int64) (int, error) {
 	if u, seq, ok := loneAck(byUser); ok {
 		moved, err := t.ackNext(u, seq)
@@ -362,125 +362,7 @@ func (t *sqlTx) ackInbox(byUser map[int64][]int64) (int, error) {
 		if moved {
 			return 1, nil
 		}
-	} else if t.s.selfRead && len(byUser) > 0 {
-		n, rest, err := t.ackRuns(byUser)
-		if err != nil || len(rest) == 0 {
-			return n, err
-		}
-		k, err := t.ackWalk(rest)
-		return n + k, err
 	}
-	return t.ackWalk(byUser)
-}
-
-// ackRunChunk bounds the users of one ackRuns statement (each has an OR
-// term or CASE branch in three places; SQLite limits an expression's depth).
-const ackRunChunk = 100
-
-// ackRuns acknowledges, per chunk of users, every user's messages in one
-// UPDATE if every user of the chunk acknowledges the run of messages right
-// after their acked_seq (the common case: a client acknowledges what it
-// was handed, in order): the chunk's cursors move to the last of each
-// run, all or none. It returns how many messages it acknowledged and the
-// users of the chunks that did not move (for ackWalk: nothing of theirs
-// changed).
-//
-// The UPDATE's conditions are read from its arguments, never as ranges
-// bounded by the cursors' columns (a correlated range read the user's
-// whole inbox on MariaDB), and hold for the chunk as a whole: for each
-// user, with lo and hi the lowest and highest sequence acknowledged,
-//   - acked_seq is below lo and at or above the user's newest message
-//     below lo (one index entry read backwards), read by a subquery of
-//     the cursors themselves (MariaDB 10.3.2 and later and SQLite let an
-//     UPDATE read its own table; selfRead), which counts the users for
-//     whom it holds;
-//   - the user's messages in [lo, hi] are exactly those acknowledged:
-//     one read of those index ranges (at most as many rows as are
-//     acknowledged, and one) counts them, and counts per user those
-//     among them that the user acknowledged;
-//   - none of the users has a message acknowledged out of order
-//     (walkAcks would move the cursor on over those).
-func (t *sqlTx) ackRuns(byUser map[int64][]int64) (int, map[int64][]int64, error) {
-	n := 0
-	var rest map[int64][]int64
-	users := slices.Sorted(maps.Keys(byUser))
-	for chunk := range slices.Chunk(users, ackRunChunk) {
-		spans := make([]inboxSpan, len(chunk))
-		runs := make([][]int64, len(chunk))
-		k := 0
-		for i, u := range chunk {
-			runs[i] = slices.Compact(slices.Sorted(slices.Values(byUser[u])))
-			spans[i] = inboxSpan{user: u, lo: runs[i][0], hi: runs[i][len(runs[i])-1]}
-			k += len(runs[i])
-		}
-		moved, err := t.ackRunChunk(spans, runs, k)
-		if err != nil {
-			return n, nil, fmt.Errorf("store: ack: %w", err)
-		}
-		if moved {
-			n += k
-			continue
-		}
-		if rest == nil {
-			rest = map[int64][]int64{}
-		}
-		for _, u := range chunk {
-			rest[u] = byUser[u]
-		}
-	}
-	return n, rest, nil
-}
-
-// ackRunChunk runs ackRuns' UPDATE for one chunk of users (spans: user,
-// lowest and highest sequence acknowledged; runs: each user's sorted
-// sequences, k in all) and reports whether their cursors moved.
-func (t *sqlTx) ackRunChunk(spans []inboxSpan, runs [][]int64, k int) (bool, error) {
-	to, toArgs := caseOf("user_id", spans, func(s inboxSpan) int64 { return s.hi })
-	ids := make([]any, len(spans))
-	var heads, ranges, mine strings.Builder
-	var headArgs, rangeArgs, mineArgs []any
-	for i, s := range spans {
-		ids[i] = s.user
-		if i > 0 {
-			heads.WriteString(" OR ")
-			ranges.WriteString(" OR ")
-		}
-		heads.WriteString("(x.user_id = ? AND x.acked_seq < ? AND x.acked_seq >= COALESCE((SELECT m.msg_seq FROM messages m" + t.s.d.byInbox +
-			" WHERE m.to_user_id = ? AND m.msg_seq < ? ORDER BY m.msg_seq DESC LIMIT 1), 0))")
-		headArgs = append(headArgs, s.user, s.lo, s.user, s.lo)
-		ranges.WriteString("(m.to_user_id = ? AND m.msg_seq >= ? AND m.msg_seq <= ?)")
-		rangeArgs = append(rangeArgs, s.user, s.lo, s.hi)
-		fmt.Fprintf(&mine, " WHEN ? THEN q0.msg_seq IN (%s)", placeholders(len(runs[i])))
-		mineArgs = append(append(mineArgs, s.user), anySlice(runs[i])...)
-	}
-	q := "UPDATE inbox_cursors SET acked_seq = " + to + ", sent_seq = " + t.s.d.greatest + "(sent_seq, " + to + ")" +
-		" WHERE user_id IN (" + placeholders(len(ids)) + ")" +
-		" AND (SELECT COUNT(*) FROM inbox_cursors x WHERE " + heads.String() + ") = ?" +
-		" AND (SELECT COUNT(*) = ? AND SUM(CASE q0.to_user_id" + mine.String() + " ELSE 0 END) = ? FROM (SELECT m.to_user_id, m.msg_seq FROM messages m" +
-		t.s.d.byInbox + " WHERE " + ranges.String() + " LIMIT ?) q0)" +
-		" AND NOT EXISTS (SELECT 1 FROM inbox_acks a WHERE a.user_id IN (" + placeholders(len(ids)) + "))"
-	args := slices.Concat(toArgs, toArgs, ids, headArgs, []any{len(spans), k}, mineArgs, []any{k}, rangeArgs, []any{k + 1}, ids)
-	moved, err := t.exec(q, args...)
-	if err != nil {
-		return false, err
-	}
-	switch {
-	case moved == int64(len(spans)):
-		return true, nil
-	case moved == 0:
-		return false, nil
-	}
-	// The conditions hold for the chunk or for none of it: the
-	// cursors changed while the statement ran.
-	return false, fmt.Errorf("%d of %d cursors moved by an all-or-nothing acknowledgement", moved, len(spans))
-}
-
-// ackWalk acknowledges direct messages (by user, their sequences) the long
-// way: one read of the users' cursors (with their remembered out-of-order
-// acknowledgements, usually none), one of their runs, one UPDATE of their
-// cursors, and the rare out-of-order rows. It returns how many messages it
-// acknowledged.
-func (t *sqlTx) ackWalk(byUser map[int64][]int64) (int, error) {
 	users := slices.Sorted(maps.Keys(byUser))
 	runs, err := t.readRuns(users, byUser)
 	if err != nil {

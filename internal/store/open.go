@@ -102,7 +102,6 @@ func openSQLite(ctx context.Context, d DSN, opts Options, now func() time.Time) 
 	st := newSQLStore(db, d, sqliteDialect, now)
 	st.server = func() string { return "" } // one file, no server
 	st.returning = true                     // SQLite 3.35 and later; the driver embeds a newer one
-	st.selfRead = true
 	return st, nil
 }
 
@@ -181,7 +180,6 @@ func openMySQL(ctx context.Context, d DSN, opts Options, now func() time.Time) (
 		return nil, classifyMySQL(err, d)
 	}
 	st.returning = mariaDBAtLeast(version, 10, 5)
-	st.selfRead = mariaDBAtLeast(version, 10, 4)
 	return st, nil
 }
 

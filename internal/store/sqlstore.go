@@ -108,9 +108,6 @@ type sqlStore struct {
 	// returning: the server returns an insert's generated keys
 	// (INSERT ... RETURNING: MariaDB 10.5 and later, SQLite).
 	returning bool
-	// selfRead: an UPDATE may read the table it updates in a subquery
-	// (MariaDB 10.3.2 and later, SQLite; MySQL refuses it, error 1093).
-	selfRead bool
 	// server is the address of the database server in use (empty for an
 	// SQLite store).
 	server func() string
