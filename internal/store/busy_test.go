@@ -65,6 +65,10 @@ func TestBusyVisitStatements(t *testing.T) {
 				rows := make([]RecipientSeq, len(ds))
 				for i, d := range ds {
 					rows[i] = d.Row()
+					name := fmt.Sprint("u", d.RecipientID)
+					if d.Recipient != name || d.ToUser != name || d.Sender != "u1" || d.ToGroup != "" || d.Content != d.ID {
+						t.Errorf("delivery %+v: want from u1 to %s, its content its id", d, name)
+					}
 				}
 				marked, _, err = tx.MarkDeliveredRows(1, rows)
 				return err
@@ -177,8 +181,8 @@ func TestBusyVisitStatements(t *testing.T) {
 		}
 		// User 2 acknowledges its first and third message with user 3's
 		// first in their place of its second (as many messages as its
-		// range holds): its cursor moves over the
-		// first alone and remembers the third; user 3's is not theirs.
+		// range holds): its cursor moves over the first alone and
+		// remembers the third; user 3's is not theirs.
 		fourth := round(4)
 		of := func(u int64) []int64 {
 			var out []int64

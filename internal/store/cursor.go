@@ -128,12 +128,12 @@ func (t *sqlTx) pendingDirect(users []int64, h heads, perUser int, sources map[i
 				b.WriteString(" UNION ALL ")
 			}
 			// The inner select reads only the user's index range; the
-			// message and the names are joined after it, by key (the
-			// recipient's name is the message's: a direct message to them).
+			// message and the sender's name are joined after it, by key
+			// (the addressee is the user, whose name the heads read).
 			inner, a := t.inboxRange(u, h.inbox[u], perUser)
-			fmt.Fprintf(&b, "SELECT q%d.user_id, q%d.sent_seq, "+messageCols+" FROM ("+inner+") q%d"+
-				" %s messages m ON m.msg_seq = q%d.msg_seq"+t.messageJoins(),
-				i, i, i, t.s.d.straightJoin, i)
+			fmt.Fprintf(&b, "SELECT q%d.user_id, q%d.sent_seq, "+directCols+" FROM ("+inner+") q%d"+
+				" %s messages m ON m.msg_seq = q%d.msg_seq %s users s ON s.user_id = m.sender_id",
+				i, i, i, t.s.d.straightJoin, i, t.s.d.straightJoin)
 			args = append(args, a...)
 		}
 		err := t.each(b.String(), args, func(rows *sql.Rows) error {
@@ -142,7 +142,8 @@ func (t *sqlTx) pendingDirect(users []int64, h heads, perUser int, sources map[i
 			if err := scanMessage(rows, &d.Message, &d.RecipientID, &sent); err != nil {
 				return err
 			}
-			d.Recipient = d.ToUser
+			d.Recipient = h.names[d.RecipientID]
+			d.ToUser = d.Recipient
 			s := per[d.RecipientID]
 			if s == nil {
 				s = &userSource{}
@@ -198,6 +199,10 @@ type inboxHead struct {
 	side bool // some acknowledged out of order
 }
 
+// directCols are messageCols for direct messages to the user read: no
+// addressee's name (the user's) and no group.
+const directCols = "m.msg_seq, m.msg_id, s.name, NULL, NULL, m.content, m.sent_us, m.stored_us"
+
 // inboxRange is the inner select of the user's pending direct messages
 // (user_id, sent_seq: the cursor it read from, msg_seq), with its
 // arguments: a plain index range of the user's inbox from the cursor h
@@ -213,7 +218,7 @@ func (t *sqlTx) inboxRange(u int64, h inboxHead, perUser int) (string, []any) {
 
 // heads is what a fetch first reads of its users: who has direct messages
 // pending (direct, sorted) with their inbox cursors, and their group
-// cursors with messages after them, with the users' names.
+// cursors with messages after them, with the names of those users.
 type heads struct {
 	direct  []int64
 	inbox   map[int64]inboxHead
@@ -236,8 +241,8 @@ func (t *sqlTx) pendingHeads(users []int64) (heads, error) {
 	for chunk := range slices.Chunk(users, inChunk) {
 		ph := placeholders(len(chunk))
 		q := "SELECT 0, c.user_id, c.sent_seq, COALESCE((SELECT m.msg_seq FROM messages m" + t.s.d.byInbox + " WHERE m.to_user_id = c.user_id" +
-			" ORDER BY m.msg_seq DESC LIMIT 1), 0) > c.sent_seq, EXISTS (SELECT 1 FROM inbox_acks a WHERE a.user_id = c.user_id), NULL" +
-			" FROM inbox_cursors c WHERE c.user_id IN (" + ph + ")" +
+			" ORDER BY m.msg_seq DESC LIMIT 1), 0) > c.sent_seq, EXISTS (SELECT 1 FROM inbox_acks a WHERE a.user_id = c.user_id), u.name" +
+			" FROM inbox_cursors c " + t.s.d.straightJoin + " users u ON u.user_id = c.user_id WHERE c.user_id IN (" + ph + ")" +
 			" UNION ALL SELECT * FROM (SELECT 1, c.group_id, c.user_id, c.sent_seq, COALESCE(c.until_seq, g.last_seq), u.name FROM group_cursors c " +
 			t.s.d.straightJoin + " chat_groups g ON g.group_id = c.group_id " +
 			t.s.d.straightJoin + " users u ON u.user_id = c.user_id" +
@@ -258,6 +263,7 @@ func (t *sqlTx) pendingHeads(users []int64) (heads, error) {
 			if c != 0 { // a direct message waits
 				h.direct = append(h.direct, a)
 				h.inbox[a] = inboxHead{sent: b, side: d != 0}
+				h.names[a] = name.String
 			}
 			return nil
 		})
