@@ -24,9 +24,6 @@ const (
 	// pendingUserChunk bounds the users of one statement (one UNION ALL
 	// part each: an index range of at most perUser rows).
 	pendingUserChunk = 40
-	// directCheckUsers: past this many users, a fetch first asks which
-	// of them have direct messages pending (usersWithDirect).
-	directCheckUsers = 8
 	// pendingGroupChunk bounds the groups of one timeline statement.
 	pendingGroupChunk = 20
 	// MaxPendingUsers bounds the users of one PendingFor call.
@@ -67,10 +64,14 @@ func (t *sqlTx) PendingFor(nodeID int64, users []int64, perUser, limit int) ([]D
 	slices.Sort(users)
 	users = slices.Compact(users)
 	sources := map[int64][]userSource{}
-	if err := t.pendingDirect(users, perUser, sources); err != nil {
+	h, err := t.pendingHeads(users)
+	if err != nil {
 		return nil, fmt.Errorf("store: pending messages: %w", err)
 	}
-	if err := t.pendingGroups(users, perUser, sources); err != nil {
+	if err := t.pendingDirect(users, h, perUser, sources); err != nil {
+		return nil, fmt.Errorf("store: pending messages: %w", err)
+	}
+	if err := t.pendingGroups(h.cursors, h.names, perUser, sources); err != nil {
 		return nil, fmt.Errorf("store: pending messages: %w", err)
 	}
 	var out []Delivery
@@ -111,23 +112,15 @@ func userPrefix(srcs []userSource, perUser int) []Delivery {
 	return all
 }
 
-// pendingDirect reads each user's oldest perUser pending direct messages
-// (one index range per user: ix_messages_to_user, from the inbox cursor)
-// with the messages and the recipient's name, in one statement per chunk
-// of users. Many users are first narrowed to those with any pending. What
-// it read of each inbox is kept for the mark (t.fetched).
-func (t *sqlTx) pendingDirect(users []int64, perUser int, sources map[int64][]userSource) error {
-	all := users
-	var heads map[int64]inboxHead
-	if len(users) > directCheckUsers {
-		var err error
-		if users, heads, err = t.usersWithDirect(users); err != nil {
-			return err
-		}
-	}
+// pendingDirect reads the oldest perUser pending direct messages of each
+// of users with some (h.direct; one index range per user:
+// ix_messages_to_user, from the inbox cursor h read) with the messages and
+// the recipient's name, in one statement per chunk of users. What it read
+// of each inbox is kept for the mark (t.fetched).
+func (t *sqlTx) pendingDirect(users []int64, h heads, perUser int, sources map[int64][]userSource) error {
 	per := map[int64]*userSource{}
 	cursors := map[int64]int64{} // the sent_seq each user's range started from
-	for chunk := range slices.Chunk(users, pendingUserChunk) {
+	for chunk := range slices.Chunk(h.direct, pendingUserChunk) {
 		var b strings.Builder
 		args := make([]any, 0, 4*len(chunk))
 		for i, u := range chunk {
@@ -135,19 +128,22 @@ func (t *sqlTx) pendingDirect(users []int64, perUser int, sources map[int64][]us
 				b.WriteString(" UNION ALL ")
 			}
 			// The inner select reads only the user's index range; the
-			// message and the names are joined after it, by key.
-			inner, a := t.inboxRange(u, heads, perUser)
-			fmt.Fprintf(&b, "SELECT q%d.user_id, q%d.sent_seq, ru.name, "+messageCols+" FROM ("+inner+") q%d"+
-				" %s users ru ON ru.user_id = q%d.user_id %s messages m ON m.msg_seq = q%d.msg_seq"+t.messageJoins(),
-				i, i, i, t.s.d.straightJoin, i, t.s.d.straightJoin, i)
+			// message and the sender's name are joined after it, by key
+			// (the addressee is the user, whose name the heads read).
+			inner, a := t.inboxRange(u, h.inbox[u], perUser)
+			fmt.Fprintf(&b, "SELECT q%d.user_id, q%d.sent_seq, "+directCols+" FROM ("+inner+") q%d"+
+				" %s messages m ON m.msg_seq = q%d.msg_seq %s users s ON s.user_id = m.sender_id",
+				i, i, i, t.s.d.straightJoin, i, t.s.d.straightJoin)
 			args = append(args, a...)
 		}
 		err := t.each(b.String(), args, func(rows *sql.Rows) error {
 			var d Delivery
 			var sent int64
-			if err := scanMessage(rows, &d.Message, &d.RecipientID, &sent, &d.Recipient); err != nil {
+			if err := scanMessage(rows, &d.Message, &d.RecipientID, &sent); err != nil {
 				return err
 			}
+			d.Recipient = h.names[d.RecipientID]
+			d.ToUser = d.Recipient
 			s := per[d.RecipientID]
 			if s == nil {
 				s = &userSource{}
@@ -166,7 +162,7 @@ func (t *sqlTx) pendingDirect(users []int64, perUser int, sources map[int64][]us
 		s.truncated = len(s.items) >= perUser
 		sources[u] = append(sources[u], *s)
 	}
-	t.keepFetched(all, per, cursors)
+	t.keepFetched(users, per, cursors)
 	return nil
 }
 
@@ -197,23 +193,22 @@ type inboxRead struct {
 	seqs []int64
 }
 
-// inboxHead is what usersWithDirect read of a user's inbox cursor.
+// inboxHead is what pendingHeads read of a user's inbox cursor.
 type inboxHead struct {
 	sent int64
 	side bool // some acknowledged out of order
 }
 
+// directCols are messageCols for direct messages to the user read: no
+// addressee's name (the user's) and no group.
+const directCols = "m.msg_seq, m.msg_id, s.name, NULL, NULL, m.content, m.sent_us, m.stored_us"
+
 // inboxRange is the inner select of the user's pending direct messages
 // (user_id, sent_seq: the cursor it read from, msg_seq), with its
-// arguments: with the cursor read already (heads), a plain index
-// range of the user's inbox from sent_seq (skipping what was acknowledged
-// out of order only for a user who has such); otherwise the range from the
-// cursor joined in (inboxPending).
-func (t *sqlTx) inboxRange(u int64, heads map[int64]inboxHead, perUser int) (string, []any) {
-	h, ok := heads[u]
-	if !ok {
-		return fmt.Sprintf(inboxPending, t.s.d.straightJoin, t.s.d.byInbox), []any{u, perUser}
-	}
+// arguments: a plain index range of the user's inbox from the cursor h
+// read (skipping what was acknowledged out of order only for a user who
+// has such).
+func (t *sqlTx) inboxRange(u int64, h inboxHead, perUser int) (string, []any) {
 	q := "SELECT m.to_user_id AS user_id, ? AS sent_seq, m.msg_seq FROM messages m" + t.s.d.byInbox + " WHERE m.to_user_id = ? AND m.msg_seq > ?"
 	if h.side {
 		q += " AND NOT EXISTS (SELECT 1 FROM inbox_acks a WHERE a.user_id = m.to_user_id AND a.msg_seq = m.msg_seq)"
@@ -221,38 +216,63 @@ func (t *sqlTx) inboxRange(u int64, heads map[int64]inboxHead, perUser int) (str
 	return q + " ORDER BY m.msg_seq LIMIT ?", []any{h.sent, u, h.sent, perUser}
 }
 
-// usersWithDirect returns those of users with a direct message pending,
-// with their cursors: one index row per user (their newest direct message,
-// read backwards: an EXISTS of one after the cursor would read the inbox
-// from its start; the subquery in the select list is never turned into a
-// join), in one statement per chunk where the per-user ranges would take a
-// UNION part each. A group message to a node's hundreds of users mostly
-// finds none.
-func (t *sqlTx) usersWithDirect(users []int64) ([]int64, map[int64]inboxHead, error) {
-	var out []int64
-	heads := map[int64]inboxHead{}
+// heads is what a fetch first reads of its users: who has direct messages
+// pending (direct, sorted) with their inbox cursors, and their group
+// cursors with messages after them, with the names of those users.
+type heads struct {
+	direct  []int64
+	inbox   map[int64]inboxHead
+	cursors []cursorRow
+	names   map[int64]string
+}
+
+// pendingHeads reads, in one statement per chunk of users, each user's
+// inbox cursor with whether a direct message waits after it (one index
+// row per user: their newest direct message, read backwards; an EXISTS of
+// one after the cursor would read the inbox from its start; the subquery
+// in the select list is never turned into a join), and the users' group
+// cursors that have messages after them (at most maxCursorRows per chunk
+// of users; the users' cursors first, ix_group_cursors_user, then their
+// groups by key: from the group's side, the join would read every
+// member's cursor of a big group). The users' inbox ranges then read from
+// their cursors' positions as constants.
+func (t *sqlTx) pendingHeads(users []int64) (heads, error) {
+	h := heads{inbox: map[int64]inboxHead{}, names: map[int64]string{}}
 	for chunk := range slices.Chunk(users, inChunk) {
-		err := t.each("SELECT c.user_id, c.sent_seq, COALESCE((SELECT m.msg_seq FROM messages m"+t.s.d.byInbox+" WHERE m.to_user_id = c.user_id"+
-			" ORDER BY m.msg_seq DESC LIMIT 1), 0) > c.sent_seq, EXISTS (SELECT 1 FROM inbox_acks a WHERE a.user_id = c.user_id)"+
-			" FROM inbox_cursors c WHERE c.user_id IN ("+placeholders(len(chunk))+")", anySlice(chunk), func(rows *sql.Rows) error {
-			var id int64
-			var h inboxHead
-			var pending bool
-			if err := rows.Scan(&id, &h.sent, &pending, &h.side); err != nil {
+		ph := placeholders(len(chunk))
+		q := "SELECT 0, c.user_id, c.sent_seq, COALESCE((SELECT m.msg_seq FROM messages m" + t.s.d.byInbox + " WHERE m.to_user_id = c.user_id" +
+			" ORDER BY m.msg_seq DESC LIMIT 1), 0) > c.sent_seq, EXISTS (SELECT 1 FROM inbox_acks a WHERE a.user_id = c.user_id), u.name" +
+			" FROM inbox_cursors c " + t.s.d.straightJoin + " users u ON u.user_id = c.user_id WHERE c.user_id IN (" + ph + ")" +
+			" UNION ALL SELECT * FROM (SELECT 1, c.group_id, c.user_id, c.sent_seq, COALESCE(c.until_seq, g.last_seq), u.name FROM group_cursors c " +
+			t.s.d.straightJoin + " chat_groups g ON g.group_id = c.group_id " +
+			t.s.d.straightJoin + " users u ON u.user_id = c.user_id" +
+			" WHERE c.user_id IN (" + ph + ") AND c.sent_seq < COALESCE(c.until_seq, g.last_seq)" +
+			" ORDER BY c.user_id, c.group_id LIMIT ?) gc"
+		args := slices.Concat(anySlice(chunk), anySlice(chunk), []any{maxCursorRows})
+		err := t.each(q, args, func(rows *sql.Rows) error {
+			var kind, a, b, c, d int64
+			var name sql.NullString
+			if err := rows.Scan(&kind, &a, &b, &c, &d, &name); err != nil {
 				return err
 			}
-			if pending {
-				out = append(out, id)
-				heads[id] = h
+			if kind == 1 {
+				h.cursors = append(h.cursors, cursorRow{group: a, user: b, sent: c, end: d})
+				h.names[b] = name.String
+				return nil
+			}
+			if c != 0 { // a direct message waits
+				h.direct = append(h.direct, a)
+				h.inbox[a] = inboxHead{sent: b, side: d != 0}
+				h.names[a] = name.String
 			}
 			return nil
 		})
 		if err != nil {
-			return nil, nil, err
+			return heads{}, err
 		}
 	}
-	slices.Sort(out)
-	return out, heads, nil
+	slices.Sort(h.direct)
+	return h, nil
 }
 
 // storedMessage is a message with its sender's id.
@@ -264,13 +284,12 @@ type storedMessage struct {
 
 const messageColsIDs = "m.sender_id, COALESCE(m.to_group_id, 0), " + messageCols
 
-// pendingGroups reads the users' pending group cursors, then each group's
-// timeline once for all of its members here: from the lowest of their
-// cursors, at most perUser messages.
-func (t *sqlTx) pendingGroups(users []int64, perUser int, sources map[int64][]userSource) error {
-	cursors, names, err := t.pendingCursors(users)
-	if err != nil || len(cursors) == 0 {
-		return err
+// pendingGroups reads, for the users' pending group cursors (read by
+// pendingHeads), each group's timeline once per cursor position among its
+// members here, at most perUser messages.
+func (t *sqlTx) pendingGroups(cursors []cursorRow, names map[int64]string, perUser int, sources map[int64][]userSource) error {
+	if len(cursors) == 0 {
+		return nil
 	}
 	windows, list := groupWindows(cursors)
 	if err := t.readWindows(list, perUser); err != nil {
@@ -288,35 +307,6 @@ func (t *sqlTx) pendingGroups(users []int64, perUser int, sources map[int64][]us
 		sources[c.user] = append(sources[c.user], src)
 	}
 	return nil
-}
-
-// pendingCursors reads the users' group cursors that have messages after
-// them (at most maxCursorRows per chunk of users), with the users' names.
-func (t *sqlTx) pendingCursors(users []int64) ([]cursorRow, map[int64]string, error) {
-	var cursors []cursorRow
-	names := map[int64]string{}
-	for chunk := range slices.Chunk(users, inChunk) {
-		err := t.each(
-			// The users' cursors first (ix_group_cursors_user), then their
-			// groups by key: from the group's side, the join would read
-			// every member's cursor of a big group.
-			"SELECT c.group_id, c.user_id, c.sent_seq, COALESCE(c.until_seq, g.last_seq), u.name FROM group_cursors c "+
-				t.s.d.straightJoin+" chat_groups g ON g.group_id = c.group_id "+
-				t.s.d.straightJoin+" users u ON u.user_id = c.user_id"+
-				" WHERE c.user_id IN ("+placeholders(len(chunk))+") AND c.sent_seq < COALESCE(c.until_seq, g.last_seq)"+
-				" ORDER BY c.user_id, c.group_id LIMIT ?", append(anySlice(chunk), maxCursorRows), func(rows *sql.Rows) error {
-				var c cursorRow
-				var name string
-				err := rows.Scan(&c.group, &c.user, &c.sent, &c.end, &name)
-				cursors = append(cursors, c)
-				names[c.user] = name
-				return err
-			})
-		if err != nil {
-			return nil, nil, err
-		}
-	}
-	return cursors, names, nil
 }
 
 // groupWindow is one read of a group's timeline, shared by the members

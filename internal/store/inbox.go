@@ -74,14 +74,6 @@ func (t *sqlTx) ensureInboxes(users []int64) error {
 	return nil
 }
 
-// inboxPending is the inner select of one user's pending direct messages,
-// with the cursor's sent_seq: at most perUser after the cursor, skipping
-// those acknowledged out of order (arguments: user, perUser).
-const inboxPending = "SELECT c.user_id, c.sent_seq, m.msg_seq FROM inbox_cursors c %s messages m%s" +
-	" ON m.to_user_id = c.user_id AND m.msg_seq > c.sent_seq WHERE c.user_id = ?" +
-	" AND NOT EXISTS (SELECT 1 FROM inbox_acks a WHERE a.user_id = c.user_id AND a.msg_seq = m.msg_seq)" +
-	" ORDER BY m.msg_seq LIMIT ?"
-
 // inboxSpan is a range of one user's inbox, (lo, hi] or [lo, hi] as each
 // use says.
 type inboxSpan struct{ user, lo, hi int64 }

@@ -167,8 +167,9 @@ func (c *planCheck) explainSQLite(tx *sqlTx, q string, args []any) (string, erro
 	return "", nil
 }
 
-// scanOfFewRows: a SCAN of a subquery's result (q0, w3, a CTE) or of a
-// table bounded by what is online (presence, nodes), not by the history.
+// scanOfFewRows: a SCAN of a subquery's result (q0, w3, gc: the group
+// cursors a fetch reads, at most maxCursorRows; a CTE) or of a table
+// bounded by what is online (presence, nodes), not by the history.
 func scanOfFewRows(detail string) bool {
 	name := strings.Fields(detail)[0]
 	for _, p := range []string{"q", "w"} {
@@ -177,7 +178,7 @@ func scanOfFewRows(detail string) bool {
 		}
 	}
 	switch name {
-	case "presence", "p", "nodes", "CONSTANT":
+	case "presence", "p", "nodes", "CONSTANT", "gc":
 		return true
 	}
 	return false

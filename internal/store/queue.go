@@ -36,7 +36,15 @@ type sqlTx struct {
 	// fetched: what this transaction's last fetch (PendingFor) read of
 	// each user's inbox, for the mark (markInbox).
 	fetched map[int64]inboxRead
+	// inserted: the messages this transaction inserted (sequence →
+	// recipient, 0 for a group message) since it last moved a cursor
+	// (forgetCursors), for WaitingFor (newWaiting).
+	inserted map[int64]int64
 }
+
+// forgetCursors is called by every method that moves cursors: what
+// WaitingFor knows of the messages inserted before holds no more.
+func (t *sqlTx) forgetCursors() { t.inserted = nil }
 
 // committed runs after the transaction committed: the cursors it made
 // sure of exist.
@@ -441,8 +449,12 @@ func (t *sqlTx) advanceGroups(last map[int64]int64) error {
 	return nil
 }
 
-// msgChunk bounds the rows of one multi-row message insert.
-const msgChunk = 100
+// msgChunk bounds the rows of one multi-row message insert: a busy
+// visit's batch (a few hundred messages) is one statement, and one of the
+// largest (1,000) two. At most 4 KB of text a message, twice that once
+// escaped into the statement: 4 MB, under MariaDB's default packet limit
+// of 16 MB.
+const msgChunk = 500
 
 func (t *sqlTx) InsertMessages(ms []NewMessage, recipients [][]int64) ([]Inserted, error) {
 	if len(recipients) != len(ms) {
@@ -464,8 +476,12 @@ func (t *sqlTx) InsertMessages(ms []NewMessage, recipients [][]int64) ([]Inserte
 	}
 	var inboxes []int64
 	last := map[int64]int64{}
+	if t.inserted == nil {
+		t.inserted = map[int64]int64{}
+	}
 	for _, i := range fresh {
 		seq := stored[ms[i].ID].seq
+		t.inserted[seq] = ms[i].ToUserID // 0: a group message
 		if g := ms[i].ToGroupID; g != 0 {
 			last[g] = max(last[g], seq)
 			continue
@@ -710,28 +726,44 @@ func (t *sqlTx) WaitingFor(seqs []int64, maxUsers int) ([]Waiting, error) {
 	slices.Sort(seqs)
 	seqs = slices.Compact(seqs)
 	w := waitingAt{maxUsers: maxUsers, at: map[int64]*Waiting{}, byGroup: map[int64]*groupSenders{}}
-	for chunk := range slices.Chunk(seqs, inChunk) {
-		// One statement: the direct messages' recipients who do not have
-		// them yet and where they are (the messages, their recipients'
-		// cursors and presence, by key: whatever the history), then per
-		// group among the messages its senders and last sequence.
-		ph := placeholders(len(chunk))
-		err := t.each("SELECT DISTINCT 0, p.node_id, m.to_user_id, 0, 0 FROM messages m "+t.s.d.straightJoin+" inbox_cursors c"+
-			" ON c.user_id = m.to_user_id "+t.s.d.straightJoin+" presence p ON p.user_id = m.to_user_id"+
-			" WHERE m.msg_seq IN ("+ph+") AND m.msg_seq > c.sent_seq"+
-			" AND NOT EXISTS (SELECT 1 FROM inbox_acks a WHERE a.user_id = m.to_user_id AND a.msg_seq = m.msg_seq)"+
-			" UNION ALL SELECT 1, to_group_id, MIN(sender_id), MAX(sender_id), MAX(msg_seq) FROM messages"+
-			" WHERE msg_seq IN ("+ph+") AND to_group_id IS NOT NULL GROUP BY to_group_id", append(anySlice(chunk), anySlice(chunk)...),
-			w.scan)
-		if err != nil {
+	// Direct messages this transaction inserted wait for their recipients
+	// (newWaiting): only where those are is read. The rest (resent ones,
+	// deliveries made pending again) are read with their cursors.
+	users, rest, groups := t.newWaiting(seqs)
+	for i := 0; i < max(len(users), len(rest), len(groups)); i += inChunk {
+		// One statement: the recipients of the new direct messages and
+		// where they are (presence, by key); the other direct messages'
+		// recipients who do not have them yet and where they are (the
+		// messages, their recipients' cursors and presence, by key:
+		// whatever the history); then per group among the messages its
+		// senders and last sequence.
+		var parts []string
+		var args []any
+		if u := window(users, i); len(u) > 0 {
+			parts = append(parts, "SELECT 0, p.node_id, p.user_id, 0, 0 FROM presence p WHERE p.user_id IN ("+placeholders(len(u))+")")
+			args = append(args, anySlice(u)...)
+		}
+		if r := window(rest, i); len(r) > 0 {
+			parts = append(parts, "SELECT DISTINCT 0, p.node_id, m.to_user_id, 0, 0 FROM messages m "+t.s.d.straightJoin+" inbox_cursors c"+
+				" ON c.user_id = m.to_user_id "+t.s.d.straightJoin+" presence p ON p.user_id = m.to_user_id"+
+				" WHERE m.msg_seq IN ("+placeholders(len(r))+") AND m.msg_seq > c.sent_seq"+
+				" AND NOT EXISTS (SELECT 1 FROM inbox_acks a WHERE a.user_id = m.to_user_id AND a.msg_seq = m.msg_seq)")
+			args = append(args, anySlice(r)...)
+		}
+		if g := window(groups, i); len(g) > 0 {
+			parts = append(parts, "SELECT 1, to_group_id, MIN(sender_id), MAX(sender_id), MAX(msg_seq) FROM messages"+
+				" WHERE msg_seq IN ("+placeholders(len(g))+") AND to_group_id IS NOT NULL GROUP BY to_group_id")
+			args = append(args, anySlice(g)...)
+		}
+		if err := t.each(strings.Join(parts, " UNION ALL "), args, w.scan); err != nil {
 			return nil, fmt.Errorf("store: nodes with pending messages: %w", err)
 		}
 	}
-	groups, err := t.groupNodesWithPending(w.byGroup)
+	groupNodes, err := t.groupNodesWithPending(w.byGroup)
 	if err != nil {
 		return nil, fmt.Errorf("store: nodes with pending messages: %w", err)
 	}
-	for _, n := range groups {
+	for _, n := range groupNodes {
 		at := w.node(n)
 		at.All, at.Users = true, nil
 	}
@@ -743,6 +775,42 @@ func (t *sqlTx) WaitingFor(seqs []int64, maxUsers int) ([]Waiting, error) {
 		out = append(out, *at)
 	}
 	return out, nil
+}
+
+// newWaiting splits sorted seqs for WaitingFor: the recipients of the
+// direct messages this transaction inserted (t.inserted), each once; the
+// other sequences (rest), read with their recipients' cursors; and those
+// that may be group messages (the inserted group messages and the rest).
+//
+// An inserted direct message waits for its recipient: its sequence is
+// above every cursor (a cursor stands on a message stored before, or
+// moves back), nothing can acknowledge it out of order before it is
+// handed over, and its recipient's cursor exists (InsertMessages made sure
+// of it). Only this transaction's marks and acknowledgements could move the
+// cursor past it: they forget what was inserted (t.inserted = nil).
+func (t *sqlTx) newWaiting(seqs []int64) (users, rest, groups []int64) {
+	for _, s := range seqs {
+		to, ok := t.inserted[s]
+		switch {
+		case !ok:
+			rest = append(rest, s)
+			groups = append(groups, s)
+		case to == 0:
+			groups = append(groups, s)
+		default:
+			users = append(users, to)
+		}
+	}
+	slices.Sort(users)
+	return slices.Compact(users), rest, groups
+}
+
+// window returns the inChunk values of s from i on.
+func window(s []int64, i int) []int64 {
+	if i >= len(s) {
+		return nil
+	}
+	return s[i:min(len(s), i+inChunk)]
 }
 
 // waitingAt gathers WaitingFor's rows: the nodes where direct messages'
@@ -797,6 +865,7 @@ func anySlice[T any](in []T) []any {
 }
 
 func (t *sqlTx) MarkDelivered(recipientID int64, seqs []int64) error {
+	t.forgetCursors()
 	rows, err := t.groupRowsOf(recipientID, seqs)
 	if err != nil {
 		return fmt.Errorf("store: mark delivered: %w", err)
@@ -883,6 +952,7 @@ func (t *sqlTx) queryIDs(q string, args ...any) ([]int64, error) {
 }
 
 func (t *sqlTx) MarkDeliveredRows(nodeID int64, rows []RecipientSeq) ([]RecipientSeq, int64, error) {
+	t.forgetCursors()
 	stamp := t.s.nowUS()
 	if len(rows) == 0 {
 		return nil, stamp, nil
@@ -989,6 +1059,7 @@ func (t *sqlTx) presentHere(nodeID int64, users []any) (map[int64]int64, int64, 
 }
 
 func (t *sqlTx) UnmarkDelivered(stamp int64, rows []RecipientSeq) (int, error) {
+	t.forgetCursors()
 	direct, group := splitRows(rows)
 	k, err := t.unmarkInbox(stamp, direct)
 	if err != nil {
@@ -1002,6 +1073,7 @@ func (t *sqlTx) UnmarkDelivered(stamp int64, rows []RecipientSeq) (int, error) {
 }
 
 func (t *sqlTx) AckRows(rows []RecipientSeq) (int, error) {
+	t.forgetCursors()
 	direct, group := splitRows(rows)
 	k, err := t.ackInbox(directByUser(direct))
 	if err != nil {
@@ -1015,6 +1087,7 @@ func (t *sqlTx) AckRows(rows []RecipientSeq) (int, error) {
 }
 
 func (t *sqlTx) ResetDelivered(recipientID int64) (int, error) {
+	t.forgetCursors()
 	k, err := t.resetInbox(recipientID)
 	if err != nil {
 		return 0, err
@@ -1041,6 +1114,7 @@ func (t *sqlTx) Ack(recipientID int64, messageIDs []string) (int, error) {
 }
 
 func (t *sqlTx) AckSeqs(recipientID int64, seqs []int64) (int, error) {
+	t.forgetCursors()
 	if len(seqs) > MaxAckIDs {
 		return 0, fmt.Errorf("%w: %d messages to acknowledge (at most %d)", ErrInvalid, len(seqs), MaxAckIDs)
 	}

@@ -237,8 +237,8 @@ func TestScaleBacklogAndHistory(t *testing.T) {
 			var ds []Delivery
 			if err := visit(t, s, int64(2+i), func(tx *sqlTx) error {
 				var err error
-				// Every user (more than directCheckUsers: which of them
-				// have direct messages waiting is asked first).
+				// Every user (which of them have direct messages
+				// waiting is asked first, with the group cursors).
 				ds, err = tx.PendingFor(1, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 256, 2000)
 				if err != nil {
 					return err

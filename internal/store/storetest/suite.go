@@ -140,6 +140,7 @@ var queueTests = []conformanceTest{
 	{"DeliveryCycle", testDeliveryCycle},
 	{"PendingFair", testPendingFair},
 	{"WaitingFor", testWaitingFor},
+	{"WaitingForInserted", testWaitingForInserted},
 	{"PendingAmongMany", testPendingAmongMany},
 	{"RowsOfManyRecipients", testRowsOfManyRecipients},
 	{"MarkOnlyPresent", testMarkOnlyPresent},
@@ -1151,6 +1152,84 @@ func testWaitingFor(t *testing.T, newDSN NewDSN) {
 		if _, err := tx.WaitingFor([]int64{s1}, 0); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("at most 0 users: err = %v, want ErrInvalid", err)
 		}
+		return nil
+	})
+}
+
+// testWaitingForInserted asks where the messages a batch insert just
+// stored wait, as a visit does: a new direct message waits for its
+// recipient wherever they are, a resent one only if its recipient's
+// cursor has not passed it, and once the transaction marked or
+// acknowledged a recipient's messages, what it inserted before is read
+// with the cursors again.
+func testWaitingForInserted(t *testing.T, newDSN NewDSN) {
+	st := Open(t, newDSN(t))
+	p, g := setupPeople(t, st)
+	now := time.Now()
+	insert := func(tx store.Tx, ms ...store.NewMessage) []int64 {
+		t.Helper()
+		rcpts := make([][]int64, len(ms))
+		for i, m := range ms {
+			if m.ToUserID != 0 {
+				rcpts[i] = []int64{m.ToUserID}
+			}
+		}
+		res, err := tx.InsertMessages(ms, rcpts)
+		if err != nil {
+			t.Fatalf("insert: %v", err)
+		}
+		seqs := make([]int64, len(res))
+		for i, r := range res {
+			seqs[i] = r.Seq
+		}
+		return seqs
+	}
+	want := func(tx store.Tx, what string, seqs []int64, want []store.Waiting) {
+		t.Helper()
+		got, err := tx.WaitingFor(seqs, 8)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: waiting = %+v, want %+v", what, got, want)
+		}
+	}
+	direct := func(id string, from, to store.User) store.NewMessage {
+		return store.NewMessage{ID: id, SenderID: from.ID, ToUserID: to.ID, Content: id, SentAt: now, NodeID: 1}
+	}
+	var first []int64
+	update(t, st, func(tx store.Tx) error {
+		if err := tx.SetPresence(p.b.ID, 2); err != nil {
+			return err
+		}
+		if err := tx.SetPresence(p.c.ID, 4); err != nil {
+			return err
+		}
+		return nil
+	})
+	update(t, st, func(tx store.Tx) error {
+		first = insert(tx, direct("d1", p.a, p.b), direct("d2", p.a, p.b), direct("d3", p.b, p.a),
+			store.NewMessage{ID: "g1", SenderID: p.b.ID, ToGroupID: g.ID, Content: "g1", SentAt: now, NodeID: 1})
+		// a is offline; c is a member at node 4, b sent the group message.
+		want(tx, "new messages", first, []store.Waiting{{Node: 2, Users: []int64{p.b.ID}}, {Node: 4, All: true}})
+		want(tx, "new direct messages", first[:3], []store.Waiting{{Node: 2, Users: []int64{p.b.ID}}})
+		if _, _, err := tx.MarkDeliveredRows(2, []store.RecipientSeq{{RecipientID: p.b.ID, Seq: first[0]}, {RecipientID: p.b.ID, Seq: first[1]}}); err != nil {
+			return err
+		}
+		want(tx, "after the mark, in the same transaction", first[:3], []store.Waiting{})
+		return nil
+	})
+	update(t, st, func(tx store.Tx) error {
+		// d2 again (a resend: its cursor passed it) with a new one.
+		seqs := insert(tx, direct("d2", p.a, p.b), direct("d4", p.a, p.c))
+		if seqs[0] != first[1] {
+			t.Errorf("resent d2 stored at %d, want %d", seqs[0], first[1])
+		}
+		want(tx, "a resent message handed out, a new one", seqs, []store.Waiting{{Node: 4, Users: []int64{p.c.ID}}})
+		if _, err := tx.AckRows([]store.RecipientSeq{{RecipientID: p.b.ID, Seq: first[0]}}); err != nil {
+			return err
+		}
+		want(tx, "after an acknowledgement, in the same transaction", seqs, []store.Waiting{{Node: 4, Users: []int64{p.c.ID}}})
 		return nil
 	})
 }
