@@ -58,15 +58,7 @@ func TestCoordinatorCutFromEveryNode(t *testing.T) {
 			if s.Store.Coord == c {
 				t.Errorf("the cut coordinator %d is still coordinator in the store", c)
 			}
-			s.HealNet()
-			tr.reset()
-			if !s.RunUntil(ticks2s, func() bool { tr.step(); return s.Healthy() == nil }) {
-				t.Errorf("the ring not whole within 2 s of the heal: %v", s.Healthy())
-			}
-			tr.run(t, ticks2s)
-			if w, who := tr.worst(s.IDs()...); w > ticks2s {
-				t.Errorf("after the heal node %d waited %d ms", who, w*20)
-			}
+			tr.heal(t)
 		})
 	}
 }

@@ -91,6 +91,22 @@ func (tr *traffic) reset() {
 	}
 }
 
+// heal undoes the network faults and checks that the ring is whole within
+// 2 s and that no node then waits more than 2 s.
+func (tr *traffic) heal(t *testing.T) {
+	t.Helper()
+	s := tr.s
+	s.HealNet()
+	tr.reset()
+	if !s.RunUntil(ticks2s, func() bool { tr.step(); return s.Healthy() == nil }) {
+		t.Errorf("the ring not whole within 2 s of the heal: %v", s.Healthy())
+	}
+	tr.run(t, ticks2s)
+	if w, who := tr.worst(s.IDs()...); w > ticks2s {
+		t.Errorf("after the heal node %d waited %d ms", who, w*20)
+	}
+}
+
 // worst is the longest wait of the given nodes, counting work still waiting.
 func (tr *traffic) worst(ids ...int64) (int64, int64) {
 	var w, who int64
@@ -437,15 +453,7 @@ func TestSplitWithTheStoreOnOneSide(t *testing.T) {
 			if w, who := tr.worst(tc.keep...); w > ticks2s {
 				t.Errorf("node %d waited %d ms from the cut; want at most 2 s (healthy: %v)", who, w*20, s.Healthy())
 			}
-			s.HealNet()
-			tr.reset()
-			if !s.RunUntil(ticks2s, func() bool { tr.step(); return s.Healthy() == nil }) {
-				t.Errorf("the ring not whole within 2 s of the heal: %v", s.Healthy())
-			}
-			tr.run(t, ticks2s)
-			if w, who := tr.worst(s.IDs()...); w > ticks2s {
-				t.Errorf("after the heal node %d waited %d ms", who, w*20)
-			}
+			tr.heal(t)
 		})
 	}
 }
