@@ -127,9 +127,9 @@ type Machine struct {
 	// last renewal the store confirmed, from when it was asked, or the
 	// claim); aliveSentAt: when the last renewal was asked for.
 	leaseUntil, aliveSentAt int64
-	// storeFailedAt: the tick a store operation last failed, 0 once one
-	// has been carried out since.
-	storeFailedAt int64
+	// storeFailing: the last store operation failed (none has been
+	// carried out since).
+	storeFailing bool
 	// lastFailed failed as this node's successor at lastFailedAt (kept
 	// when a new successor is applied, unlike failedSucc).
 	lastFailed, lastFailedAt int64
@@ -373,7 +373,7 @@ func (n *Machine) SuccessorReplaced(peer int64) {
 		return
 	}
 	if n.isCoord {
-		if n.storeFailedAt != 0 {
+		if n.storeFailing {
 			n.relinkReplaced()
 		}
 		n.enqueue(Op{Kind: OpRepair, Node: n.id})

@@ -339,7 +339,7 @@ func (n *Machine) StoreDone(r Result) {
 		n.storeFailed(r)
 		return
 	}
-	n.storeFailedAt = 0
+	n.storeFailing = false
 	if n.phase != PhaseLeft {
 		switch r.Op.Kind {
 		case OpReadCoordinator:
@@ -400,7 +400,7 @@ func (n *Machine) regenerateDone(r Result) {
 // asks again) and a token's check (the token goes on unchecked).
 func (n *Machine) storeFailed(r Result) {
 	n.note(EventStoreFailed, 0)
-	n.storeFailedAt = max(n.now, 1)
+	n.storeFailing = true
 	n.queue = append([]Op{r.Op}, n.queue...)
 	n.retryOpAt = n.now + int64(n.cfg.RetryTicks)
 	// A coordinator whose successor link was replaced waits for its repair,
@@ -464,15 +464,15 @@ func (n *Machine) claimDone(r Result) {
 	n.tok.Confirm(r.Gen, r.Secret)
 	n.drainToken()
 	prev := n.coord
-	if r.Op.IfStale && prev != 0 && prev != n.id {
-		// Taken over once the coordinator's lease ran out (however many
-		// claims the store refused before): the token most likely rested
-		// with it.
+	// Taken over once the coordinator's lease ran out (however many claims
+	// the store refused before): the token most likely rested with it.
+	tookOver := r.Op.IfStale && prev != 0 && prev != n.id
+	if tookOver {
 		n.coordLost = true
 	}
 	n.becomeCoordinator(r.Epoch, r.Gen == 0)
 	n.leaseUntil = n.now + int64(n.cfg.AliveTicks) // a claim gives the lease
-	if r.Op.IfStale && prev != 0 && prev != n.id {
+	if tookOver {
 		// The previous coordinator let its lease run out: dead, or cut off
 		// from every node of its ring. It leaves the ring now (it joins
 		// again, like any node, once it reaches the coordinator), so that

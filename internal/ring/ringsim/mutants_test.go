@@ -436,7 +436,7 @@ func TestLeaseHolderKeepsTheRoleThroughACut(t *testing.T) {
 //   - leaseEndTicks `+1` -> `-1`: harmless; a claim two ticks before the
 //     lease ends is refused and told the time left again (one more store
 //     write).
-//   - StoreDone `n.storeFailedAt = 0` deleted: once the store answers
+//   - StoreDone `n.storeFailing = false` deleted: once the store answers
 //     again, a coordinator whose link is replaced relinks at once as well
 //     as repairing, which is what c6db732 took back for an unexplained
 //     pause of the e2e chaos test: not shown by a test (the simulations
