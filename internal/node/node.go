@@ -504,7 +504,7 @@ func (n *Node) logNote(note ring.Note) {
 	case ring.EventCoordinator, ring.EventCoordinatorDeposed, ring.EventCoordinatorFailed, ring.EventCoordinatorUnresponsive,
 		ring.EventJoined, ring.EventLeft, ring.EventSplicedOut, ring.EventHandoff, ring.EventRejoin, ring.EventNotInStoreRing,
 		ring.EventCoordinatorOrphaned, ring.EventTokenRegenerated, ring.EventLeaveDeadline, ring.EventLeaveUnanswered,
-		ring.EventElectionWon, ring.EventLeaseLost:
+		ring.EventElectionWon, ring.EventLeaseLost, ring.EventReporterMoved:
 		ev = n.log.Info()
 	case ring.EventTokenForged, ring.EventNotPredecessor, ring.EventTokenUnjudged:
 		if now := time.Now(); now.Sub(n.hostileLogged[note.Event]) >= time.Second {

@@ -35,3 +35,35 @@ func TestAvoidedLinksOrderIsFullyDetermined(t *testing.T) {
 		t.Fatalf("avoided links %v after linkMemoryTicks, want none", got)
 	}
 }
+
+// TestBlameReporter: the coordinator blames the node reporting a failed
+// successor only when that reporter's links failed with another node
+// lately and the accused's with nobody but the reporter. Two nodes that
+// both have a record (each lost a link elsewhere) leave the report
+// believed, as does a record older than blameTicks.
+func TestBlameReporter(t *testing.T) {
+	n := NewMachine(TestConfig(9))
+	n.now = 1000
+	if n.blameReporter(2, 3) {
+		t.Fatal("no record at all: the reporter is believed")
+	}
+	n.linkFailed(2, 3)
+	if n.blameReporter(2, 3) {
+		t.Fatal("only the reported link failed before: the reporter is believed (which end is at fault nothing tells)")
+	}
+	n.linkFailed(1, 2) // the reporter lost its link with node 1 too
+	if !n.blameReporter(2, 3) {
+		t.Fatal("the reporter's links fail with two nodes, the accused's with it alone: the reporter is blamed")
+	}
+	if n.blameReporter(3, 2) {
+		t.Fatal("the accused has the record, not the reporter: the reporter is believed")
+	}
+	n.linkFailed(3, 4) // the accused lost a link elsewhere too
+	if n.blameReporter(2, 3) {
+		t.Fatal("both have failed links elsewhere: the reporter is believed")
+	}
+	n.now += blameTicks + 1
+	if n.blameReporter(2, 3) {
+		t.Fatal("the records are older than blameTicks: the reporter is believed")
+	}
+}

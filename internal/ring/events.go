@@ -28,6 +28,7 @@ const (
 	EventPredecessorSilent       Event = "predecessor-silent"       // the inbound link was silent too long
 	EventRejoin                  Event = "rejoin"                   // a node asked to join again
 	EventSplicedOut              Event = "spliced-out"              // the coordinator took this node out of the ring
+	EventReporterMoved           Event = "reporter-moved"           // the coordinator placed a node again that reported its successor failed, its own links failing with others too (peer: the node)
 	EventStaleCommand            Event = "stale-command"            // a coordinator command of an old epoch was ignored
 	EventStaleResult             Event = "stale-result"             // a ring change finished after this node was deposed (the new coordinator tells the nodes)
 	EventStoreFailed             Event = "store-failed"             // a store operation failed

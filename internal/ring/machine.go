@@ -1155,6 +1155,30 @@ type linkFail struct {
 // from one neighbour is placed elsewhere rather than behind it again.
 func (n *Machine) linkFailed(a, b int64) { n.noteLink(a, b, 1) }
 
+// blameTicks is how far back the coordinator looks at a node's failed
+// links to tell which end of a newly failed link is in trouble: 5 s.
+const blameTicks = 250
+
+// blameReporter reports whether node a, which reports that its link to
+// its successor b failed, is more likely in trouble than b: a link of a's
+// with another node failed within blameTicks, and none of b's but this
+// one. A node that loses packets on all its links accuses each successor
+// in turn; taking each of them out would cost every healthy node a turn
+// out of the ring (its users' presence lost, its clients told to move)
+// while the lossy one stays. A reporter with a clean record is believed
+// (the usual case: b died or was cut off).
+func (n *Machine) blameReporter(a, b int64) bool {
+	other := func(x, y int64) bool {
+		for p, f := range n.linkFails {
+			if n.now-f.last <= blameTicks && (p[0] == x || p[1] == x) && p != [2]int64{min(x, y), max(x, y)} {
+				return true
+			}
+		}
+		return false
+	}
+	return other(a, b) && !other(b, a)
+}
+
 // avoidLink makes the link between a and b avoided at once (a node asked
 // through another because it cannot reach this one).
 func (n *Machine) avoidLink(a, b int64) { n.noteLink(a, b, avoidAfter) }

@@ -106,6 +106,16 @@ func (n *Machine) stepRequest(m Msg) {
 		// that has healed, or a forgery). It is told its successor again.
 		m.Failed = 0
 	}
+	if m.Type == MsgSuccessorRequest && m.Failed != 0 && n.blameReporter(m.From, m.Failed) {
+		// The reporter's links fail with others too, its successor's with
+		// nobody else: the reporter is the one in trouble (a lossy node
+		// accuses each successor in turn). It is placed again, away from
+		// the link; the successor, which works, stays where it is.
+		n.note(EventReporterMoved, m.From)
+		n.linkFailed(m.From, m.Failed)
+		n.enqueueMove(m.From)
+		return
+	}
 	n.enqueue(requestOp(m.Type, m.From, m.Failed))
 }
 
