@@ -204,13 +204,14 @@ func (q *Queue) shrink(w *visitWork) {
 	w.shrunk, w.prune = true, false
 	kind := q.shrinkKind(w)
 	if kind == "unmark" {
-		// The first rows, halved after each failure in a row.
-		first := w.unmark[0]
-		w.unmark = w.unmark[:1]
+		// The first set of rows, halved after each failure in a row; the
+		// rest, and the other sets, go back first in line.
+		first, rest := w.unmark[0], slices.Clone(w.unmark[1:])
 		if k := max(1, len(first.rows)>>min(q.v.fails, 16)); k < len(first.rows) {
-			q.v.unmark = append([]marked{{stamp: first.stamp, rows: first.rows[k:]}}, q.v.unmark...)
-			w.unmark = []marked{{stamp: first.stamp, rows: first.rows[:k]}}
+			rest = append([]marked{{stamp: first.stamp, rows: first.rows[k:]}}, rest...)
+			first.rows = first.rows[:k:k]
 		}
+		q.v.unmark, w.unmark = append(rest, q.v.unmark...), []marked{first}
 	}
 	if kind != "unmark" && len(w.unmark) > 0 {
 		q.v.unmark, w.unmark = append(w.unmark, q.v.unmark...), nil

@@ -143,3 +143,39 @@ func TestShrunkVisitsTakeTurns(t *testing.T) {
 		}
 	})
 }
+
+// A visit that fails with deliveries to make pending again from an earlier
+// visit, and marks of its own (its commit reached the store: the
+// connection broke during COMMIT), leaves two sets of rows to undo; the
+// shrunk visits after it undo both, and the user gets its messages, once
+// each. The shrunk visit kept the first set and dropped the rest: the
+// rows stayed marked delivered, and the user got nothing until it logged
+// in again.
+func TestShrunkVisitUndoesEveryMark(t *testing.T) {
+	forStores(t, 1, func(t *testing.T, st store.Store) {
+		r := newTestRing(t, st, 1, nil)
+		a := r.login(1, "a", protocol.V2)
+		b := r.login(1, "b", protocol.V2)
+		r.rotate(1, false)
+		b.mu.Lock()
+		b.gone = true // its connection closed: the delivery is to be made pending again
+		b.mu.Unlock()
+		r.send(1, a, Recipient{Name: "b"}, "one")
+		r.rotate(1, false)
+		// b's next session here; its fetch undoes the first marks, stores
+		// "two", marks both, and its commit is reported failed.
+		b2 := &fakeSession{user: b.user, node: 1, version: protocol.V2, room: 1000}
+		fs := r.nodes[0].sessions
+		fs.mu.Lock()
+		fs.sessions[b.user] = b2
+		fs.mu.Unlock()
+		r.send(1, a, Recipient{Name: "b"}, "two")
+		r.nodes[0].q.FetchFor(b.user)
+		left := r.loseCommit(1, 1)
+		r.rotate(6, true)
+		if left.Load() >= 0 {
+			t.Fatal("no commit was lost: the test tested nothing")
+		}
+		wantContents(t, "b's new session", b2, []string{"one", "two"})
+	})
+}
