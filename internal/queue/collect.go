@@ -29,7 +29,7 @@ func (q *Queue) collect(now time.Time, tok token.Token, hinted bool, named []int
 	q.collectAcks(w)
 	w.prune = q.cfg.Retention > 0 && (q.v.pruneNext > 0 || now.Sub(q.v.lastPrune) >= q.cfg.PruneInterval) &&
 		(len(w.batch) > 0 || w.fetch || len(w.acks) > 0 || len(w.ackIDs) > 0 || len(w.unmark) > 0 || q.v.pruneNext > 0)
-	if q.v.fails > 0 {
+	if q.shrinking(now) {
 		q.shrink(w)
 	}
 	return w
@@ -152,48 +152,117 @@ func (q *Queue) askedUsers(ready map[int64]Sink) []int64 {
 	return users[:q.fetchUserLimit(len(users))]
 }
 
-// shrink keeps one kind of work of a visit after failures (the first there
-// is of: deliveries to make pending again, messages to store,
-// acknowledgements, the fetch), already made smaller by collect, and
-// gives the rest back. If the last visit failed with one piece of work
-// alone, this one probes the store first.
+// shrinkKeep is how long a node's visits stay shrunk after the last one
+// that failed over its budget for a reason not about its data: as long as
+// the node keeps the visit's budget stretched after such a failure
+// (stretchKeep in internal/node), and for the same reason. On a link that
+// loses packets a light visit commits now and then between loaded ones
+// that lose a packet; back to full visits after each light one that
+// commits, the node failed every other visit (each taking its whole
+// budget), and the kinds of work the light ones never reached waited for
+// as long as the loss lasted (seen at 5 % loss: a user at the lossy node
+// got nothing for 3.8 s while the node's senders were served). The cost:
+// for shrinkKeep after a single such failure, a busy node needs a visit
+// for each kind of work it has.
+const shrinkKeep = 2 * time.Second
+
+// shrinkKinds are the kinds of work shrunk visits take turns at, in this
+// order.
+var shrinkKinds = [...]string{"store", "ack", "fetch"}
+
+// shrinking reports whether the visit at now does one kind of work: after
+// a failure until a visit commits, and until shrinkKeep after the last
+// failure over budget (see visitFailed).
+func (q *Queue) shrinking(now time.Time) bool {
+	if !q.v.shrinkUntil.IsZero() && !now.Before(q.v.shrinkUntil) {
+		q.v.shrinkUntil = time.Time{}
+		if q.v.fails == 0 {
+			q.log.Info().Dur("after_ms", shrinkKeep).Msg("chat: no visit failed over its budget for a while; visits do all their work again")
+		}
+	}
+	return q.v.fails > 0 || !q.v.shrinkUntil.IsZero()
+}
+
+// shrink keeps one kind of work of a visit after failures, already made
+// smaller by collect, and gives the rest back. The kind kept:
+//
+//   - deliveries to make pending again, whenever there are some: a fetch
+//     before them would hand their users later messages first (the users'
+//     cursors are past the marked rows until they are undone);
+//   - after a failure about the data, until a visit commits: the first
+//     there is of messages to store, acknowledgements, the fetch, so that
+//     the same kind is tried again, smaller each time, down to the one
+//     piece the store refuses (suspect, probe, poison);
+//   - otherwise the kinds take turns: the first there is after the kind
+//     the last such visit kept. With the first there is always kept, a
+//     busy node, which always has messages to store, did nothing else
+//     while its visits failed.
+//
+// If the last visit failed with one piece of work alone, this one probes
+// the store first.
 func (q *Queue) shrink(w *visitWork) {
 	w.shrunk, w.prune = true, false
-	keep := func(kind string) {
-		if kind != "unmark" && len(w.unmark) > 0 {
-			q.v.unmark, w.unmark = append(w.unmark, q.v.unmark...), nil
+	kind := q.shrinkKind(w)
+	if kind == "unmark" {
+		// The first set of rows, halved after each failure in a row; the
+		// rest, and the other sets, go back first in line.
+		first, rest := w.unmark[0], slices.Clone(w.unmark[1:])
+		if k := max(1, len(first.rows)>>min(q.v.fails, 16)); k < len(first.rows) {
+			rest = append([]marked{{stamp: first.stamp, rows: first.rows[k:]}}, rest...)
+			first.rows = first.rows[:k:k]
 		}
-		if kind != "store" {
-			w.batch = nil
+		q.v.unmark, w.unmark = append(rest, q.v.unmark...), []marked{first}
+	}
+	if kind != "unmark" && len(w.unmark) > 0 {
+		q.v.unmark, w.unmark = append(w.unmark, q.v.unmark...), nil
+	}
+	if kind != "store" {
+		w.batch = nil
+	}
+	if kind != "ack" && (len(w.acks) > 0 || len(w.ackIDs) > 0) {
+		q.giveBackAcks(w)
+	}
+	if kind != "fetch" {
+		if w.fetch && w.fetchAll {
+			q.more = true // the fetch comes after this visit (caller holds q.mu); asked users stay asked
 		}
-		if kind != "ack" && (len(w.acks) > 0 || len(w.ackIDs) > 0) {
-			q.giveBackAcks(w)
-		}
-		if kind != "fetch" {
-			if w.fetch && w.fetchAll {
-				q.more = true // the fetch comes after this visit (caller holds q.mu); asked users stay asked
-			}
-			w.fetch, w.users = false, nil
-		}
+		w.fetch, w.users = false, nil
+	}
+	w.probe = q.v.suspect.kind != "" && q.v.suspect.matches(w)
+}
+
+// shrinkKind picks the kind of work a shrunk visit keeps (see shrink):
+// "unmark", or one of shrinkKinds ("fetch" when there is none).
+func (q *Queue) shrinkKind(w *visitWork) string {
+	has := map[string]bool{
+		"store": len(w.batch) > 0,
+		"ack":   len(w.acks) > 0 || len(w.ackIDs) > 0,
+		"fetch": w.fetch,
 	}
 	switch {
 	case len(w.unmark) > 0:
-		w.unmark = w.unmark[:1]
-		if n := len(w.unmark[0].rows); n > 1 {
-			half := n >> min(q.v.fails, 16)
-			head := marked{stamp: w.unmark[0].stamp, rows: w.unmark[0].rows[:max(1, half)]}
-			q.v.unmark = append([]marked{{stamp: head.stamp, rows: w.unmark[0].rows[len(head.rows):]}}, q.v.unmark...)
-			w.unmark = []marked{head}
+		return "unmark"
+	case q.v.dataFail:
+		for _, kind := range shrinkKinds {
+			if has[kind] {
+				return kind
+			}
 		}
-		keep("unmark")
-	case len(w.batch) > 0:
-		keep("store")
-	case len(w.acks) > 0 || len(w.ackIDs) > 0:
-		keep("ack")
-	default:
-		keep("fetch")
+		return "fetch"
 	}
-	w.probe = q.v.suspect.kind != "" && q.v.suspect.matches(w)
+	next := 0
+	for i, kind := range shrinkKinds {
+		if kind == q.v.kept {
+			next = i + 1
+		}
+	}
+	for i := range shrinkKinds {
+		if kind := shrinkKinds[(next+i)%len(shrinkKinds)]; has[kind] {
+			q.v.kept = kind
+			return kind
+		}
+	}
+	return "fetch"
 }
 
 // giveBackAcks puts the visit's acknowledgements back (caller holds q.mu).

@@ -33,6 +33,15 @@ type visitState struct {
 	unmark []marked
 	// fails counts visits failed in a row: each does less than the last.
 	fails int
+	// dataFail: a visit failed with an error about its data since the
+	// last commit; shrunk visits narrow that work down (shrink).
+	dataFail bool
+	// shrinkUntil: visits stay shrunk until then (shrinkKeep after the
+	// last one that failed over its budget); zero: not past a failure.
+	shrinkUntil time.Time
+	// kept is the kind of work (of shrinkKinds) the last shrunk visit
+	// that took turns kept.
+	kept string
 	// cutShort: the last visit's fetch was cut with little time given it,
 	// and its size was kept (adaptFetch); the next such cut shrinks it.
 	cutShort bool

@@ -229,9 +229,10 @@ func (q *Queue) probe(w *visitWork, fenced Fenced) (stop bool, err error) {
 // of its budget: its work is put back and, unless a newer token fenced it
 // out, the next visits do less (half the batch, a quarter of the fetch,
 // the acks and the prune slice tried; the batch and the fetch not below
-// minBatch unless err is about the data), the
-// work it did alone is noted as the suspect if err is about its data
-// (suspect.after), and the token is asked for again.
+// minBatch unless err is about the data; one kind of work at a time, see
+// shrink, until one commits, and for shrinkKeep if it ran over its
+// budget), the work it did alone is noted as the suspect if err is about
+// its data (suspect.after), and the token is asked for again.
 func (q *Queue) visitFailed(ctx context.Context, w *visitWork, err error, elapsed, budget time.Duration) {
 	q.stats.failedVisits.Add(1)
 	q.restore(w)
@@ -264,8 +265,15 @@ func (q *Queue) visitFailed(ctx context.Context, w *visitWork, err error, elapse
 	if len(w.acks) > 0 {
 		q.v.ackMax = less(q.v.ackMax, len(w.acks), 4, 1)
 	}
-	q.v.suspect = q.v.suspect.after(w, data, time.Now())
+	now := time.Now()
+	q.v.suspect = q.v.suspect.after(w, data, now)
+	q.v.dataFail = q.v.dataFail || data
 	over := errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) || elapsed >= budget
+	if over && !data {
+		// The visit was too much for the link or the server: visits stay
+		// light for a while, taking turns at the kinds of work (shrink).
+		q.v.shrinkUntil = now.Add(shrinkKeep)
+	}
 	q.log.Warn().Err(err).Bool("over_budget", over).Bool("data_error", data).Int("batch", q.v.batch).Int("failed_in_a_row", q.v.fails).
 		Str("suspect", q.v.suspect.String()).Int("suspect_failed", q.v.suspect.times).Dur("took_ms", elapsed).Msg("chat: visit failed; the next one does less")
 	q.want()
@@ -279,12 +287,13 @@ func less(cur, tried, div, floor int) int {
 }
 
 // visitSucceeded records a visit whose transaction committed: failures are
-// over, and the server's state takes the visit's results (committed).
+// over (visits stay shrunk until shrinkUntil all the same), and the
+// server's state takes the visit's results (committed).
 func (q *Queue) visitSucceeded(now time.Time, w *visitWork, seq int64, elapsed time.Duration) {
 	if q.v.fails > 0 {
-		q.log.Info().Int("failed_in_a_row", q.v.fails).Msg("chat: visits succeed again")
+		q.log.Info().Int("failed_in_a_row", q.v.fails).Bool("shrunk", w.shrunk).Msg("chat: visits succeed again")
 	}
-	q.v.fails, q.v.suspect = 0, suspect{}
+	q.v.fails, q.v.suspect, q.v.dataFail = 0, suspect{}, false
 	q.committed(now, w)
 	q.log.Debug().Int("stored", len(w.batch)).Int("delivered", len(w.deliveries)).Int("acks", len(w.acks)).
 		Bool("fetched", w.fetch).Int("users", len(w.users)).Int("hinted", len(w.waiting)).Dur("took_ms", elapsed).Int64("seq", seq).Msg("chat: visit")
