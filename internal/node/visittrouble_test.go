@@ -13,9 +13,9 @@ import (
 	"github.com/ringchat/ringchat/internal/store"
 )
 
-// refused is what a visit meets while the database server is down: its
+// errRefused is what a visit meets while the database server is down: its
 // dial is refused.
-var refused = fmt.Errorf("store: fenced transaction: 127.0.0.1:3306: %w",
+var errRefused = fmt.Errorf("store: fenced transaction: 127.0.0.1:3306: %w",
 	&net.OpError{Op: "dial", Net: "tcp", Err: &net.OpError{Op: "connect", Err: syscall.ECONNREFUSED}})
 
 // A node whose visits fail more often than not, light ones committing
@@ -85,7 +85,7 @@ func TestVisitTroubleLeavesAnOutageToThePing(t *testing.T) {
 		err  error
 		want bool
 	}{
-		{"the store refuses connections", refused, false},
+		{"the store refuses connections", errRefused, false},
 		{"the store is unavailable", fmt.Errorf("%w: not in the primary component", store.ErrUnavailable), false},
 		{"visits time out on the store", fmt.Errorf("store: ack: %w", context.DeadlineExceeded), true},
 	} {
@@ -186,7 +186,7 @@ func TestVisitTroubleAfterADatabaseRestart(t *testing.T) {
 		check("by the visit in flight", tr.failedWith(now, lost))
 		for end := now.Add(c.down); now.Before(end); {
 			now = now.Add(100 * time.Millisecond)
-			check("while the server is down", tr.failedWith(now, refused))
+			check("while the server is down", tr.failedWith(now, errRefused))
 		}
 		for range 30 {
 			now = now.Add(100 * time.Millisecond)
