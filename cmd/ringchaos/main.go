@@ -131,6 +131,7 @@ check failed (the seed is printed to replay it), 2 the run could not be made.`,
 	fs.StringVar(&cfg.Ringnode, "ringnode", "", "ringnode binary (default: beside ringchaos)")
 	fs.StringVar(&cfg.WorkDir, "workdir", "", "directory for node lists, logs and the private database (default: a temporary one, removed after a passing run)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the work directory and database even when every check passes")
+	fs.StringVar(&cfg.NodeLogLevel, "node-log-level", "info", "the nodes' log level (debug: every visit, store operation and election step in their logs; slower)")
 	fs.Float64Var(&cfg.Rate, "rate", d.Rate, "messages a second per client (one in flight: the next waits for the STORED receipt)")
 	fs.StringVar(&cfg.Election, "election", d.Election, `election method of every node (ring, chang-roberts, bully, lease), or "mixed"`)
 	fs.StringVar(&faults, "faults", "all", "fault kinds, comma-separated: all, or some of "+kindNames()+"; -KIND removes one (all,-net-delay)")

@@ -103,6 +103,10 @@ type Config struct {
 	// temporary one, removed after a passing run unless Keep.
 	WorkDir string
 	Keep    bool
+	// NodeLogLevel is the nodes' --log-level (info when empty): debug
+	// shows each visit, store operation and election step, for a run
+	// whose failure the info lines do not explain.
+	NodeLogLevel string
 	// GaleraScript is scripts/galera.sh, which runs the cluster of DB
 	// "galera".
 	GaleraScript string

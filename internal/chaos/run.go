@@ -251,6 +251,9 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 		}
 		methods[id] = m
 		flags[id] = []string{"--election", m}
+		if cfg.NodeLogLevel != "" && cfg.NodeLogLevel != "info" {
+			flags[id] = append(flags[id], "--log-level", cfg.NodeLogLevel) // after procs' own --log-level info: the last one counts
+		}
 		if pprof {
 			flags[id] = append(flags[id], "--pprof")
 		}
