@@ -29,6 +29,7 @@ func TestConformance(t *testing.T) {
 		{"SelfLink", testSelfLink},
 		{"ReplaceSuccessor", testReplaceSuccessor},
 		{"ReplacePredecessor", testReplacePredecessor},
+		{"ReplaceBusyPredecessor", testReplaceBusyPredecessor},
 		{"DeliberateClose", testDeliberateClose},
 		{"PeerClose", testPeerClose},
 		{"DialFailure", testDialFailure},
@@ -157,6 +158,27 @@ func testReplacePredecessor(t *testing.T, mk factory) {
 		t.Errorf("SendSuccessor after losing the link: %v, want ErrNoLink", err)
 	}
 	roundTrip(t, c, 2, 3, 0)
+}
+
+// testReplaceBusyPredecessor: a predecessor replaced while frames it sent
+// are still unread (the receiver's event queue full) learns that it was
+// replaced, not that the link was reset. Closed with unread data, a TCP
+// socket sends a reset, which overtook the UNLINK written just before it:
+// the displaced node took its live successor for failed, and a
+// coordinator took that healthy node out of the ring (a chaos run: a
+// forged HELLO in another node's name displaced the coordinator's link,
+// 3.3 s without a visit).
+func testReplaceBusyPredecessor(t *testing.T, mk factory) {
+	c := mk(t, 1, 2, 3)
+	connect(t, c, 1, 3)
+	for i := range 4 * frameQueueLimit {
+		mustSend(t, "SendSuccessor", c[1].SendSuccessor(frame("TOKEN", 1, i)))
+	}
+	c[2].ConnectSuccessor(3)
+	expect(t, "node 2", c[2], link(EventSuccessorUp, 3))
+	if ev := expect(t, "node 1", c[1], link(EventSuccessorDown, 3))[0]; !errors.Is(ev.Err, ErrReplaced) {
+		t.Errorf("node 1: successor down with %v, want ErrReplaced", ev.Err)
+	}
 }
 
 func testDeliberateClose(t *testing.T, mk factory) {

@@ -112,10 +112,35 @@ func (n *Net) dropCurrent(slot **tcpLink, unlink bool) {
 	l.cancel()
 	if conn != nil {
 		if unlink {
-			n.writeUnlink(conn, unlinkRefused)
+			n.unlinkAndClose(conn, unlinkRefused)
+			return
 		}
 		_ = conn.Close()
 	}
+}
+
+// unlinkLinger bounds how long an inbound link told UNLINK stays open for
+// its peer to read it and close.
+const unlinkLinger = 2 * time.Second
+
+// unlinkAndClose tells the peer of an inbound link this node no longer
+// takes (why: unlinkReplaced, unlinkRefused) and closes it without a
+// reset. Closed at once with frames of the peer's still unread, the socket
+// would send a reset instead of its FIN: a reset is not sent again, and on
+// a link that lost the UNLINK it was all the peer saw, so it took this
+// node for failed (a chaos run: a coordinator losing a fifth of its
+// packets, displaced by a forged HELLO, took its healthy successor out of
+// the ring). Half-closed after the UNLINK, the link is left to its reader
+// (readLink), which drains it until the peer closes or unlinkLinger passes
+// and then closes it; TCP delivers the UNLINK however often it must send
+// it.
+func (n *Net) unlinkAndClose(conn net.Conn, why string) {
+	n.writeUnlink(conn, why)
+	if tc, ok := conn.(*net.TCPConn); ok && tc.CloseWrite() == nil {
+		_ = conn.SetReadDeadline(time.Now().Add(unlinkLinger))
+		return
+	}
+	_ = conn.Close()
 }
 
 // writeUnlink tells the peer of an inbound link, before it is closed, that
@@ -227,8 +252,7 @@ func (n *Net) serveInbound(in *inbound) {
 	n.q.push(Event{Kind: EventPredecessorUp, Peer: peer})
 	n.mu.Unlock()
 	if oldConn != nil {
-		n.writeUnlink(oldConn, unlinkReplaced)
-		_ = oldConn.Close()
+		n.unlinkAndClose(oldConn, unlinkReplaced)
 	}
 	n.log.Debug().Int64("peer", peer).Uint64("link", l.gen).Str("remote", conn.RemoteAddr().String()).Msg("predecessor up")
 	n.readLink(l, conn, lr)
