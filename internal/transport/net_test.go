@@ -400,15 +400,18 @@ func TestNetReplacedLinkIsNotReset(t *testing.T) {
 	}
 	old := dialAs(5)
 	expect(t, "node 1", n, link(EventPredecessorUp, 5))
-	// More frames than the node's event queue takes while nobody reads
-	// its events: the rest wait unread in the socket.
+	// Frames until the socket takes no more: nobody reads the node's
+	// events, so its reader stops, and what was sent waits unread in the
+	// node's socket (a write that times out says the buffers are full).
 	var burst []byte
-	for i := range 8 * frameQueueLimit {
-		burst = append(burst, encodeLine(t, codec, frame("TOKEN", 5, i))...)
+	for i := 0; len(burst) < 16<<20; i++ {
+		burst = append(burst, encodeLine(t, codec, frame("TOKEN", 5, i))...) // each its own nonce: no replay drop
 	}
-	if _, err := old.Write(burst); err != nil {
-		t.Fatal(err)
+	_ = old.SetWriteDeadline(time.Now().Add(500 * time.Millisecond))
+	if _, err := old.Write(burst); err == nil {
+		t.Fatal("16 MiB written to a node that reads no more: the socket's buffers were not filled")
 	}
+	_ = old.SetWriteDeadline(time.Time{})
 	dialAs(6)
 	// The displaced peer reads the UNLINK, then closes its side; the node
 	// closes the link in turn: an end of stream, not a reset.
