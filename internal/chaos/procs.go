@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -56,10 +57,12 @@ type procs struct {
 	nodes string                // node list path
 	key   string                // cluster key text
 	flags map[int64][]string
-	addrs map[int64]nodeAddr
-	net   *netLayout // with network faults: each node runs under its own group id
-	note  func(format string, args ...any)
-	sup   procutil.Supervisor
+	// logLevel is the nodes' --log-level ("": info).
+	logLevel string
+	addrs    map[int64]nodeAddr
+	net      *netLayout // with network faults: each node runs under its own group id
+	note     func(format string, args ...any)
+	sup      procutil.Supervisor
 
 	mu     sync.Mutex
 	expect map[*procutil.Proc]string // exits the harness causes: "kill", "term"
@@ -115,7 +118,7 @@ func (p *procs) ids() []int64 {
 // node-ID.RUN.log in the run's directory.
 func (p *procs) start(id int64) error {
 	args := []string{"run", "--id", strconv.FormatInt(id, 10), "--db", p.dsnOf(id), "--nodes", p.nodes,
-		"--log-format", "json", "--log-level", "info", "--mutex-probe", "--stats-interval", "10s"}
+		"--log-format", "json", "--log-level", cmp.Or(p.logLevel, "info"), "--mutex-probe", "--stats-interval", "10s"}
 	if a := p.addrs[id]; a.Metrics != 0 {
 		args = append(args, "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", a.Metrics))
 	}

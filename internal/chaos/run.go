@@ -251,9 +251,6 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 		}
 		methods[id] = m
 		flags[id] = []string{"--election", m}
-		if cfg.NodeLogLevel != "" && cfg.NodeLogLevel != "info" {
-			flags[id] = append(flags[id], "--log-level", cfg.NodeLogLevel) // after procs' own --log-level info: the last one counts
-		}
 		if pprof {
 			flags[id] = append(flags[id], "--pprof")
 		}
@@ -271,6 +268,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.procs.logLevel = cfg.NodeLogLevel
 	r.addCleanup(r.procs.killAll)
 	r.note("ring: %d nodes, elections %v, node list %s, metrics/pprof %v", cfg.Nodes, methods, r.procs.nodes, r.metrics)
 	if err := r.procs.start(1); err != nil {

@@ -95,15 +95,7 @@ func benchDirect(b *testing.B, dsn string, perUser int) {
 			}
 			msgs += len(ms)
 			visit(func(tx Tx) error {
-				res, err := tx.InsertMessages(ms, rcpts)
-				if err != nil {
-					return err
-				}
-				seqs := make([]int64, len(res))
-				for i, r := range res {
-					seqs[i] = r.Seq
-				}
-				_, err = tx.WaitingFor(seqs, 64)
+				_, err := storeAndHint(tx, ms, rcpts, 64)
 				return err
 			})
 			var marked []RecipientSeq

@@ -8,6 +8,20 @@ import (
 	"time"
 )
 
+// storeAndHint stores ms as a visit does and reads where they wait (the
+// token's hint), as the queue's visit does (internal/queue, storeAndHint).
+func storeAndHint(tx Tx, ms []NewMessage, rcpts [][]int64, maxUsers int) ([]Waiting, error) {
+	res, err := tx.InsertMessages(ms, rcpts)
+	if err != nil {
+		return nil, err
+	}
+	seqs := make([]int64, len(res))
+	for i, r := range res {
+		seqs[i] = r.Seq
+	}
+	return tx.WaitingFor(seqs, maxUsers)
+}
+
 // TestBusyVisitStatements: a busy visit's work as the queue runs it
 // (store a batch of direct messages to several users here, say where they
 // wait, fetch and mark them), then the acknowledgement of what was handed
@@ -43,15 +57,7 @@ func TestBusyVisitStatements(t *testing.T) {
 			stmts = nil
 			seq++
 			if err := visit(t, s, seq, func(tx *sqlTx) error {
-				res, err := tx.InsertMessages(ms, rcpts)
-				if err != nil {
-					return err
-				}
-				seqs := make([]int64, len(res))
-				for i, r := range res {
-					seqs[i] = r.Seq
-				}
-				w, err := tx.WaitingFor(seqs, 8)
+				w, err := storeAndHint(tx, ms, rcpts, 8)
 				if err != nil {
 					return err
 				}

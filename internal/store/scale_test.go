@@ -118,15 +118,8 @@ func TestScaleLargeGroup(t *testing.T) {
 		rcpts = append(rcpts, []int64{members + 1})
 		var nodes []Waiting
 		if err := visit(t, s, 1, func(tx *sqlTx) error {
-			res, err := tx.InsertMessages(ms, rcpts)
-			if err != nil {
-				return err
-			}
-			seqs := make([]int64, len(res))
-			for i, r := range res {
-				seqs[i] = r.Seq
-			}
-			nodes, err = tx.WaitingFor(seqs, 16)
+			var err error
+			nodes, err = storeAndHint(tx, ms, rcpts, 16)
 			return err
 		}); err != nil {
 			t.Fatalf("storing to a group of %d in a visit: %v", members, err)

@@ -113,14 +113,7 @@ func TestNetUnlinkSaysWhy(t *testing.T) {
 	c := newTestCodec(t, testKey)
 	dial := func(as int64) (net.Conn, *wire.LineReader) {
 		t.Helper()
-		conn, err := net.Dial("tcp", n.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		if _, err := conn.Write(encodeLine(t, c, helloFrame(as, 1))); err != nil {
-			t.Fatal(err)
-		}
+		conn := dialHello(t, n, c, as)
 		return conn, wire.NewLineReader(conn, 1<<16)
 	}
 	why := func(conn net.Conn, lr *wire.LineReader) string {

@@ -22,6 +22,21 @@ func encodeLine(t *testing.T, c *wire.Codec, f wire.Frame) []byte {
 	return append(b, '\n')
 }
 
+// dialHello opens a raw inbound link to node 1 at n and sends a HELLO in
+// the name of node as, encoded with c.
+func dialHello(t *testing.T, n *Net, c *wire.Codec, as int64) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", n.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := conn.Write(encodeLine(t, c, helloFrame(as, 1))); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
 // expectHangUp checks that the node closes conn, well before waitTimeout.
 func expectHangUp(t *testing.T, conn net.Conn) {
 	t.Helper()
@@ -387,18 +402,7 @@ func TestNetStalledSuccessor(t *testing.T) {
 func TestNetReplacedLinkIsNotReset(t *testing.T) {
 	n := netCluster(t, nil, 1)[1]
 	codec := newTestCodec(t, testKey)
-	dialAs := func(id int64) net.Conn {
-		conn, err := net.Dial("tcp", n.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		if _, err := conn.Write(encodeLine(t, codec, helloFrame(id, 1))); err != nil {
-			t.Fatal(err)
-		}
-		return conn
-	}
-	old := dialAs(5)
+	old := dialHello(t, n, codec, 5)
 	expect(t, "node 1", n, link(EventPredecessorUp, 5))
 	// Frames until the socket takes no more: nobody reads the node's
 	// events, so its reader stops, and what was sent waits unread in the
@@ -412,7 +416,7 @@ func TestNetReplacedLinkIsNotReset(t *testing.T) {
 		t.Fatal("16 MiB written to a node that reads no more: the socket's buffers were not filled")
 	}
 	_ = old.SetWriteDeadline(time.Time{})
-	dialAs(6)
+	dialHello(t, n, codec, 6)
 	// The displaced peer reads the UNLINK, then closes its side; the node
 	// closes the link in turn: an end of stream, not a reset.
 	_ = old.SetReadDeadline(time.Now().Add(waitTimeout))
