@@ -73,6 +73,9 @@ type Msg struct {
 	Token *token.Token `json:"token,omitempty"`
 	Stamp *token.Stamp `json:"stamp,omitempty"`
 	Stale bool         `json:"stale,omitempty"`
+	// Proof (a PING): token.ProveLink of Stamp under the generation's
+	// secret, which shows the sender read it from the store.
+	Proof string `json:"proof,omitempty"`
 
 	Election *election.Msg `json:"election,omitempty"`
 }

@@ -27,7 +27,7 @@ func (n *Machine) Step(m Msg) {
 	case MsgElection:
 		n.el.Step(*m.Election)
 	case MsgToken:
-		n.predHeard = n.now
+		n.predFrame(m)
 		if m.From != n.ringPred {
 			n.checkPred(m)
 			return
@@ -39,7 +39,7 @@ func (n *Machine) Step(m Msg) {
 		n.drainToken()
 		n.relinkDeferred()
 	case MsgPing:
-		n.predHeard = n.now
+		n.predFrame(m)
 		n.send(Msg{Type: MsgPong, Via: ViaPred})
 	case MsgPong:
 		n.pingOut = false
@@ -54,6 +54,20 @@ func (n *Machine) Step(m Msg) {
 		}
 	default:
 		n.stepCommand(m)
+	}
+}
+
+// predFrame records a TOKEN or PING on the inbound link: the link is alive
+// (predHeard), and if the frame is one only a node that read the
+// generation's secret from the store can make (a token this node would
+// take, a PING with the link proof), the predecessor is in touch
+// (predProved, see inTouch).
+func (n *Machine) predFrame(m Msg) {
+	n.predHeard = n.now
+	switch {
+	case m.Type == MsgToken && n.tok.Genuine(*m.Token),
+		m.Type == MsgPing && m.Stamp != nil && n.tok.ProvesLink(*m.Stamp, m.Proof):
+		n.predProved = n.now
 	}
 }
 

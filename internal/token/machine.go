@@ -100,6 +100,11 @@ type Machine struct {
 	known  int64  // newest generation the store confirmed to this node
 	secret string // known's secret, as the store gave it: tokens of known prove their stamp under it
 	minGen int64  // tokens of older generations are stale (fenced off in the store)
+	// past holds the generations confirmed before known, newest first,
+	// with their secrets: a PING's link proof under one of them still
+	// shows its sender read it from the store (a predecessor the new
+	// token has not reached yet knows only an older generation).
+	past [pastGens]genSecret
 	// checking is a token of an unconfirmed generation (acknowledged, not
 	// yet taken) while the store is asked; checkOut says the question is
 	// out, asked is the stamp of the token it was asked about, and checkAt
@@ -126,6 +131,17 @@ type Machine struct {
 	regenPending bool
 
 	out []Action
+}
+
+// pastGens is how many generations before the confirmed one a link proof
+// may be made under. A coordinator that cannot reach its successor takes
+// out and regenerates a few times before it links to its predecessor,
+// which then learns the newest.
+const pastGens = 4
+
+type genSecret struct {
+	gen    int64
+	secret string
 }
 
 // NewMachine returns a machine with no token.
@@ -221,6 +237,46 @@ func (m *Machine) refuse(t Token, forged bool) {
 // generation: older ones are stale).
 func (m *Machine) proven(t Token) bool {
 	return hmac.Equal([]byte(t.Proof), []byte(Prove(m.secret, t.Stamp)))
+}
+
+// Genuine reports whether t is a token this node would take: of the
+// confirmed generation, newer than any seen, with the proof of its stamp
+// under the generation's secret. Only a node that read the secret from the
+// store can make one (the ring counts its predecessor in touch on it; a
+// forged or replayed token counts for nothing).
+func (m *Machine) Genuine(t Token) bool {
+	return m.secret != "" && t.Gen == m.known && t.Newer(m.last) && m.proven(t)
+}
+
+// LinkProof returns what a PING carries to show its sender knows the
+// confirmed generation's secret: the newest stamp seen (or the
+// generation's first) and its ProveLink proof; false before any secret is
+// known.
+func (m *Machine) LinkProof() (Stamp, string, bool) {
+	if m.secret == "" {
+		return Stamp{}, "", false
+	}
+	s := Stamp{Gen: m.known}
+	if m.last.Gen == m.known {
+		s = m.last
+	}
+	return s, ProveLink(m.secret, s), true
+}
+
+// ProvesLink reports whether a PING's stamp s and proof were made under
+// the secret of the confirmed generation or of one of the pastGens before
+// it.
+func (m *Machine) ProvesLink(s Stamp, proof string) bool {
+	secret := ""
+	if s.Gen == m.known {
+		secret = m.secret
+	}
+	for _, p := range m.past {
+		if p.gen == s.Gen && s.Gen != 0 {
+			secret = p.secret
+		}
+	}
+	return secret != "" && hmac.Equal([]byte(proof), []byte(ProveLink(secret, s)))
 }
 
 // accept takes t, a proven token of a confirmed generation newer than any
@@ -449,6 +505,10 @@ const maxGen = int64(^uint64(0) >> 1)
 // confirmed, and older tokens are dropped and refused from now on.
 func (m *Machine) Confirm(g int64, secret string) {
 	if g > m.known || (g == m.known && m.secret == "") {
+		if g > m.known && m.secret != "" {
+			copy(m.past[1:], m.past[:])
+			m.past[0] = genSecret{m.known, m.secret}
+		}
 		m.known, m.secret = g, secret
 	}
 	m.raiseMinGen(g)

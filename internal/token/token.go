@@ -63,13 +63,22 @@ type Token struct {
 // store keeps it, hex): the first 8 bytes, in hex, of
 // HMAC-SHA256(secret, "ringchat token" 0x00 gen seq), gen and seq as 8-byte
 // big-endian integers.
-func Prove(secret string, s Stamp) string {
+func Prove(secret string, s Stamp) string { return prove("ringchat token", secret, s) }
+
+// ProveLink returns the proof a PING carries: the same as Prove, under the
+// label "ringchat link" instead of "ringchat token" (so that a PING's
+// proof is never a token's). It shows the link's peer read the
+// generation's secret from the store, which a key holder alone cannot.
+func ProveLink(secret string, s Stamp) string { return prove("ringchat link", secret, s) }
+
+func prove(label, secret string, s Stamp) string {
 	mac := hmac.New(sha256.New, []byte(secret))
-	var b [15 + 16]byte
-	copy(b[:], "ringchat token\x00")
-	binary.BigEndian.PutUint64(b[15:], uint64(s.Gen))
-	binary.BigEndian.PutUint64(b[23:], uint64(s.Seq))
-	mac.Write(b[:])
+	b := make([]byte, 0, len(label)+1+16)
+	b = append(b, label...)
+	b = append(b, 0)
+	b = binary.BigEndian.AppendUint64(b, uint64(s.Gen))
+	b = binary.BigEndian.AppendUint64(b, uint64(s.Seq))
+	mac.Write(b)
 	return hex.EncodeToString(mac.Sum(nil)[:8])
 }
 

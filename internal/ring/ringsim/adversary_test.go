@@ -131,6 +131,14 @@ func forge(rt *rapid.T, s *Sim, ids []int64, types []ring.MsgType) bool {
 	case ring.MsgTokenAck:
 		m.Stamp = &token.Stamp{Gen: around(rt, s.Store.Gen, "gen"), Seq: around(rt, s.Store.Fence.Seq, "seq")}
 		m.Stale = rapid.Bool().Draw(rt, "stale")
+	case ring.MsgPing:
+		// The link proof the adversary can make: none, or one under a
+		// secret it guessed (it knows no store's).
+		if rapid.Bool().Draw(rt, "ping stamp") {
+			st := token.Stamp{Gen: around(rt, s.Store.Gen, "gen"), Seq: around(rt, s.Store.Fence.Seq, "seq")}
+			m.Stamp = &st
+			m.Proof = rapid.SampledFrom([]string{"", token.ProveLink("", st), token.ProveLink("guess", st), token.Prove("", st)}).Draw(rt, "proof")
+		}
 	case ring.MsgSuccessor, ring.MsgSuccessorAck:
 		m.Succ = rapid.SampledFrom(names).Draw(rt, "succ")
 		m.Ver = around(rt, 1, "ver")
