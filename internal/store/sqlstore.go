@@ -679,10 +679,14 @@ func (s *sqlStore) Fenced(ctx context.Context, f Fence, fn func(Tx) error) error
 		// of another generation is refused, an older one (superseded) as well
 		// as a newer one (never issued: forged), which would otherwise raise
 		// the row past every real token and out of NewGeneration's reach.
+		// A transaction left behind holding the lock is ended
+		// (fencewait.go).
+		stop := s.endFenceBlockersAfter(ctx, fenceWaitKill, f)
 		res, err := tx.ExecContext(ctx, s.boundStatement(ctx,
 			"UPDATE token_fence SET generation = ?, seq = ?, holder = ?, changed_us = ? WHERE id = 1 AND "+
 				"((generation = ? AND (seq < ? OR (seq = ? AND holder = ?))) OR (generation = 0 AND ? BETWEEN 1 AND ?))"),
 			f.Generation, f.Seq, f.Holder, s.nowUS(), f.Generation, f.Seq, f.Seq, f.Holder, f.Generation, maxUnissuedGen)
+		stop()
 		if err != nil {
 			return err
 		}

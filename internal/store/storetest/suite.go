@@ -674,27 +674,33 @@ func testFencedSerialises(t *testing.T, newDSN NewDSN) {
 		fencedOrSerial(t, <-errA, <-errB, sawFirst)
 		return
 	}
-	select {
-	case err := <-errB:
-		t.Fatalf("second critical section returned while the first held the fence: %v", err)
-	default:
-	}
 	mu.Lock()
 	ran := len(sawFirst)
 	mu.Unlock()
-	if ran > 0 {
-		t.Fatal("second critical section ran while the first held the fence")
-	}
 	close(release)
-	if err := <-errA; err != nil {
-		t.Fatalf("first: %v", err)
+	ea, eb := <-errA, <-errB
+	if eb != nil {
+		t.Fatalf("second: %v", eb)
 	}
-	if err := <-errB; err != nil {
-		t.Fatalf("second: %v", err)
+	switch {
+	case ea == nil && ran == 0 && len(sawFirst) == 1 && sawFirst[0]:
+		// The second waited for the first, which committed, and saw it.
+	case ea != nil && mysqlDSN(dsn) && len(sawFirst) > 0 && !sawFirst[len(sawFirst)-1]:
+		// MariaDB: the first held the fence row's lock past fenceWaitKill,
+		// so the newer holder ended it (a node's visit never does: it
+		// passes the token only once its visit has ended, see
+		// internal/store/fencewait.go); nothing of it committed, and
+		// the second ran after.
+	default:
+		t.Errorf("first: %v; second ran %d times before the first was released, its attempts saw the first's write: %v; "+
+			"want the first committed and then seen, or (MariaDB) the first ended and not seen", ea, ran, sawFirst)
 	}
-	if len(sawFirst) != 1 || !sawFirst[0] {
-		t.Errorf("second critical section's attempts saw the first one's write: %v, want [true]", sawFirst)
-	}
+}
+
+// mysqlDSN reports whether dsn names a MariaDB store.
+func mysqlDSN(dsn string) bool {
+	d, err := store.ParseDSN(dsn)
+	return err == nil && d.Dialect == "mysql"
 }
 
 // fencedOrSerial checks two racing sections (stamps 1 then 2) on a
