@@ -20,15 +20,24 @@ import (
 // after a second without a statement (idle_write_transaction_timeout), and
 // every visit of the ring fails on the lock meanwhile (a chaos run, 20 %
 // loss on one node: the next node's visit failed at its 100-ms budget,
-// waiting). So the newer holder ends it: after fenceWaitKill of waiting, it
-// reads the stamp the blocking transaction wrote (a dirty read: it is not
-// committed) and, if its own stamp is newer, kills the blocker's
-// connection. A stale holder waiting behind a newer one kills nothing (it
-// is fenced out once the lock is free). Killing never costs safety: the
-// killed transaction rolls back, and its work is done again by a later
-// visit. MariaDB only (SQLite's lock is the file's, and its holder is this
-// process); where the store's user may not read the server's transactions
-// or kill their connections, it waits as before.
+// waiting). So the newer holder ends it: after fenceWaitKill of waiting,
+// and every fenceWaitKill after, it reads the fence row uncommitted (a
+// dirty read, on another connection): the stamp the blocking transaction
+// wrote and its connection's id, which every writer of the row records
+// (holder_conn). If that stamp is older than its own, and the row read
+// committed differs (someone holds an uncommitted write of it: the wait
+// is not just a slow round trip), it kills that connection. A
+// stale holder waiting behind a newer one kills nothing (it is fenced out
+// once the lock is free). Killing never costs safety: the killed
+// transaction rolls back, and its work is done again by a later visit.
+// MariaDB only (SQLite's lock is the file's, and its holder is this
+// process); where the store's user may not kill the holder's connection
+// (another user without CONNECTION ADMIN), it waits as before.
+//
+// information_schema's lock tables would name the blocker too, but InnoDB
+// refreshes them only once nobody has read them for 100 ms: a waiter
+// looking every 20 ms (or two waiters of other rings on the server) would
+// read the same stale snapshot until its wait timed out.
 
 // fenceWaitKill is how long a fenced transaction waits for the fence
 // row's lock before it looks for a blocker to end: a live visit never
@@ -36,77 +45,80 @@ import (
 // before it passed the token), so any wait is a transaction left behind.
 const fenceWaitKill = 20 * time.Millisecond
 
-// fenceBlockers lists the connections whose transactions hold a lock on
-// this database's fence row that another transaction waits for, and do
-// not wait themselves (a waiter queued ahead, which may hold a newer
-// stamp, is never one).
-const fenceBlockers = "SELECT DISTINCT b.trx_mysql_thread_id FROM information_schema.INNODB_LOCK_WAITS w " +
-	"JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_trx_id " +
-	"JOIN information_schema.INNODB_LOCKS l ON l.lock_id = w.blocking_lock_id " +
-	"WHERE l.lock_table = CONCAT('`', DATABASE(), '`.`token_fence`') AND b.trx_state <> 'LOCK WAIT'"
-
-// endFenceBlockersAfter starts a look, after d, for transactions left
+// endFenceBlockersAfter looks, every d from d on, for transactions left
 // behind that hold the fence row's lock while f's transaction waits for
-// it. The returned stop ends the look (the caller's UPDATE returned) and
-// waits for it.
+// it (the wait may reach the server after the first look). The returned
+// stop ends the looks (the caller's UPDATE returned) and waits for them.
 func (s *sqlStore) endFenceBlockersAfter(ctx context.Context, d time.Duration, f Fence) (stop func()) {
 	if !s.statementTime { // not MariaDB
 		return func() {}
 	}
 	lctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Add(1)
-	t := time.AfterFunc(d, func() {
+	var mu sync.Mutex
+	var t *time.Timer
+	var look func()
+	look = func() {
 		defer wg.Done()
 		s.endFenceBlockers(lctx, f)
-	})
+		mu.Lock()
+		defer mu.Unlock()
+		if lctx.Err() == nil {
+			wg.Add(1)
+			t = time.AfterFunc(d, look)
+		}
+	}
+	wg.Add(1)
+	t = time.AfterFunc(d, look)
 	return func() {
 		cancel()
+		mu.Lock()
 		if t.Stop() {
-			wg.Done() // it never ran
+			wg.Done() // that look never ran
 		}
+		mu.Unlock()
 		wg.Wait()
 	}
 }
 
-// endFenceBlockers kills the connections holding the fence row's lock for
-// a transaction that wrote an older stamp than f. It reports how many it
-// killed; errors (no right to read the server's transactions, or to kill)
-// end the look quietly: the wait goes on as without it.
-func (s *sqlStore) endFenceBlockers(ctx context.Context, f Fence) int {
-	var held Fence
-	var ids []int64
-	err := func() error {
-		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadUncommitted, ReadOnly: true})
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback() //nolint:errcheck // read only
-		if err := tx.QueryRowContext(ctx, "SELECT generation, seq FROM token_fence WHERE id = 1").Scan(&held.Generation, &held.Seq); err != nil {
-			return err
-		}
-		rows, err := tx.QueryContext(ctx, fenceBlockers)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			ids = append(ids, id)
-		}
-		return rows.Err()
-	}()
-	if err != nil || !held.Less(f) {
-		return 0
+// endFenceBlockers kills the connection of the transaction holding the
+// fence row's lock, read uncommitted from the row with the stamp it wrote
+// (holder_conn, migration 13), if that stamp is older than f. The row is
+// read again committed: the same row means nobody holds an uncommitted
+// write of it (the wait is only slow: a distant server, or a holder that
+// has just committed), and nobody is killed. It reports whether it killed
+// one; errors (no right to kill that connection: another database user)
+// end the look quietly, and the wait goes on as without it.
+func (s *sqlStore) endFenceBlockers(ctx context.Context, f Fence) bool {
+	dirty, err := s.fenceRow(ctx, sql.LevelReadUncommitted)
+	if err != nil || dirty.conn == 0 || !dirty.Less(f) {
+		return false
 	}
-	killed := 0
-	for _, id := range ids {
-		if _, err := s.db.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id)); err == nil {
-			killed++
-		}
+	committed, err := s.fenceRow(ctx, sql.LevelReadCommitted)
+	if err != nil || committed == dirty {
+		return false
 	}
-	return killed
+	_, err = s.db.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", dirty.conn))
+	return err == nil
+}
+
+// fenceWriter is the fence row as a look reads it: the stamp and the
+// connection of its last writer.
+type fenceWriter struct {
+	Fence
+	conn int64
+}
+
+// fenceRow reads the fence row at isolation level lvl, in a transaction
+// of its own on another connection than the waiting one.
+func (s *sqlStore) fenceRow(ctx context.Context, lvl sql.IsolationLevel) (fenceWriter, error) {
+	var w fenceWriter
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: lvl, ReadOnly: true})
+	if err != nil {
+		return w, err
+	}
+	defer tx.Rollback() //nolint:errcheck // read only
+	err = tx.QueryRowContext(ctx, "SELECT generation, seq, holder, holder_conn FROM token_fence WHERE id = 1").
+		Scan(&w.Generation, &w.Seq, &w.Holder, &w.conn)
+	return w, err
 }

@@ -44,6 +44,9 @@ type dialect struct {
 	// clockUS is the store's clock in microseconds as an SQL expression
 	// ("?" binds the process clock: SQLite lives on this machine).
 	clockUS string
+	// connectionID is the server's id of the statement's connection (0
+	// for SQLite): the fence row keeps its writer's (fencewait.go).
+	connectionID string
 	// greatest is the two-argument maximum function; straightJoin joins
 	// two tables keeping the left one outer (the planner may not reorder).
 	greatest     string
@@ -66,6 +69,7 @@ var mysqlDialect = dialect{
 	forUpdate:    " FOR UPDATE",
 	lockShare:    " LOCK IN SHARE MODE",
 	clockUS:      "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)",
+	connectionID: "CONNECTION_ID()",
 	greatest:     "GREATEST",
 	straightJoin: "STRAIGHT_JOIN",
 	byInbox:      " FORCE INDEX (ix_messages_to_user)",
@@ -89,6 +93,7 @@ var sqliteDialect = dialect{
 	onConflictIgnore: " ON CONFLICT DO NOTHING",
 	fromDual:         " WHERE true",
 	clockUS:          "?",
+	connectionID:     "0",
 	greatest:         "MAX",
 	straightJoin:     "CROSS JOIN",
 	byInbox:          " INDEXED BY ix_messages_to_user",
@@ -655,7 +660,7 @@ func (s *sqlStore) NewGeneration(ctx context.Context, coord Coordinator) (Fence,
 			return err
 		}
 		if _, err := tx.ExecContext(ctx,
-			"UPDATE token_fence SET generation = generation + 1, seq = 0, holder = ?, secret = ?, changed_us = ? WHERE id = 1",
+			"UPDATE token_fence SET generation = generation + 1, seq = 0, holder = ?, secret = ?, changed_us = ?, holder_conn = "+s.d.connectionID+" WHERE id = 1",
 			coord.NodeID, secret, s.nowUS()); err != nil {
 			return err
 		}
@@ -683,7 +688,7 @@ func (s *sqlStore) Fenced(ctx context.Context, f Fence, fn func(Tx) error) error
 		// (fencewait.go).
 		stop := s.endFenceBlockersAfter(ctx, fenceWaitKill, f)
 		res, err := tx.ExecContext(ctx, s.boundStatement(ctx,
-			"UPDATE token_fence SET generation = ?, seq = ?, holder = ?, changed_us = ? WHERE id = 1 AND "+
+			"UPDATE token_fence SET generation = ?, seq = ?, holder = ?, changed_us = ?, holder_conn = "+s.d.connectionID+" WHERE id = 1 AND "+
 				"((generation = ? AND (seq < ? OR (seq = ? AND holder = ?))) OR (generation = 0 AND ? BETWEEN 1 AND ?))"),
 			f.Generation, f.Seq, f.Holder, s.nowUS(), f.Generation, f.Seq, f.Seq, f.Holder, f.Generation, maxUnissuedGen)
 		stop()

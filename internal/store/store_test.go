@@ -26,29 +26,46 @@ func TestMariaDBConformance(t *testing.T) {
 	})
 }
 
-// TestMariaDBStalledHolderDoesNotBlock: a process stopped inside a critical
-// section (SIGSTOP) holds the fence row's lock; the server aborts its idle
-// transaction, so the next token holder can write, and the stalled one's
-// work is rolled back.
-func TestMariaDBStalledHolderDoesNotBlock(t *testing.T) {
-	ctx := context.Background()
-	dsn := testutil.MySQLDSN(t)
-	stalled := storetest.Open(t, dsn)
-	next := storetest.Open(t, dsn)
+// holdFence runs a fenced transaction of stamp f on st in the background,
+// which writes user (if not empty) and then holds the fence row's lock
+// until release is closed. It returns once the lock is held, with the
+// channel of the transaction's result.
+func holdFence(t *testing.T, st store.Store, f store.Fence, user string, release <-chan struct{}) <-chan error {
+	t.Helper()
 	inside := make(chan struct{})
-	release := make(chan struct{})
-	stalledErr := make(chan error, 1)
+	res := make(chan error, 1)
 	go func() {
-		stalledErr <- stalled.Fenced(ctx, store.Fence{Generation: 1, Seq: 1, Holder: 1}, func(tx store.Tx) error {
-			if _, _, err := tx.EnsureUser("written-by-the-stalled-holder"); err != nil {
-				return err
+		res <- st.Fenced(context.Background(), f, func(tx store.Tx) error {
+			if user != "" {
+				if _, _, err := tx.EnsureUser(user); err != nil {
+					return err
+				}
 			}
 			close(inside)
-			<-release // stopped, holding the fence row's lock
+			<-release
 			return nil
 		})
 	}()
-	<-inside
+	select {
+	case <-inside:
+	case err := <-res:
+		t.Fatalf("fenced transaction %v ended before it held the lock: %v", f, err)
+	}
+	return res
+}
+
+// TestMariaDBStalledHolderDoesNotBlock: a process stopped inside a critical
+// section (SIGSTOP) holds the fence row's lock; its transaction is ended
+// (by the next holder after 20 ms, see fencewait.go, or else by the server
+// after a second idle), so the next token holder can write, and the
+// stalled one's work is rolled back.
+func TestMariaDBStalledHolderDoesNotBlock(t *testing.T) {
+	ctx := context.Background()
+	dsn := testutil.MySQLDSN(t)
+	next := storetest.Open(t, dsn)
+	release := make(chan struct{})
+	// Stopped, holding the fence row's lock.
+	stalledErr := holdFence(t, storetest.Open(t, dsn), store.Fence{Generation: 1, Seq: 1, Holder: 1}, "written-by-the-stalled-holder", release)
 	err := next.Fenced(ctx, store.Fence{Generation: 2, Seq: 0, Holder: 2}, func(tx store.Tx) error {
 		_, _, err := tx.EnsureUser("written-by-the-next-holder")
 		return err
@@ -81,17 +98,9 @@ func TestMariaDBStalledHolderDoesNotBlock(t *testing.T) {
 func TestMariaDBAbandonedHolderIsEnded(t *testing.T) {
 	ctx := context.Background()
 	dsn := testutil.MySQLDSN(t)
-	left, next := storetest.Open(t, dsn), storetest.Open(t, dsn)
-	inside, release := make(chan struct{}), make(chan struct{})
-	leftErr := make(chan error, 1)
-	go func() {
-		leftErr <- left.Fenced(ctx, store.Fence{Generation: 1, Seq: 1, Holder: 1}, func(tx store.Tx) error {
-			close(inside)
-			<-release
-			return nil
-		})
-	}()
-	<-inside
+	next := storetest.Open(t, dsn)
+	release := make(chan struct{})
+	leftErr := holdFence(t, storetest.Open(t, dsn), store.Fence{Generation: 1, Seq: 1, Holder: 1}, "", release)
 	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	err := next.Fenced(wctx, store.Fence{Generation: 1, Seq: 2, Holder: 2}, func(tx store.Tx) error {
 		_, _, err := tx.EnsureUser("written-by-the-next-holder")
@@ -116,20 +125,9 @@ func TestMariaDBAbandonedHolderIsEnded(t *testing.T) {
 func TestMariaDBStaleWaiterEndsNobody(t *testing.T) {
 	ctx := context.Background()
 	dsn := testutil.MySQLDSN(t)
-	newer, stale := storetest.Open(t, dsn), storetest.Open(t, dsn)
-	inside, release := make(chan struct{}), make(chan struct{})
-	newerErr := make(chan error, 1)
-	go func() {
-		newerErr <- newer.Fenced(ctx, store.Fence{Generation: 1, Seq: 5, Holder: 1}, func(tx store.Tx) error {
-			if _, _, err := tx.EnsureUser("written-by-the-newer-holder"); err != nil {
-				return err
-			}
-			close(inside)
-			<-release
-			return nil
-		})
-	}()
-	<-inside
+	stale := storetest.Open(t, dsn)
+	release := make(chan struct{})
+	newerErr := holdFence(t, storetest.Open(t, dsn), store.Fence{Generation: 1, Seq: 5, Holder: 1}, "written-by-the-newer-holder", release)
 	staleErr := make(chan error, 1)
 	go func() {
 		staleErr <- stale.Fenced(ctx, store.Fence{Generation: 1, Seq: 3, Holder: 2}, func(tx store.Tx) error { return nil })

@@ -22,18 +22,7 @@ import (
 func TestCoordinatorCutFromEveryNode(t *testing.T) {
 	for _, offset := range []int{0, 7, 14, 21, 28, 35} {
 		t.Run(fmt.Sprint(offset), func(t *testing.T) {
-			s := netSim(t, 214)
-			tr := newTraffic(s, s.IDs()...)
-			tr.run(t, 50+offset)
-			tr.reset()
-			c := s.Store.Coord
-			var rest []int64
-			for _, id := range s.IDs() {
-				if id != c {
-					rest = append(rest, id)
-					s.CutBoth(c, id)
-				}
-			}
+			s, tr, c, rest := cutCoordinator(t, 214, offset)
 			takenOut := 0
 			trace := s.Trace
 			s.Trace = func(l string) {
@@ -51,17 +40,45 @@ func TestCoordinatorCutFromEveryNode(t *testing.T) {
 			if takenOut > 1 {
 				t.Errorf("the cut coordinator %d took %d nodes out of the ring; want at most one", c, takenOut)
 			}
-			w0, _ := tr.worst(rest...)
-			t.Logf("worst wait from the cut: %d ms", w0*20)
-			if w, who := tr.worst(rest...); w > ticks2s {
-				t.Errorf("node %d waited %d ms from the cut; want at most 2 s (healthy: %v)", who, w*20, s.Healthy())
-			}
-			if s.Store.Coord == c {
-				t.Errorf("the cut coordinator %d is still coordinator in the store", c)
-			}
-			tr.heal(t)
+			tookOver(t, s, tr, c, rest)
 		})
 	}
+}
+
+// cutCoordinator starts netSim(seed) with traffic, lets it run offset
+// ticks into a quiet lap, and cuts the coordinator from every other node
+// (not from the store). It returns the coordinator and the others.
+func cutCoordinator(t *testing.T, seed uint64, offset int) (*Sim, *traffic, int64, []int64) {
+	t.Helper()
+	s := netSim(t, seed)
+	tr := newTraffic(s, s.IDs()...)
+	tr.run(t, 50+offset)
+	tr.reset()
+	c := s.Store.Coord
+	var rest []int64
+	for _, id := range s.IDs() {
+		if id != c {
+			rest = append(rest, id)
+			s.CutBoth(c, id)
+		}
+	}
+	return s, tr, c, rest
+}
+
+// tookOver checks that the nodes cut from coordinator c (rest) delivered
+// within 2 s of the cut and that the store names another coordinator,
+// then heals the cut.
+func tookOver(t *testing.T, s *Sim, tr *traffic, c int64, rest []int64) {
+	t.Helper()
+	w, who := tr.worst(rest...)
+	t.Logf("worst wait from the cut: %d ms", w*20)
+	if w > ticks2s {
+		t.Errorf("node %d waited %d ms from the cut; want at most 2 s (healthy: %v)", who, w*20, s.Healthy())
+	}
+	if s.Store.Coord == c {
+		t.Errorf("the cut coordinator %d is still coordinator in the store", c)
+	}
+	tr.heal(t)
 }
 
 // TestDeadCoordinatorIsNotRedialled: after the coordinator dies, its
@@ -138,19 +155,8 @@ func TestCoordinatorCutFromTheStoreRelinksAReplacedLink(t *testing.T) {
 func TestCoordinatorCutWithAForgerAtItsDoor(t *testing.T) {
 	for _, offset := range []int{0, 7, 14, 21, 28, 35} {
 		t.Run(fmt.Sprint(offset), func(t *testing.T) {
-			s := netSim(t, 215)
-			tr := newTraffic(s, s.IDs()...)
-			tr.run(t, 50+offset)
-			tr.reset()
-			c := s.Store.Coord
+			s, tr, c, rest := cutCoordinator(t, 215, offset)
 			pred := s.Store.Topo.Predecessor(c)
-			var rest []int64
-			for _, id := range s.IDs() {
-				if id != c {
-					rest = append(rest, id)
-					s.CutBoth(c, id)
-				}
-			}
 			for i := 0; i < faultTicks/2; i += 5 {
 				if s.Procs[c].pred != pred {
 					s.DialAs(c, pred)
@@ -163,15 +169,7 @@ func TestCoordinatorCutWithAForgerAtItsDoor(t *testing.T) {
 				s.Inject(c, m)
 				tr.run(t, 5)
 			}
-			w0, _ := tr.worst(rest...)
-			t.Logf("worst wait from the cut: %d ms", w0*20)
-			if w, who := tr.worst(rest...); w > ticks2s {
-				t.Errorf("node %d waited %d ms from the cut; want at most 2 s (healthy: %v)", who, w*20, s.Healthy())
-			}
-			if s.Store.Coord == c {
-				t.Errorf("the cut coordinator %d is still coordinator in the store", c)
-			}
-			tr.heal(t)
+			tookOver(t, s, tr, c, rest)
 		})
 	}
 }
