@@ -503,7 +503,7 @@ func (n *Node) logNote(note ring.Note) {
 	switch note.Event {
 	case ring.EventCoordinator, ring.EventCoordinatorDeposed, ring.EventCoordinatorFailed, ring.EventCoordinatorUnresponsive,
 		ring.EventJoined, ring.EventLeft, ring.EventSplicedOut, ring.EventHandoff, ring.EventRejoin, ring.EventNotInStoreRing,
-		ring.EventCoordinatorOrphaned, ring.EventTokenRegenerated, ring.EventLeaveDeadline, ring.EventLeaveUnanswered,
+		ring.EventCoordinatorOrphaned, ring.EventCoordinatorOutside, ring.EventTokenRegenerated, ring.EventLeaveDeadline, ring.EventLeaveUnanswered,
 		ring.EventElectionWon, ring.EventLeaseLost, ring.EventReporterMoved:
 		ev = n.log.Info()
 	case ring.EventTokenForged, ring.EventNotPredecessor, ring.EventTokenUnjudged:

@@ -10,6 +10,7 @@ const (
 	EventCoordinatorDeposed      Event = "coordinator-deposed"      // this node is coordinator no more
 	EventCoordinatorFailed       Event = "coordinator-failed"       // the successor that failed is the coordinator the store names
 	EventCoordinatorOrphaned     Event = "coordinator-orphaned"     // the store names this node coordinator, from an earlier run that crashed
+	EventCoordinatorOutside      Event = "coordinator-outside"      // the store names a coordinator its ring does not hold (it left, its hand-off lost): the role is taken once its lease ran out
 	EventCoordinatorUnresponsive Event = "coordinator-unresponsive" // the coordinator keeps not answering: this node claims the role
 	EventElection                Event = "election"                 // an election finished (Note.Election says how)
 	EventElectionWon             Event = "election-won"             // this node won an election

@@ -653,6 +653,17 @@ func (n *Machine) checkDone(r Result) {
 		// of it claimed the role and crashed. Nobody else will notice.
 		n.note(EventCoordinatorOrphaned, 0)
 		n.takeOver(true)
+		return
+	}
+	if r.Coord != 0 && !slices.Contains(r.Members, r.Coord) {
+		// The store names a coordinator its ring no longer holds: one that
+		// left, or was taken out, while the hand-off of its role got lost
+		// (it claimed the role cut off from the others, then left). It is
+		// nobody's successor, so no link failure will show it: the members
+		// take the role over once its lease has run out (this node is in
+		// the store's ring, so the coordinator named is another).
+		n.note(EventCoordinatorOutside, r.Coord)
+		n.takeOver(true)
 	}
 }
 
