@@ -971,8 +971,8 @@ func (r *runner) checkPauses(records []faultRecord, phase span) (c Check, fig st
 
 // storeTrouble reports whether at falls in or near a fault that can keep
 // a node from reading its store (the database restarted or killed, a node
-// cut from the store, packet loss): from a second before it until 3 s
-// after it settled (or healed).
+// cut from the store, packet loss): from a second before it until
+// storeAftermath after it settled (or healed).
 func (r *runner) storeTrouble(at time.Time) bool {
 	if r.sched == nil {
 		return false
@@ -980,7 +980,7 @@ func (r *runner) storeTrouble(at time.Time) bool {
 	r.sched.mu.Lock()
 	defer r.sched.mu.Unlock()
 	near := func(from, to time.Time) bool {
-		return !at.Before(from.Add(-time.Second)) && at.Before(to.Add(3*time.Second))
+		return !at.Before(from.Add(-time.Second)) && at.Before(to.Add(storeAftermath))
 	}
 	for _, f := range r.sched.records {
 		if (f.Kind == DBRestart || f.Kind == GaleraKill) && near(f.At, f.At.Add(max(f.Settle, f.Repair))) {

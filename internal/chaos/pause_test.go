@@ -49,11 +49,13 @@ func TestLongestPauseExcusesRepairs(t *testing.T) {
 		{at(1000), at(3000)},  // 2 s, during a kill's repair
 		{at(5000), at(5700)},  // 700 ms, free: the one that fails the target
 		{at(9800), at(10500)}, // 700 ms, half after the fault phase: 200 ms inside
+		{at(7000), at(7600)},  // 600 ms, 1 s after a database restart settled: its aftermath
 	}
 	records := []faultRecord{
-		{Kind: KillNode, At: at(900), Settle: 1500 * time.Millisecond}, // 900..2400 overlaps the 2 s pause
-		{Kind: ClientMove, At: at(5100), Settle: 2 * time.Second},      // a client's move excuses nothing
-		{Kind: StopCont, At: at(8000), Err: "not re-formed"},           // never settled: excused to the end
+		{Kind: KillNode, At: at(900), Settle: 1500 * time.Millisecond},  // 900..2400 overlaps the 2 s pause
+		{Kind: ClientMove, At: at(5100), Settle: 2 * time.Second},       // a client's move excuses nothing
+		{Kind: StopCont, At: at(8000), Err: "not re-formed"},            // never settled: excused to the end
+		{Kind: DBRestart, At: at(5800), Settle: 200 * time.Millisecond}, // settled at 6 s; its aftermath to 9 s
 	}
 	window := span{at(0), at(10000)}
 	free, longest, ok := longestPause(pauses, repairWindows(records, window.to), window)
@@ -70,6 +72,9 @@ func TestLongestPauseExcusesRepairs(t *testing.T) {
 	// Nothing but excused pauses: none free.
 	if _, _, ok := longestPause(pauses[1:2], repairWindows(records, window.to), window); ok {
 		t.Error("a pause inside a repair counted")
+	}
+	if _, _, ok := longestPause(pauses[4:5], repairWindows(records, window.to), window); ok {
+		t.Error("a pause in a database restart's aftermath counted")
 	}
 }
 
