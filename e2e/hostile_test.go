@@ -23,6 +23,7 @@ import (
 	"github.com/ringchat/ringchat/internal/metrics"
 	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/testutil"
+	"github.com/ringchat/ringchat/internal/token"
 	"github.com/ringchat/ringchat/internal/wire"
 )
 
@@ -170,6 +171,54 @@ func (h *hostileRing) dialAs(to, as int64) net.Conn {
 	hello, _ := json.Marshal(map[string]int64{"to": to})
 	h.write(conn, wire.Frame{Type: "HELLO", Src: as, Payload: hello})
 	return conn
+}
+
+// dialProvenAs is dialAs with the HELLO proven under the store's current
+// generation secret, which a key holder alone cannot make: the link
+// replaces the real predecessor's, so that what the attack sends next
+// reaches the ring's own rules (the token's, the predecessor's) instead
+// of being refused at the HELLO.
+func (h *hostileRing) dialProvenAs(to, as int64) net.Conn {
+	h.t.Helper()
+	f, err := h.st.Fence(context.Background())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", h.coordPort(to))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	hello, _ := json.Marshal(map[string]any{"to": to, "proofs": []token.HelloProof{{Gen: f.Generation, Proof: token.ProveHello(f.Secret, f.Generation, as, to)}}})
+	h.write(conn, wire.Frame{Type: "HELLO", Src: as, Payload: hello})
+	return conn
+}
+
+// answers reads the frames node id writes back on conn until it closes
+// the connection or recoverWithin passes, as "TYPE" or "UNLINK why".
+func (h *hostileRing) answers(id int64, conn net.Conn) []string {
+	h.t.Helper()
+	_ = conn.SetReadDeadline(time.Now().Add(recoverWithin))
+	lr := wire.NewLineReader(conn, 1<<20)
+	var got []string
+	for {
+		line, err := lr.Next()
+		if err != nil {
+			return got
+		}
+		fr, _, err := h.codec.Decode(line)
+		if err != nil {
+			h.t.Fatalf("a line from node %d that does not decode: %v", id, err)
+		}
+		a := fr.Type
+		if fr.Type == "UNLINK" {
+			var p struct {
+				Why string `json:"why"`
+			}
+			_ = json.Unmarshal(fr.Payload, &p)
+			a += " " + p.Why
+		}
+		got = append(got, a)
+	}
 }
 
 // write sends f on conn as one line.
@@ -384,11 +433,36 @@ func TestHostilePeer(t *testing.T) {
 		coord, order, _ := h.state()
 		victim := others(order, coord.NodeID)[0]
 		pred := predOf(order, victim)
+		conn := h.dialProvenAs(victim, pred)
+		defer conn.Close()
+		at := time.Now()
+		h.write(conn, wire.Frame{Type: "TOKEN", Src: pred, Epoch: coord.Epoch,
+			Payload: []byte(fmt.Sprintf(`{"token":{"gen":%d,"seq":0}}`, int64(math.MaxInt64)))})
+		h.recovered(at, coord, true, live...)
+	})
+
+	// A key holder's HELLO (no proof under a store secret) in the
+	// predecessor's name, then a TOKEN: the node keeps its predecessor's
+	// link, answers UNLINK "unproven" and closes the new one; the token
+	// is never read. Before, the HELLO replaced the real link and the
+	// token in flight on it was lost.
+	t.Run("HelloWithoutProofKeepsTheRealLink", func(t *testing.T) {
+		h.t = t
+		coord, order, _ := h.state()
+		victim := others(order, coord.NodeID)[0]
+		pred := predOf(order, victim)
+		before := h.rejected(victim, "unproven_hello")
 		conn := h.dialAs(victim, pred)
 		defer conn.Close()
 		at := time.Now()
 		h.write(conn, wire.Frame{Type: "TOKEN", Src: pred, Epoch: coord.Epoch,
 			Payload: []byte(fmt.Sprintf(`{"token":{"gen":%d,"seq":0}}`, int64(math.MaxInt64)))})
+		if got := h.answers(victim, conn); !slices.Equal(got, []string{"UNLINK unproven"}) {
+			t.Fatalf("node %d answered an unproven HELLO in its predecessor's name with %v; want UNLINK unproven and the link closed", victim, got)
+		}
+		if !testutil.WaitFor(recoverWithin, 10*time.Millisecond, func() bool { return h.rejected(victim, "unproven_hello") > before }) {
+			t.Fatalf("node %d did not count the unproven HELLO", victim)
+		}
 		h.recovered(at, coord, true, live...)
 	})
 
@@ -411,7 +485,7 @@ func TestHostilePeer(t *testing.T) {
 		var at time.Time
 		counted := false
 		for try := 0; try < 3 && !counted; try++ {
-			conn := h.dialAs(victim, pred)
+			conn := h.dialProvenAs(victim, pred)
 			defer conn.Close()
 			at = time.Now()
 			h.write(conn, wire.Frame{Type: "TOKEN", Src: pred, Epoch: coord.Epoch,
@@ -441,7 +515,7 @@ func TestHostilePeer(t *testing.T) {
 				break
 			}
 		}
-		conn := h.dialAs(victim, stranger)
+		conn := h.dialProvenAs(victim, stranger)
 		defer conn.Close()
 		at := time.Now()
 		h.write(conn, wire.Frame{Type: "TOKEN", Src: stranger, Epoch: coord.Epoch,
@@ -449,21 +523,8 @@ func TestHostilePeer(t *testing.T) {
 		// What comes back on the link: UNLINK, never a TOKEN_ACK (the
 		// node refused the link, counted as not_predecessor, or the real
 		// predecessor dialled in again first and replaced it).
-		_ = conn.SetReadDeadline(time.Now().Add(recoverWithin))
-		lr := wire.NewLineReader(conn, 1<<20)
-		var got []string
-		for {
-			line, err := lr.Next()
-			if err != nil {
-				break
-			}
-			fr, _, err := h.codec.Decode(line)
-			if err != nil {
-				t.Fatalf("a line from node %d that does not decode: %v", victim, err)
-			}
-			got = append(got, fr.Type)
-		}
-		if !slices.Equal(got, []string{"UNLINK"}) {
+		got := h.answers(victim, conn)
+		if len(got) != 1 || !strings.HasPrefix(got[0], "UNLINK") {
 			t.Fatalf("node %d answered a token from node %d, not its predecessor, with %v; want UNLINK and the link closed", victim, stranger, got)
 		}
 		h.recovered(at, coord, true, live...)

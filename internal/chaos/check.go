@@ -927,18 +927,23 @@ func isTokenReason(reason string) bool {
 //
 // The real predecessor may also dial in again between the TOKEN's line
 // and the node's reading of it: the transport drops a frame of a link
-// already replaced before the ring sees it (replaced_link).
+// already replaced before the ring sees it (replaced_link). And while the
+// real predecessor's link is up, the barrage's HELLO, which proves no
+// store secret, is refused before its TOKEN is read (unproven_hello).
 func refusedTokens(want map[string]int, c map[string]float64) (int, float64) {
 	forged, notPred := reasonOf(hTCPForgedToken), reasonOf(hTCPNotPred)
-	return want[forged] + want[notPred], c[forged] + c[notPred] + c[reasonUnjudged] + c[reasonReplaced]
+	return want[forged] + want[notPred], c[forged] + c[notPred] + c[reasonUnjudged] + c[reasonReplaced] + c[reasonUnproven]
 }
 
 // reasonUnjudged is the counter of a TOKEN waiting for the store's word
 // on its sender that was dropped unjudged; reasonReplaced the transport's
-// of a frame read from a link just replaced.
+// of a frame read from a link just replaced; reasonUnproven the
+// transport's of a HELLO refused because it proved no store secret while
+// the predecessor's link was up.
 const (
 	reasonUnjudged = "unjudged_token"
 	reasonReplaced = "replaced_link"
+	reasonUnproven = "unproven_hello"
 )
 
 // checkPauses judges the longest time in which no node committed a visit

@@ -159,8 +159,9 @@ func TestPercentile(t *testing.T) {
 }
 
 // A forged TOKEN in the predecessor's name refused as not_predecessor (the
-// ring moved under the barrage), or dropped unjudged (the next TOKEN
-// replaced it while it waited), is still refused and counted; a token
+// ring moved under the barrage), dropped unjudged (the next TOKEN
+// replaced it while it waited), or never read (its HELLO refused as
+// unproven while the real link was up), is still refused and counted; a token
 // nobody counted is not; other reasons are not TOKENs.
 func TestRefusedTokensJudgedTogether(t *testing.T) {
 	want := map[string]int{"forged_token": 1, "malformed": 3}
@@ -172,6 +173,7 @@ func TestRefusedTokensJudgedTogether(t *testing.T) {
 		{map[string]float64{"not_predecessor": 1}, true},
 		{map[string]float64{"unjudged_token": 1}, true},
 		{map[string]float64{"replaced_link": 1}, true},
+		{map[string]float64{"unproven_hello": 1}, true},
 		{map[string]float64{}, false},
 		{map[string]float64{"malformed": 3}, false},
 	} {

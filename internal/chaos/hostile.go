@@ -51,13 +51,17 @@ const (
 	// (too_many_hellos) or at the HELLO timeout (no_hello).
 	hTCPSilent = "inbound:silent"
 	// A TOKEN at generation 2^63-1 on a link opened in the name of the
-	// node's predecessor in the store's ring: the node asks the store
-	// and discards it (forged_token); nothing records its stamp.
+	// node's predecessor in the store's ring. While the real
+	// predecessor's link is up, the barrage's HELLO (it proves no store
+	// secret) is refused with UNLINK (unproven_hello) and the TOKEN never
+	// read; otherwise the node asks the store and discards it
+	// (forged_token); nothing records its stamp.
 	hTCPForgedToken = "inbound:forged_token"
 	// A TOKEN of the current generation on a link opened in the name of a
-	// node that is not the predecessor: refused with UNLINK
-	// (not_predecessor), unless the real predecessor dialled in again
-	// first and the link was replaced; either way never acknowledged.
+	// node that is not the predecessor: refused at the HELLO as above, or
+	// refused with UNLINK (not_predecessor), unless the real predecessor
+	// dialled in again first and the link was replaced; either way never
+	// acknowledged.
 	hTCPNotPred  = "inbound:not_predecessor"
 	hClientBad   = "client:malformed"
 	hClientLong  = "client:oversized"

@@ -49,6 +49,10 @@ type Config struct {
 	ClearPresence func(ctx context.Context, node int64) error
 	// Transport carries ring frames; the node closes it when Run ends.
 	Transport transport.Transport
+	// Keys, if set, receives the token generation secrets the store
+	// confirmed to this node, as they change, for the transport's HELLO
+	// proofs (give the same Keys to transport.Config.Prover).
+	Keys *token.Keys
 	// Sections run, in order, at every token visit.
 	Sections []Section
 	// Wants, if set, signals new work for the token (the queue's

@@ -52,6 +52,10 @@ type Node struct {
 	hostileLogged map[ring.Event]time.Time
 	framesOut     map[ring.MsgType]uint64
 
+	// the secrets last given to cfg.Keys (owned by the run loop)
+	keysGen    int64
+	keysSecret string
+
 	// token hop timing (owned by the run loop)
 	sentAt    time.Time
 	sentSeq   token.Stamp
@@ -392,6 +396,19 @@ func (n *Node) recordHop(d time.Duration) {
 	}
 }
 
+// publishKeys hands the transport the secrets the store confirmed, when
+// they changed: before a dial this flush asks for, so that its HELLO
+// proves itself under the newest.
+func (n *Node) publishKeys() {
+	if n.cfg.Keys == nil {
+		return
+	}
+	if gen, secret := n.rn.Confirmed(); gen != n.keysGen || secret != n.keysSecret {
+		n.keysGen, n.keysSecret = gen, secret
+		n.cfg.Keys.Publish(n.rn.Secrets())
+	}
+}
+
 // countVisit counts a token visit and observes the rotation time (the time
 // since the previous visit here).
 func (n *Node) countVisit() {
@@ -405,6 +422,7 @@ func (n *Node) countVisit() {
 
 // flush carries out what the state machine asked for.
 func (n *Node) flush() {
+	n.publishKeys()
 	r := n.rn.Ready()
 	if r.Empty() {
 		return

@@ -204,6 +204,12 @@ func (n *Machine) Config() Config                 { return n.cfg }
 func (n *Machine) Visiting() bool                 { return n.tok.Visiting() }
 func (n *Machine) Joins() uint64                  { return n.joins } // times this node joined the ring
 
+// Confirmed returns the newest token generation the store confirmed to
+// this node and its secret; Secrets, the secrets a link proof may be made
+// under (token.Machine.Secrets), change only with it.
+func (n *Machine) Confirmed() (int64, string) { return n.tok.Confirmed() }
+func (n *Machine) Secrets() []token.GenSecret { return n.tok.Secrets() }
+
 // AvoidedLinks lists the links (pairs of nodes, either way) this node, as
 // coordinator, avoids placing a node across: they failed again and again
 // lately.

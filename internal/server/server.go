@@ -27,6 +27,7 @@ import (
 	"github.com/ringchat/ringchat/internal/metrics"
 	"github.com/ringchat/ringchat/internal/node"
 	"github.com/ringchat/ringchat/internal/store"
+	"github.com/ringchat/ringchat/internal/token"
 	"github.com/ringchat/ringchat/internal/transport"
 	"github.com/ringchat/ringchat/internal/wire"
 )
@@ -69,6 +70,7 @@ type Server struct {
 	st     store.Store
 	health HealthConfig
 	tr     transport.Transport
+	keys   *token.Keys // the node's store secrets, for the transport's HELLO proofs
 	node   *node.Node
 	chat   *chat.Server
 	mx     *metrics.Metrics
@@ -81,7 +83,7 @@ type Server struct {
 // transport outlives it (a node still talks while it leaves the ring).
 func New(ctx context.Context, cfg Config) (*Server, error) {
 	id := cfg.Node.Ring.ID
-	s := &Server{log: cfg.Log.With().Int64("node", id).Logger(), st: cfg.Store, health: cfg.Health}
+	s := &Server{log: cfg.Log.With().Int64("node", id).Logger(), st: cfg.Store, health: cfg.Health, keys: &token.Keys{}}
 	if !slices.ContainsFunc(cfg.Table, func(r store.NodeRow) bool { return r.ID == id }) {
 		if cfg.Transport != nil {
 			cfg.Transport.Close() // the server's to close, as Run would
@@ -127,6 +129,7 @@ func (s *Server) listen(ctx context.Context, cfg Config, addrs *node.Addresses) 
 	}
 	tcfg := transport.DefaultConfig()
 	tcfg.ID, tcfg.Codec, tcfg.Resolve, tcfg.Log, tcfg.Addr = cfg.Node.Ring.ID, cfg.Codec, addrs.Resolve, s.log, cfg.ListenAddr
+	tcfg.Prover = s.keys // the node publishes its secrets into them (assemble)
 	tr, err := transport.Listen(context.WithoutCancel(ctx), tcfg)
 	if err != nil {
 		return nil, fmt.Errorf("node %d: listen on %s: %w", cfg.Node.Ring.ID, tcfg.Addr, err)
@@ -140,7 +143,7 @@ func (s *Server) listen(ctx context.Context, cfg Config, addrs *node.Addresses) 
 // address, the metrics observe both.
 func (s *Server) assemble(cfg Config, addrs *node.Addresses) (err error) {
 	ncfg := cfg.Node
-	ncfg.Store, ncfg.Transport, ncfg.Addresses, ncfg.Log = cfg.Store, s.tr, addrs, cfg.Log
+	ncfg.Store, ncfg.Transport, ncfg.Addresses, ncfg.Log, ncfg.Keys = cfg.Store, s.tr, addrs, cfg.Log, s.keys
 	var delivery chat.Observer
 	if cfg.MetricsAddr != "" {
 		s.mx = metrics.New(cfg.Node.Ring.ID)

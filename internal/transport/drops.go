@@ -26,6 +26,7 @@ const (
 	ReasonTooManyHellos = "too_many_hellos" // closed to make room: too many connections waiting for their HELLO
 	ReasonReadError     = "read_error"      // a socket read failed (UDP)
 	ReasonReplacedLink  = "replaced_link"   // a frame read from a link just as another replaced it (counted, not logged: relinks make them)
+	ReasonUnprovenHello = "unproven_hello"  // a HELLO without a proof under a store secret, while a predecessor link is up: refused, the link kept
 )
 
 // reasonOf returns the drop reason for a wire decoding error.

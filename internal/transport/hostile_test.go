@@ -58,7 +58,7 @@ func TestNetLinkFrameInAnotherName(t *testing.T) {
 	defer conn.Close()
 	c := newTestCodec(t, testKey)
 	var msg []byte
-	msg = append(msg, encodeLine(t, c, helloFrame(5, 1))...)
+	msg = append(msg, encodeLine(t, c, helloFrame(5, 1, nil))...)
 	msg = append(msg, encodeLine(t, c, frame("TOKEN", 6, 0))...)
 	msg = append(msg, encodeLine(t, c, frame("TOKEN", 5, 1))...)
 	if _, err := conn.Write(msg); err != nil {

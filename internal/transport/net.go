@@ -51,6 +51,12 @@ type Config struct {
 	MaxHandshakesPerSource int
 	// EventBuffer is the capacity of the Events channel.
 	EventBuffer int
+	// Prover, if set, proves the HELLOs this node sends, and a HELLO
+	// received while a predecessor link is up replaces that link only if
+	// it proves itself; one that does not is refused (UNLINK "unproven",
+	// counted as unproven_hello) and the link kept. Without a Prover any
+	// authenticated HELLO replaces the link.
+	Prover HelloProver
 }
 
 // DefaultConfig returns the default settings; set ID, Addr, Codec and

@@ -31,7 +31,7 @@ func dialHello(t *testing.T, n *Net, c *wire.Codec, as int64) net.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	if _, err := conn.Write(encodeLine(t, c, helloFrame(as, 1))); err != nil {
+	if _, err := conn.Write(encodeLine(t, c, helloFrame(as, 1, nil))); err != nil {
 		t.Fatal(err)
 	}
 	return conn
@@ -117,11 +117,11 @@ func TestNetBadInbound(t *testing.T) {
 		reason string
 	}{
 		{"garbage", func(*testing.T) []byte { return []byte("GET / HTTP/1.0\r\n\r\n") }, ReasonMalformed},
-		{"unauthenticated hello", func(t *testing.T) []byte { return encodeLine(t, forger, helloFrame(5, 1)) }, ReasonBadMAC},
+		{"unauthenticated hello", func(t *testing.T) []byte { return encodeLine(t, forger, helloFrame(5, 1, nil)) }, ReasonBadMAC},
 		{"oversize line", func(*testing.T) []byte { return bytes.Repeat([]byte("x"), 5000) }, ReasonTooLarge},
 		{"nothing", func(*testing.T) []byte { return nil }, ReasonNoHello},
 		{"not a hello", func(t *testing.T) []byte { return encodeLine(t, good, frame("TOKEN", 5, 0)) }, ReasonNotHello},
-		{"misdirected hello", func(t *testing.T) []byte { return encodeLine(t, good, helloFrame(5, 4)) }, ReasonMisdirected},
+		{"misdirected hello", func(t *testing.T) []byte { return encodeLine(t, good, helloFrame(5, 4, nil)) }, ReasonMisdirected},
 	}
 	c := netCluster(t, small, 1, 2)
 	for _, tc := range tests {
@@ -154,7 +154,7 @@ func TestNetBadInbound(t *testing.T) {
 // another connection is refused, and the real link stays.
 func TestNetReplayedHello(t *testing.T) {
 	n := netCluster(t, nil, 1)[1]
-	hello := encodeLine(t, newTestCodec(t, testKey), helloFrame(5, 1))
+	hello := encodeLine(t, newTestCodec(t, testKey), helloFrame(5, 1, nil))
 	dial := func() net.Conn {
 		conn, err := net.Dial("tcp", n.Addr().String())
 		if err != nil {
@@ -191,10 +191,10 @@ func TestNetBadFramesAfterHello(t *testing.T) {
 	c := newTestCodec(t, testKey)
 	forger := newTestCodec(t, []byte("not-the-cluster-key-at-all-0123456789"))
 	var msg []byte
-	msg = append(msg, encodeLine(t, c, helloFrame(5, 1))...)
+	msg = append(msg, encodeLine(t, c, helloFrame(5, 1, nil))...)
 	msg = append(msg, "{not json\n"...)
 	msg = append(msg, encodeLine(t, forger, frame("TOKEN", 5, 0))...)
-	msg = append(msg, encodeLine(t, c, helloFrame(5, 1))...) // a second HELLO is not traffic
+	msg = append(msg, encodeLine(t, c, helloFrame(5, 1, nil))...) // a second HELLO is not traffic
 	msg = append(msg, encodeLine(t, c, frame("TOKEN", 5, 1))...)
 	if _, err := conn.Write(msg); err != nil {
 		t.Fatal(err)

@@ -208,7 +208,7 @@ func (n *Net) runSuccessor(ctx context.Context, l *tcpLink) {
 		return
 	}
 	defer n.forget(conn)
-	hello, err := n.cfg.Codec.Encode(helloFrame(n.cfg.ID, l.peer))
+	hello, err := n.cfg.Codec.Encode(helloFrame(n.cfg.ID, l.peer, n.cfg.Prover))
 	if err == nil {
 		err = n.writeLine(l, conn, hello)
 	}
@@ -230,15 +230,34 @@ func (n *Net) runSuccessor(ctx context.Context, l *tcpLink) {
 
 // serveInbound waits for an inbound connection's HELLO, makes it the
 // predecessor link (replacing the previous one) and reads frames from it.
+//
+// With a Prover, a HELLO replaces a predecessor link that is up only if
+// it proves itself under a store secret: the cluster key alone lets
+// anyone write a valid HELLO in the predecessor's name, and each one
+// would cut the real link (the token in flight on it lost, the
+// predecessor dialling again). The real predecessor, or a new one the
+// coordinator named, proves its HELLO; one that cannot yet (it has read
+// no secret) is refused and dials again, and gets in once the old link
+// has gone (its peer relinked elsewhere, or it fell silent and was
+// dropped).
 func (n *Net) serveInbound(in *inbound) {
 	conn := in.conn
 	defer n.forget(conn)
-	peer, lr, err := n.handshake(in)
+	peer, hp, lr, err := n.handshake(in)
+	proven := err == nil && n.cfg.Prover != nil && hp.proves(n.cfg.Prover, peer, n.cfg.ID)
 	n.mu.Lock()
 	evicted := in.evicted
 	n.unpend(in)
 	if err != nil || n.closed || evicted {
 		n.mu.Unlock()
+		return
+	}
+	if n.pred != nil && n.cfg.Prover != nil && !proven {
+		cur := n.pred.peer
+		n.mu.Unlock()
+		n.drops.drop(ReasonUnprovenHello, "inbound", conn.RemoteAddr().String(),
+			fmt.Errorf("transport: HELLO from node %d proves no store secret; the link of node %d is up and kept", peer, cur))
+		n.refuseAndDrain(conn, lr)
 		return
 	}
 	var oldConn net.Conn
@@ -258,23 +277,36 @@ func (n *Net) serveInbound(in *inbound) {
 	n.readLink(l, conn, lr)
 }
 
+// refuseAndDrain tells the dialer of a connection refused at its HELLO
+// why (UNLINK "unproven"), half-closes it and reads what it sent until it
+// closes or unlinkLinger passes: closed with its frames unread, the socket
+// would reset, and the dialer might never read the UNLINK.
+func (n *Net) refuseAndDrain(conn net.Conn, lr *wire.LineReader) {
+	n.unlinkAndClose(conn, unlinkUnproven)
+	for {
+		if _, err := lr.Next(); err != nil {
+			return
+		}
+	}
+}
+
 // handshake reads the first frame of an inbound connection, which must be
 // an authenticated HELLO meant for this node, within HelloTimeout. It
-// returns the sender and the reader to go on with.
-func (n *Net) handshake(in *inbound) (int64, *wire.LineReader, error) {
+// returns the sender, the HELLO's payload and the reader to go on with.
+func (n *Net) handshake(in *inbound) (int64, helloPayload, *wire.LineReader, error) {
 	conn := in.conn
 	remote := conn.RemoteAddr().String()
 	_ = conn.SetReadDeadline(time.Now().Add(n.cfg.HelloTimeout))
 	lr := wire.NewLineReader(conn, n.cfg.MaxFrame)
 	line, err := lr.Next()
 	if err != nil && n.isClosed() {
-		return 0, nil, ErrClosed
+		return 0, helloPayload{}, nil, ErrClosed
 	}
 	n.mu.Lock()
 	evicted := in.evicted
 	n.mu.Unlock()
 	if err != nil && evicted {
-		return 0, nil, err // counted as too_many_hellos when it was closed
+		return 0, helloPayload{}, nil, err // counted as too_many_hellos when it was closed
 	}
 	if err != nil {
 		reason := ReasonNoHello
@@ -282,26 +314,26 @@ func (n *Net) handshake(in *inbound) (int64, *wire.LineReader, error) {
 			reason = ReasonTooLarge
 		}
 		n.drops.drop(reason, "inbound", remote, err)
-		return 0, nil, err
+		return 0, helloPayload{}, nil, err
 	}
 	f, _, err := n.cfg.Codec.Decode(line)
 	if err != nil {
 		n.drops.drop(reasonOf(err), "inbound", remote, err)
-		return 0, nil, err
+		return 0, helloPayload{}, nil, err
 	}
-	to, ok := helloTarget(f)
+	hp, ok := helloOf(f)
 	switch {
 	case !ok:
 		err = fmt.Errorf("transport: first frame from %s is %q, not a valid HELLO", remote, f.Type)
 		n.drops.drop(ReasonNotHello, "inbound", remote, err)
-		return 0, nil, err
-	case to != n.cfg.ID:
-		err = fmt.Errorf("transport: HELLO from node %d is meant for node %d", f.Src, to)
+		return 0, helloPayload{}, nil, err
+	case hp.To != n.cfg.ID:
+		err = fmt.Errorf("transport: HELLO from node %d is meant for node %d", f.Src, hp.To)
 		n.drops.drop(ReasonMisdirected, "inbound", remote, err)
-		return 0, nil, err
+		return 0, helloPayload{}, nil, err
 	}
 	_ = conn.SetReadDeadline(time.Time{})
-	return f.Src, lr, nil
+	return f.Src, hp, lr, nil
 }
 
 // readLink turns the frames of link l into events until the link ends. Its

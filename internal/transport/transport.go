@@ -48,6 +48,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ringchat/ringchat/internal/token"
 	"github.com/ringchat/ringchat/internal/wire"
 )
 
@@ -202,6 +203,7 @@ type unlinkPayload struct {
 const (
 	unlinkReplaced = "replaced"
 	unlinkRefused  = "refused"
+	unlinkUnproven = "unproven" // a HELLO without proof while another predecessor link is up
 )
 
 func unlinkFrame(from int64, why string) wire.Frame {
@@ -212,20 +214,58 @@ func unlinkFrame(from int64, why string) wire.Frame {
 // helloPayload names the node the dialer meant to reach, so that a node
 // listening at an address that now belongs to someone else (the node table
 // changed) refuses the link instead of becoming the wrong predecessor.
+// Proofs, when the dialer knows generation secrets, prove that it read
+// them from the store (token.ProveHello), one per generation, newest
+// first: only such a HELLO may replace a predecessor link that is up.
 type helloPayload struct {
-	To int64 `json:"to"`
+	To     int64              `json:"to"`
+	Proofs []token.HelloProof `json:"proofs,omitempty"`
 }
 
-func helloFrame(from, to int64) wire.Frame {
-	p, _ := json.Marshal(helloPayload{To: to}) // cannot fail
+// maxHelloProofs bounds the proofs a HELLO's check tries (a node sends
+// one per generation it keeps: 5).
+const maxHelloProofs = 8
+
+// HelloProver makes the proofs of the HELLOs a node sends and checks
+// those it receives, under the generation secrets its store confirmed
+// (token.Keys). Its methods are called from the transport's goroutines.
+type HelloProver interface {
+	// HelloProofs returns the proofs for a HELLO from node from to node
+	// to (none when there is no secret to make them under).
+	HelloProofs(from, to int64) []token.HelloProof
+	// ProvesHello reports whether proof, under generation gen, proves a
+	// HELLO from node from to node to.
+	ProvesHello(from, to, gen int64, proof string) bool
+}
+
+func helloFrame(from, to int64, prover HelloProver) wire.Frame {
+	hp := helloPayload{To: to}
+	if prover != nil {
+		hp.Proofs = prover.HelloProofs(from, to)
+	}
+	p, _ := json.Marshal(hp) // cannot fail
 	return wire.Frame{Type: HelloType, Src: from, Payload: p}
 }
 
-// helloTarget returns the node a HELLO frame is meant for.
-func helloTarget(f wire.Frame) (int64, bool) {
+// proves reports whether one of the first maxHelloProofs proofs of hp
+// holds for a HELLO from node from to node to.
+func (hp helloPayload) proves(prover HelloProver, from, to int64) bool {
+	for i, p := range hp.Proofs {
+		if i == maxHelloProofs {
+			break
+		}
+		if prover.ProvesHello(from, to, p.Gen, p.Proof) {
+			return true
+		}
+	}
+	return false
+}
+
+// helloOf returns the payload of a HELLO frame.
+func helloOf(f wire.Frame) (helloPayload, bool) {
 	var p helloPayload
 	if f.Type != HelloType || json.Unmarshal(f.Payload, &p) != nil {
-		return 0, false
+		return p, false
 	}
-	return p.To, true
+	return p, true
 }
