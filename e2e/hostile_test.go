@@ -221,6 +221,14 @@ func (h *hostileRing) answers(id int64, conn net.Conn) []string {
 	}
 }
 
+// maxGenToken sends on conn a TOKEN in src's name at the largest
+// generation, which the store never issued.
+func (h *hostileRing) maxGenToken(conn net.Conn, src, epoch int64) {
+	h.t.Helper()
+	h.write(conn, wire.Frame{Type: "TOKEN", Src: src, Epoch: epoch,
+		Payload: []byte(fmt.Sprintf(`{"token":{"gen":%d,"seq":0}}`, int64(math.MaxInt64)))})
+}
+
 // write sends f on conn as one line.
 func (h *hostileRing) write(conn net.Conn, f wire.Frame) {
 	h.t.Helper()
@@ -436,8 +444,7 @@ func TestHostilePeer(t *testing.T) {
 		conn := h.dialProvenAs(victim, pred)
 		defer conn.Close()
 		at := time.Now()
-		h.write(conn, wire.Frame{Type: "TOKEN", Src: pred, Epoch: coord.Epoch,
-			Payload: []byte(fmt.Sprintf(`{"token":{"gen":%d,"seq":0}}`, int64(math.MaxInt64)))})
+		h.maxGenToken(conn, pred, coord.Epoch)
 		h.recovered(at, coord, true, live...)
 	})
 
@@ -455,8 +462,7 @@ func TestHostilePeer(t *testing.T) {
 		conn := h.dialAs(victim, pred)
 		defer conn.Close()
 		at := time.Now()
-		h.write(conn, wire.Frame{Type: "TOKEN", Src: pred, Epoch: coord.Epoch,
-			Payload: []byte(fmt.Sprintf(`{"token":{"gen":%d,"seq":0}}`, int64(math.MaxInt64)))})
+		h.maxGenToken(conn, pred, coord.Epoch)
 		if got := h.answers(victim, conn); !slices.Equal(got, []string{"UNLINK unproven"}) {
 			t.Fatalf("node %d answered an unproven HELLO in its predecessor's name with %v; want UNLINK unproven and the link closed", victim, got)
 		}
@@ -488,8 +494,7 @@ func TestHostilePeer(t *testing.T) {
 			conn := h.dialProvenAs(victim, pred)
 			defer conn.Close()
 			at = time.Now()
-			h.write(conn, wire.Frame{Type: "TOKEN", Src: pred, Epoch: coord.Epoch,
-				Payload: []byte(fmt.Sprintf(`{"token":{"gen":%d,"seq":0}}`, int64(math.MaxInt64)))})
+			h.maxGenToken(conn, pred, coord.Epoch)
 			counted = testutil.WaitFor(recoverWithin, 10*time.Millisecond, func() bool { return h.rejected(victim, "forged_token") > before })
 		}
 		if !counted {
