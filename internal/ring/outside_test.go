@@ -14,6 +14,14 @@ import (
 // has run out (IfStale: the store refuses while the lease runs; with the
 // lease method it asks for the lease); a coordinator the ring holds gets
 // no such claim.
+//
+// Two hand mutants of checkDone survive, both equivalent: without the
+// `r.Coord != 0` guard a store naming no coordinator would be claimed
+// from too, but the store names none only before the first claim, and
+// the first node claims before any node joins; without the `return`
+// after an orphaned role's take-over, the check that follows finds the
+// store's coordinator, this node, in the ring (a member not in it joins
+// again before either).
 func TestMembersReplaceACoordinatorOutsideTheRing(t *testing.T) {
 	for _, tc := range []struct {
 		name    string

@@ -79,12 +79,15 @@ func TestGenuine(t *testing.T) {
 		{Token{Stamp: Stamp{Gen: 2, Seq: 5}}, false},
 		{Token{Stamp: Stamp{Gen: 2, Seq: 5}, Proof: Prove("", Stamp{Gen: 2, Seq: 5})}, false},
 		{Token{Stamp: Stamp{Gen: 2, Seq: 5}, Proof: ProveLink(secretOf(2), Stamp{Gen: 2, Seq: 5})}, false}, // a PING's proof is not a token's
+		{Token{Stamp: Stamp{Gen: 3, Seq: 1}, Proof: Prove(secretOf(2), Stamp{Gen: 3, Seq: 1})}, false},     // generation 2's secret proves no stamp of 3
 	} {
 		if got := m.Genuine(tc.tok); got != tc.want {
 			t.Errorf("Genuine(%v proof %q) = %v, want %v", tc.tok.Stamp, tc.tok.Proof, got, tc.want)
 		}
 	}
-	if NewMachine(cfg()).Genuine(Token{Stamp: Stamp{Gen: 1, Seq: 1}, Proof: Prove("", Stamp{Gen: 1, Seq: 1})}) {
-		t.Error("a machine that knows no secret took a token as genuine")
+	for _, g := range []int64{0, 1} {
+		if s := (Stamp{Gen: g, Seq: 1}); NewMachine(cfg()).Genuine(Token{Stamp: s, Proof: Prove("", s)}) {
+			t.Errorf("a machine that knows no secret took a token of generation %d as genuine", g)
+		}
 	}
 }
