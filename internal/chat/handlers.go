@@ -449,20 +449,39 @@ func (s *Server) claimPresence(ctx context.Context, u store.User, from int64) *E
 	}
 }
 
+// presenceSilentAfter is how long a node of the ring may go without
+// reporting its health to the store (it reports every 2 s, node.healthEvery)
+// before a login elsewhere replaces a presence it holds: it cannot reach the
+// store (or is stopped), so a session there can neither store nor receive
+// anything, and it cannot clear the row of a client that left it (a client
+// that moved on its own, not told of the trouble, names no node it left).
+// If the node comes back with the session still open, its presence check
+// finds the user logged in elsewhere and closes that session
+// (restoreLost).
+const presenceSilentAfter = 5 * time.Second
+
 // presenceTries bounds claimPresence's attempts when the presence it
 // found keeps vanishing before it is read.
 const presenceTries = 3
 
 // replaceStale replaces presence p if its node is no longer in the ring.
-// A presence at from, the node the client has left, is replaced too.
+// A presence at from, the node the client has left, is replaced too, and
+// so is one at a node that has not reported to the store for
+// presenceSilentAfter.
 func (s *Server) replaceStale(ctx context.Context, u store.User, p store.Presence, login func(store.Tx) error, from int64) *Error {
 	nodes, err := s.st.Nodes(ctx)
 	if err != nil {
 		return s.unavailableErr("reading the ring's nodes", err)
 	}
-	live := slices.ContainsFunc(nodes, func(n store.NodeRow) bool { return n.ID == p.NodeID && n.InRing() })
-	if live && from != 0 && from == p.NodeID && from != s.cfg.NodeID {
+	i := slices.IndexFunc(nodes, func(n store.NodeRow) bool { return n.ID == p.NodeID && n.InRing() })
+	live := i >= 0
+	switch {
+	case live && from != 0 && from == p.NodeID && from != s.cfg.NodeID:
 		s.log.Info().Str("user", u.Name).Int64("left_node", from).Msg("chat: the client left its node (it stopped answering or cannot serve): its presence there is replaced")
+		live = false
+	case live && p.NodeID != s.cfg.NodeID && nodes[i].HealthAge > presenceSilentAfter:
+		s.log.Info().Str("user", u.Name).Int64("silent_node", p.NodeID).Int64("silent_for_ms", nodes[i].HealthAge.Milliseconds()).
+			Msg("chat: the user's node has not reached the store for a while (cut off, or stopped): its presence there is replaced")
 		live = false
 	}
 	if live {
