@@ -164,11 +164,18 @@ func (h *hostileRing) udp(to int64, f wire.Frame) {
 // the attacker holds the cluster key).
 func (h *hostileRing) dialAs(to, as int64) net.Conn {
 	h.t.Helper()
+	return h.dialWithHello(to, as, map[string]int64{"to": to})
+}
+
+// dialWithHello opens a link to node to and sends a HELLO in the name of
+// node as with payload p.
+func (h *hostileRing) dialWithHello(to, as int64, p any) net.Conn {
+	h.t.Helper()
 	conn, err := net.Dial("tcp", h.coordPort(to))
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	hello, _ := json.Marshal(map[string]int64{"to": to})
+	hello, _ := json.Marshal(p)
 	h.write(conn, wire.Frame{Type: "HELLO", Src: as, Payload: hello})
 	return conn
 }
@@ -184,13 +191,7 @@ func (h *hostileRing) dialProvenAs(to, as int64) net.Conn {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	conn, err := net.Dial("tcp", h.coordPort(to))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	hello, _ := json.Marshal(map[string]any{"to": to, "proofs": []token.HelloProof{{Gen: f.Generation, Proof: token.ProveHello(f.Secret, f.Generation, as, to)}}})
-	h.write(conn, wire.Frame{Type: "HELLO", Src: as, Payload: hello})
-	return conn
+	return h.dialWithHello(to, as, map[string]any{"to": to, "proofs": []token.HelloProof{{Gen: f.Generation, Proof: token.ProveHello(f.Secret, f.Generation, as, to)}}})
 }
 
 // answers reads the frames node id writes back on conn until it closes

@@ -26,15 +26,7 @@ func encodeLine(t *testing.T, c *wire.Codec, f wire.Frame) []byte {
 // the name of node as, encoded with c.
 func dialHello(t *testing.T, n *Net, c *wire.Codec, as int64) net.Conn {
 	t.Helper()
-	conn, err := net.Dial("tcp", n.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	if _, err := conn.Write(encodeLine(t, c, helloFrame(as, 1, nil))); err != nil {
-		t.Fatal(err)
-	}
-	return conn
+	return dialHelloPayload(t, n, c, as, helloPayload{To: 1})
 }
 
 // expectHangUp checks that the node closes conn, well before waitTimeout.
