@@ -78,6 +78,7 @@ type visitResult struct {
 	fenced bool
 	fence  *token.Stamp // fenced: the store's fence after the refusal, if it could be read
 	err    error
+	over   bool // err: the visit was cancelled at its time budget
 }
 
 // Stats are counters of a node's life, for status and metrics.
@@ -549,7 +550,7 @@ func (n *Node) visitDone(v visitResult) {
 		n.rn.VisitFenced(v.tok, v.fence)
 	case v.err != nil:
 		n.logSection(v)
-		n.trouble.failedWith(time.Now(), v.err)
+		n.trouble.failedWith(time.Now(), v.err, v.over)
 		n.rn.VisitFailed(v.tok)
 	default:
 		n.logSection(v)
@@ -638,6 +639,7 @@ func (n *Node) visitWorker(ctx context.Context) {
 			if over {
 				lastCut = time.Now()
 			}
+			res.over = over
 			stretch = nextStretch(stretch, res.err == nil, over, time.Since(lastCut))
 			if res.fenced {
 				res.fence = n.readFence(ctx)

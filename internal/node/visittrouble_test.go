@@ -2,15 +2,20 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/rs/zerolog"
 
 	"github.com/ringchat/ringchat/internal/store"
+	"github.com/ringchat/ringchat/internal/testutil"
+	"github.com/ringchat/ringchat/internal/token"
 )
 
 // errRefused is what a visit meets while the database server is down: its
@@ -92,7 +97,7 @@ func TestVisitTroubleLeavesAnOutageToThePing(t *testing.T) {
 		var tr visitTrouble
 		got := false
 		for i := range 6 {
-			got = tr.failedWith(t0.Add(time.Duration(i)*100*time.Millisecond), c.err)
+			got = tr.failedWith(t0.Add(time.Duration(i)*100*time.Millisecond), c.err, false)
 		}
 		if got != c.want {
 			t.Errorf("%s: troubled %v after six failures, want %v", c.name, got, c.want)
@@ -115,7 +120,7 @@ func TestVisitTroubleDoesNotFlap(t *testing.T) {
 		if ok {
 			return tr.observe(now, true)
 		}
-		return tr.failedWith(now, fmt.Errorf("store: mark delivered: %w", context.DeadlineExceeded))
+		return tr.failedWith(now, fmt.Errorf("store: mark delivered: %w", context.DeadlineExceeded), true)
 	}
 	for range 4 {
 		step(false)
@@ -183,15 +188,94 @@ func TestVisitTroubleAfterADatabaseRestart(t *testing.T) {
 			now = now.Add(10 * time.Second)
 		}
 		now = now.Add(100 * time.Millisecond)
-		check("by the visit in flight", tr.failedWith(now, lost))
+		check("by the visit in flight", tr.failedWith(now, lost, false))
 		for end := now.Add(c.down); now.Before(end); {
 			now = now.Add(100 * time.Millisecond)
-			check("while the server is down", tr.failedWith(now, errRefused))
+			check("while the server is down", tr.failedWith(now, errRefused, true))
 		}
 		for range 30 {
 			now = now.Add(100 * time.Millisecond)
 			check("once visits commit again", tr.observe(now, true))
 			check("once visits commit again, as the health watch reads it", tr.at(now))
+		}
+	}
+}
+
+// A node on a link that loses 5 % of its packets: one visit in three is
+// cancelled at its budget, light ones commit between (fewer than half
+// fail). Two such visits within troubleWindow make it troubled, however
+// many committed between them; one alone, or two further apart than the
+// window, or failures that were refused rather than cut short at the
+// budget, do not (the share rule judges those).
+func TestVisitTroubleFromVisitsCutAtTheirBudget(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	slow := fmt.Errorf("store: ack: %w", context.DeadlineExceeded)
+	lost := fmt.Errorf("store: fenced transaction: %w", mysql.ErrInvalidConn)
+	for _, c := range []struct {
+		name     string
+		outcomes string // o committed, x cut at its budget, r failed otherwise; 100 ms apart
+		gapMS    int    // added before the last outcome
+		want     bool
+	}{
+		{"one cut at its budget among commits", "oooxoooooo", 0, false},
+		{"two cut at their budget, commits between", "oxooooox", 0, true},
+		{"two cut at their budget in a row", "xx", 0, true},
+		{"two cut at their budget further apart than the window", "oxoo" + "x", int(troubleWindow / time.Millisecond), false},
+		{"two failed otherwise, commits between", "orooooor", 0, false},
+		{"one cut at its budget, one failed otherwise", "oxooooor", 0, false},
+	} {
+		var tr visitTrouble
+		now := t0
+		got := false
+		for i, ch := range c.outcomes {
+			now = now.Add(100 * time.Millisecond)
+			if i == len(c.outcomes)-1 {
+				now = now.Add(time.Duration(c.gapMS) * time.Millisecond)
+			}
+			switch ch {
+			case 'o':
+				got = tr.observe(now, true)
+			case 'x':
+				got = tr.failedWith(now, slow, true)
+			case 'r':
+				got = tr.failedWith(now, lost, false)
+			}
+		}
+		if got != c.want {
+			t.Errorf("%s (%s): troubled %v, want %v", c.name, c.outcomes, got, c.want)
+		}
+	}
+}
+
+// A node whose every fourth visit runs out of its time budget (a lossy
+// link to the store), the others committing, says its visits are failing:
+// fewer than half fail, so it is the visits cut at their budget that tell
+// (the visit worker hands the budget's expiry to the judge). Its
+// neighbours, whose visits all commit, do not.
+func TestNodeTroubledByVisitsCutAtTheirBudget(t *testing.T) {
+	c := newCluster(t, 1, 2, 3)
+	probe := MutexProbe(zerolog.Nop())
+	var visits atomic.Int64
+	lossy := func(ctx context.Context, tok token.Token, fenced Fenced) (json.RawMessage, bool, error) {
+		if visits.Add(1)%4 == 0 {
+			<-ctx.Done() // a statement waiting on a lost packet
+			return tok.App, false, ctx.Err()
+		}
+		return probe(ctx, tok, fenced)
+	}
+	c.start(1, probe)
+	c.start(2, lossy)
+	c.start(3, probe)
+	testutil.Eventually(t, 10*time.Second, "node 2 says its visits fail", func() bool {
+		st, ok := c.nodes[2].Status(context.Background())
+		return ok && st.VisitsFailing
+	})
+	if visits.Load() < 8 {
+		t.Fatalf("node 2 troubled after %d visits, two of them cut at the budget at most", visits.Load())
+	}
+	for _, id := range []int64{1, 3} {
+		if st, ok := c.nodes[id].Status(context.Background()); !ok || st.VisitsFailing {
+			t.Errorf("node %d: status %+v (answered %v): its visits all commit", id, st, ok)
 		}
 	}
 }

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/ringchat/ringchat/internal/chat"
 	"github.com/ringchat/ringchat/internal/client"
+	"github.com/ringchat/ringchat/internal/node"
 	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/ring"
 	"github.com/ringchat/ringchat/internal/testutil"
@@ -117,4 +120,73 @@ func TestOutOfRingMovesClients(t *testing.T) {
 	if !errors.As(err, &se) || se.Code != protocol.CodeUnavailable {
 		t.Fatalf("login at the node out of the ring: %v, want UNAVAILABLE", err)
 	}
+}
+
+// TestHealthVerdictsDoNotWaitForThePing: the store's ping hangs (a link
+// that loses packets makes it slow, up to ProbeTimeout); the node's own
+// verdicts, most visits failing and then out of the ring, still reach the
+// chat service within a few ticks. A ping that fails says the store is
+// down, and one that answers again says it is back. When the watch ends,
+// so has its prober (the package's goleak check).
+func TestHealthVerdictsDoNotWaitForThePing(t *testing.T) {
+	var mu sync.Mutex
+	var last chat.Health
+	st := node.Status{Phase: ring.PhaseInRing, Joins: 1}
+	pingErr := errors.New("hangs")
+	hang := true
+	hw := healthWatch{
+		cfg: HealthConfig{Every: 5 * time.Millisecond, ProbeTimeout: time.Hour, OutGrace: 20 * time.Millisecond, NodesEvery: time.Hour},
+		ping: func(ctx context.Context) error {
+			mu.Lock()
+			h, err := hang, pingErr
+			mu.Unlock()
+			if h {
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			return err
+		},
+		nodes: func(context.Context) error { return nil },
+		status: func(context.Context) (node.Status, bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			return st, true
+		},
+		set: func(h chat.Health) {
+			mu.Lock()
+			last = h
+			mu.Unlock()
+		},
+	}
+	start := func() (stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); hw.run(ctx) }()
+		return func() { cancel(); <-done }
+	}
+	stop := start()
+	defer func() { stop() }()
+	is := func(want chat.Health) func() bool {
+		return func() bool { mu.Lock(); defer mu.Unlock(); return last == want }
+	}
+	// Set once at least: every tick tells the verdict.
+	testutil.Eventually(t, 5*time.Second, "the first verdict: healthy", is(chat.Health{}))
+	mu.Lock()
+	st.VisitsFailing = true
+	mu.Unlock()
+	testutil.Eventually(t, 5*time.Second, "most visits failing told while the ping hangs", is(chat.Health{StoreDown: true}))
+	mu.Lock()
+	st.VisitsFailing, st.Phase = false, ring.PhaseJoining
+	mu.Unlock()
+	testutil.Eventually(t, 5*time.Second, "out of the ring told while the ping hangs", is(chat.Health{OutOfRing: true}))
+	mu.Lock()
+	st.Phase, hang = ring.PhaseInRing, false
+	mu.Unlock()
+	stop() // the hanging ping ends with the watch; start it again
+	stop = start()
+	testutil.Eventually(t, 5*time.Second, "a failing ping: the store is down", is(chat.Health{StoreDown: true}))
+	mu.Lock()
+	pingErr = nil
+	mu.Unlock()
+	testutil.Eventually(t, 5*time.Second, "the ping answers: healthy again", is(chat.Health{}))
 }
