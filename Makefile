@@ -91,11 +91,12 @@ ADVERSARY_CHECKS ?= 100000
 adversary:
 	RINGSIM_ADVERSARY_CHECKS=$(ADVERSARY_CHECKS) $(GO) test -count=1 -timeout 6h -run 'TestAdversary' -v ./internal/ring/ringsim
 
-## mutation: mutation testing (gremlins v0.6.0) of token, ring, election and wire, each package's mutants against every test under it, simulations included; prints each score (PKG=internal/wire: one package; ring alone takes an hour or more, so not in CI)
+## mutation: mutation testing (gremlins v0.6.0) of token, ring, election and wire, each package's mutants against every test under it, simulations included; prints each score (PKG=internal/wire: one package; DIFF=rev: only the lines changed since rev; ring alone takes an hour or more, so not in CI)
 PKG ?=
+DIFF ?=
 .PHONY: mutation
 mutation:
-	bash scripts/mutation.sh $(PKG)
+	DIFF=$(DIFF) bash scripts/mutation.sh $(PKG)
 
 ## lint: gofmt check, go vet and staticcheck (pinned, run with go run)
 lint:

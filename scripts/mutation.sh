@@ -19,6 +19,9 @@
 #
 # Ring takes an hour or more on two cores: this is not part of CI.
 # WORKERS=n runs n mutants at once (default 1: the tests use the CPU).
+# DIFF=rev mutates only the lines changed since the commit rev (gremlins
+# --diff): the score of what changed, for a package whose full run takes
+# hours; the lines left unchanged keep the score of the last full run.
 # TIMEOUT_COEFFICIENT (default 10): a mutant's tests time out after that
 # many times the coverage run, whose build is mostly cached while each
 # mutant's is not (gremlins' own default of 3 marks sound mutants TIMED OUT
@@ -35,6 +38,11 @@ GREMLINS=github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0
 OPS=(--invert-logical --invert-loopctrl --remove-self-assignments --invert-assignments)
 WORKERS=${WORKERS:-1}
 TIMEOUT_COEFFICIENT=${TIMEOUT_COEFFICIENT:-10}
+DIFF_ARGS=()
+if [ -n "${DIFF:-}" ]; then
+	git rev-parse --verify --quiet "$DIFF^{commit}" >/dev/null || { echo "mutation.sh: DIFF=$DIFF is not a commit" >&2; exit 1; }
+	DIFF_ARGS=(--diff "$DIFF")
+fi
 
 pkgs=("$@")
 if [ ${#pkgs[@]} -eq 0 ]; then
@@ -42,6 +50,7 @@ if [ ${#pkgs[@]} -eq 0 ]; then
 fi
 
 real_go=$(command -v go)
+real_git=$(command -v git)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/shim"
@@ -69,6 +78,19 @@ fi
 exec "$MUTATION_GO" "$@"
 EOF
 chmod +x "$tmp/shim/go"
+# With DIFF, gremlins asks "git diff --merge-base REF" and matches its
+# file names against the mutants' names, which are relative to the
+# package's directory, as whole hunks (with their context lines): the
+# shim gives it the package's own diff, relative to that directory, with
+# no context, so that exactly the added and changed lines count.
+cat >"$tmp/shim/git" <<'EOF'
+#!/usr/bin/env bash
+if [ "${1-}" = diff ] && [ "${2-}" = --merge-base ] && [ -n "${MUTATION_REL-}" ]; then
+	exec "$MUTATION_GIT" diff -U0 --relative="$MUTATION_REL" "$3" -- .
+fi
+exec "$MUTATION_GIT" "$@"
+EOF
+chmod +x "$tmp/shim/git"
 if [ "$(PATH="$tmp/shim:$PATH" command -v go)" != "$tmp/shim/go" ]; then
 	echo "mutation.sh: the go shim is not first in PATH" >&2
 	exit 1
@@ -86,11 +108,11 @@ for p in "${pkgs[@]}"; do
 		status=1
 		continue
 	fi
-	echo "== $p: mutants of ./$p/..., tests go test ./$p/..."
+	echo "== $p: mutants of ./$p/...${DIFF:+ (lines changed since $DIFF)}, tests go test ./$p/..."
 	log="$tmp/$(echo "$p" | tr / _).log"
-	if ! PATH="$tmp/shim:$PATH" MUTATION_GO="$real_go" MUTATION_TESTS="./$p/..." \
+	if ! PATH="$tmp/shim:$PATH" MUTATION_GO="$real_go" MUTATION_TESTS="./$p/..." MUTATION_GIT="$real_git" MUTATION_REL="${DIFF:+$p/}" \
 		"$tmp/bin/gremlins" unleash --integration --coverpkg "./$p/..." \
-		--exclude-files / --workers "$WORKERS" --timeout-coefficient "$TIMEOUT_COEFFICIENT" "${OPS[@]}" --output-statuses lt "./$p" 2>&1 | tee "$log"; then
+		--exclude-files / --workers "$WORKERS" --timeout-coefficient "$TIMEOUT_COEFFICIENT" "${DIFF_ARGS[@]}" "${OPS[@]}" --output-statuses lt "./$p" 2>&1 | tee "$log"; then
 		status=1
 	fi
 	if ! grep -q 'Test efficacy' "$log"; then
