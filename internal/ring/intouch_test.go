@@ -71,3 +71,52 @@ func TestTheCoordinatorCountsOnlyProofFromItsPredecessor(t *testing.T) {
 		})
 	}
 }
+
+// TestNewCoordinatorCutOffKeepsItsSuccessorWhileItsLeaseRuns: node 5 has
+// just claimed the role (a won election's claim, which gives it the lease
+// for AliveTicks); then its successor link fails, and its predecessor has
+// proved nothing. Out of touch with both neighbours, it cannot tell its
+// successor's failure from its own cut: it takes the successor out only
+// once the lease its claim gave has run out, with a relay's retry (a
+// quarter of AliveTicks) to spare, at its watchdog's next round (every
+// 2 FailTicks); not at once.
+func TestNewCoordinatorCutOffKeepsItsSuccessorWhileItsLeaseRuns(t *testing.T) {
+	n := claimingNode(Op{Kind: OpClaim, PrevEpoch: 2, InRing: true})
+	n.winClaims = maxWinClaims
+	n.now = 1000
+	n.StoreDone(Result{Op: Op{ID: 7, Kind: OpClaim, PrevEpoch: 2, InRing: true}, Coord: 5, Epoch: 3, Gen: 1, Secret: "s"})
+	if !n.IsCoordinator() {
+		t.Fatal("the claim did not make node 5 coordinator")
+	}
+	claimed := n.Now()
+	n.SuccessorDown(1)
+	cfg := n.Config()
+	lease, pace, watchdog := int64(cfg.AliveTicks), int64(cfg.AliveTicks/4), int64(2*cfg.FailTicks)
+	for {
+		repair := false
+		for again := true; again; {
+			again = false
+			for _, op := range n.Ready().Ops {
+				if op.Kind == OpRepair && op.Failed == 1 {
+					repair = true
+					continue
+				}
+				// The store answers the rest (the claim's sync, the token's
+				// generation): the repair would come next in line.
+				n.StoreDone(Result{Op: op, Members: []int64{1, 3, 5}, Pred: 3, Stamp: token.Stamp{Gen: 2}, Secret: "s2"})
+				again = true
+			}
+		}
+		at := n.Now() - claimed
+		if repair {
+			if at <= lease {
+				t.Errorf("successor 1 taken out %d ticks after the claim, within the claim's lease (%d ticks)", at, lease)
+			}
+			return
+		}
+		if at > lease+pace+watchdog+1 {
+			t.Fatalf("successor 1 not taken out %d ticks after the claim (lease %d, relay's pace %d, watchdog %d)", at, lease, pace, watchdog)
+		}
+		n.Tick()
+	}
+}

@@ -153,6 +153,10 @@ type Machine struct {
 	nextOpID   uint64
 	retryOpAt  int64
 	claimQueue bool
+	// rejoinAfter: the last store operation asked before the node was
+	// told to join again; a member check asked by then shows a place the
+	// node no longer has (placeFromStore).
+	rejoinAfter uint64
 
 	// linkFails (coordinator): links reported failed lately, by pair of
 	// nodes (lower id first); a link that failed twice within
@@ -1078,6 +1082,7 @@ func (n *Machine) rejoin() {
 	n.succ, n.succUp, n.failedSucc, n.deferred = 0, false, 0, 0
 	n.connect(0)
 	n.phase = PhaseJoining
+	n.rejoinAfter = n.nextOpID
 	if n.isCoord {
 		n.req = nil
 		n.enqueue(Op{Kind: OpJoin, Node: n.id})
@@ -1291,6 +1296,12 @@ func (n *Machine) rejoinUnanswered() bool {
 // this node only).
 func (n *Machine) placeFromStore(r Result) {
 	if n.isCoord || r.Succ == 0 || !slices.Contains(r.Members, n.id) {
+		return
+	}
+	if r.Op.ID <= n.rejoinAfter {
+		// Read before the node was told to join again: the place it
+		// shows was taken from the node since (as settleAssign and
+		// settleToken judge a check by when it was asked).
 		return
 	}
 	unanswered := n.rejoinUnanswered() && n.req.tries > 0
