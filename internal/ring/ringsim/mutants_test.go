@@ -530,12 +530,17 @@ func TestNodeOutForGoodLosesItsPresence(t *testing.T) {
 //     failed successor the store still names again only four leases later:
 //     TestRelayTakesItsPlaceFromTheStore (relay_test.go).
 //   - machine.go:1296 placeFromStore `n.req.tries > 0` -> `>=`: a node told
-//     to rejoin goes back to its old place on a member check asked before
-//     the REJOIN and answered before its JOIN is retried, and drops the
-//     JOIN: TestRejoinTakesNoPlaceFromAnEarlierCheck (relay_test.go). The
-//     same answer coming after the first retry is taken by the code as it
-//     is (placeFromStore does not compare the check's operation with the
-//     rejoin, as settleAssign does with readID): reported, not asserted.
+//     to rejoin went back to its old place on a member check asked before
+//     the REJOIN and answered before its JOIN was retried, and dropped the
+//     JOIN; the same answer after the first retry did so with the code as
+//     it was. placeFromStore now ignores a check asked before the REJOIN
+//     (rejoinAfter, as settleAssign judges a check by readID), before or
+//     after a retry: TestRejoinTakesNoPlaceFromAnEarlierCheck
+//     (relay_test.go) fails with that guard removed or set one operation
+//     short, or without rejoinAfter recorded. With it, the `>=` mutant is
+//     harmless: it lets a check asked after the REJOIN, that finds the node
+//     in the store's ring (the coordinator has placed it), place it before
+//     its JOIN is retried, where the coordinator's SUCCESSOR puts it.
 //   - machine.go:411 relinkReplaced `n.isCoord && n.phase == PhaseInRing`,
 //     `... && n.succ != 0` and `... && n.failedSucc == 0`, each `&&` ->
 //     `||`: when the store fails, a member whose link was replaced dials
