@@ -56,9 +56,8 @@ const (
 	// with the light ones between, and its users waited up to 2.8 s for
 	// messages; read again from that run's logs, this count made the
 	// nodes at 5 % and 20 % loss troubled within 1.5 s of the fault's
-	// start (at 1 % now and then), and no node
-	// outside a loss fault (kills, a stopped node, cuts, splits, database
-	// restarts) reached it.
+	// start (at 1 % now and then), and no node outside a loss fault
+	// (kills, a stopped node, cuts, splits, database restarts) reached it.
 	troubleOverBudget = 2
 )
 
