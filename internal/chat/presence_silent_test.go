@@ -8,6 +8,7 @@ import (
 
 	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/store"
+	"github.com/ringchat/ringchat/internal/store/storetest"
 )
 
 // silentStore reports the nodes in silent as not heard from for that long
@@ -45,15 +46,7 @@ func (s *silentStore) Nodes(ctx context.Context) ([]store.NodeRow, error) {
 func TestLoginReplacesPresenceAtASilentNode(t *testing.T) {
 	ctx := context.Background()
 	st := &silentStore{Store: newStore(t, 3), silent: map[int64]time.Duration{}}
-	if err := st.Update(ctx, func(tx store.Tx) error {
-		u, _, err := tx.EnsureUser("alice")
-		if err != nil {
-			return err
-		}
-		return tx.SetPresence(u.ID, 3)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	storetest.Present(t, st, "alice", 3)
 	r := newRingOn(t, st, 2, nil) // nodes 1 and 2 serve; node 3 is in the ring, silent
 	c := dialRaw(t, r.addr(2))
 	for _, age := range []time.Duration{-1, time.Second, presenceSilentAfter} {

@@ -225,24 +225,8 @@ func TestSecondLogin(t *testing.T) {
 func TestStalePresence(t *testing.T) {
 	st := newStore(t, 3)
 	ctx := context.Background()
-	err := st.Update(ctx, func(tx store.Tx) error {
-		for _, p := range []struct {
-			name string
-			node int64
-		}{{"ghost", 3}, {"old", 1}} {
-			u, _, err := tx.EnsureUser(p.name)
-			if err != nil {
-				return err
-			}
-			if err := tx.SetPresence(u.ID, p.node); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	storetest.Present(t, st, "ghost", 3)
+	storetest.Present(t, st, "old", 1)
 	// Node 3 leaves the ring (as the coordinator splices out a dead node).
 	c, _ := st.Coordinator(ctx)
 	if err := st.SetSuccessors(ctx, c, []store.SuccessorChange{{NodeID: 2, Successor: 1}, {NodeID: 3, Successor: 0}}); err != nil {

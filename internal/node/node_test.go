@@ -18,6 +18,7 @@ import (
 	"github.com/ringchat/ringchat/internal/nodelist"
 	"github.com/ringchat/ringchat/internal/ring"
 	"github.com/ringchat/ringchat/internal/store"
+	"github.com/ringchat/ringchat/internal/store/storetest"
 	"github.com/ringchat/ringchat/internal/testutil"
 	"github.com/ringchat/ringchat/internal/token"
 	"github.com/ringchat/ringchat/internal/transport"
@@ -408,15 +409,7 @@ func TestSplicedOutNodesPresenceCleared(t *testing.T) {
 	}
 	c.waitHealthy("formation")
 	ctx := context.Background()
-	if err := c.st.Update(ctx, func(tx store.Tx) error {
-		u, _, err := tx.EnsureUser("carol")
-		if err != nil {
-			return err
-		}
-		return tx.SetPresence(u.ID, 3)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	storetest.Present(t, c.st, "carol", 3)
 	c.crash(3)
 	c.waitHealthy("after node 3 crashed")
 	testutil.Eventually(t, testutil.WaitLimit, "carol's presence at node 3 cleared", func() bool {

@@ -54,6 +54,24 @@ func Open(t *testing.T, dsn string) store.Store {
 	return st
 }
 
+// Present makes the named user (created if new) logged in at node, as a
+// node's login records it, and returns the user.
+func Present(t *testing.T, st store.Store, name string, node int64) store.User {
+	t.Helper()
+	var u store.User
+	err := st.Update(context.Background(), func(tx store.Tx) error {
+		var err error
+		if u, _, err = tx.EnsureUser(name); err != nil {
+			return err
+		}
+		return tx.SetPresence(u.ID, node)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
 // PendingFor counts the recipient rows waiting for the named user.
 func PendingFor(t *testing.T, st store.Store, user string) int {
 	t.Helper()
