@@ -21,8 +21,11 @@ import (
 type clientRing struct {
 	r   *testutil.Ring
 	bin string // the ringchat binary
-	// cache, if set, is the ringchat processes' XDG_CACHE_HOME (where
-	// they keep the ring's nodes).
+	// cache is the ringchat processes' XDG_CACHE_HOME (where they keep
+	// the ring's nodes), a directory of the test's own. With the
+	// machine's own cache, a client given one node also knew the nodes
+	// other tests' clients had listed there, and TestTLSClientPort's bob,
+	// given node 2, came up once at node 1.
 	cache string
 }
 
@@ -38,7 +41,7 @@ func startClientRing(t *testing.T, bin string) *clientRing {
 	openWhenMigrated(t, dsn)
 	r.Start(2)
 	r.Start(3)
-	c := &clientRing{r: r, bin: bin}
+	c := &clientRing{r: r, bin: bin, cache: t.TempDir()}
 	for _, id := range []int64{1, 2, 3} {
 		s := c.session(t, id, fmt.Sprintf("probe%d", id))
 		if _, err := s.Post(client.ToUser(s.User()), "ping"); err != nil {
@@ -130,10 +133,7 @@ func chatEnv() []string {
 func (c *clientRing) start(t *testing.T, args ...string) *chatProc {
 	t.Helper()
 	p := &chatProc{t: t, cmd: exec.Command(c.bin, args...), stdout: newWatched(), stderr: newWatched(), done: make(chan struct{})}
-	p.cmd.Env = chatEnv()
-	if c.cache != "" {
-		p.cmd.Env = append(p.cmd.Env, "XDG_CACHE_HOME="+c.cache)
-	}
+	p.cmd.Env = append(chatEnv(), "XDG_CACHE_HOME="+c.cache)
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	var err error
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {

@@ -23,8 +23,7 @@ func TestClientLeavesStoppedNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := startClientRing(t, bin)
-	c.cache = t.TempDir()
+	c := startClientRing(t, bin) // with a cache of its own, empty
 	bob := c.session(t, 1, "bob")
 
 	alice := c.start(t, "--node", c.addr(2), "--user", "alice")

@@ -22,7 +22,7 @@ func TestTLSClientPort(t *testing.T) {
 	r.Start(1)
 	openWhenMigrated(t, dsn)
 	r.Start(2)
-	c := &clientRing{r: r, bin: bin}
+	c := &clientRing{r: r, bin: bin, cache: t.TempDir()}
 
 	alice := c.start(t, "--node", c.addr(1), "--user", "alice", "--tls", "--ca", certs.CAFile)
 	bob := c.start(t, "--node", c.addr(2), "--user", "bob", "--ca", certs.CAFile) // --ca implies --tls
