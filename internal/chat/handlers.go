@@ -179,7 +179,7 @@ func (c *conn) login(req Request) {
 		c.sendLine(encode(protocol.LoginV1{MessageType: protocol.TypeLogin, Username: u.Name}))
 	}
 	s.makeReady(c, sess) // after the echo: deliveries follow it
-	s.q.FetchFor(sess.userID)
+	s.q.LoggedIn(sess.userID)
 	s.log.Debug().Str("user", u.Name).Int("version", version).Str("remote", c.remote).Msg("chat: logged in")
 }
 

@@ -178,11 +178,12 @@ type Queue struct {
 	ackCount int
 	fetchReq uint64 // bumped when every local user needs a fetch (presence restored)
 	// fetchFor: users whose own pending messages the next visit reads
-	// (logged in, room again in their queue, got some in the last fetch):
-	// a fetch for them alone reads only their rows.
-	fetchFor map[int64]bool
-	more     bool // the last fetch of every user left deliveries behind
-	draining bool // shutting down: no new messages
+	// (logged in, room again in their queue, got some in the last fetch,
+	// named by a hint): a fetch for them alone reads only their rows.
+	fetchFor map[int64]ask
+	asks     uint64 // asks made, for their order
+	more     bool   // the last fetch of every user left deliveries behind
+	draining bool   // shutting down: no new messages
 	visited  chan struct{}
 
 	// Owned by the visit goroutine (visits of one node never overlap).
@@ -224,7 +225,7 @@ func New(cfg Config, sessions Sessions) (*Queue, error) {
 		sessions: sessions,
 		wants:    make(chan struct{}, 1),
 		ackIDs:   map[int64][]string{},
-		fetchFor: map[int64]bool{},
+		fetchFor: map[int64]ask{},
 		visited:  make(chan struct{}),
 	}
 	q.v.batch = cfg.BatchStart
@@ -311,12 +312,43 @@ func (q *Queue) Written(rows []store.RecipientSeq) {
 	q.mu.Unlock()
 }
 
-// FetchFor makes the next visit fetch the user's deliveries.
+// FetchFor makes the next visit fetch the user's deliveries: its queue
+// has room again for deliveries left behind.
 func (q *Queue) FetchFor(user int64) {
 	q.mu.Lock()
-	q.fetchFor[user] = true
+	q.askFetch(user, false)
 	q.mu.Unlock()
 	q.want()
+}
+
+// LoggedIn makes a visit soon fetch what waits for a user who has just
+// logged in here. Such a fetch usually finds nothing (what the user was
+// sent is mostly acknowledged), and a crowd logging in at once would
+// make every visit long (see askedUsers).
+func (q *Queue) LoggedIn(user int64) {
+	q.mu.Lock()
+	q.askFetch(user, true)
+	q.mu.Unlock()
+	q.want()
+}
+
+// An ask is a user's place in fetchFor.
+type ask struct {
+	seq   uint64 // when it was asked, for the order
+	login bool   // asked by the login alone: nothing is known to wait
+}
+
+// askFetch puts a user in fetchFor, as asked at login (login) or known to
+// have deliveries waiting; a user asked both ways is the second. Caller
+// holds q.mu.
+func (q *Queue) askFetch(user int64, login bool) {
+	a, ok := q.fetchFor[user]
+	if !ok {
+		q.asks++
+		a = ask{seq: q.asks, login: login}
+	}
+	a.login = a.login && login
+	q.fetchFor[user] = a
 }
 
 // FetchAll makes the next visit fetch deliveries for every user here.

@@ -11,6 +11,48 @@ import (
 	"github.com/ringchat/ringchat/internal/token"
 )
 
+// A crowd logging in at one node is fetched a few users a visit, after
+// the users known to have deliveries waiting (named by a hint, or with
+// room again in their queue), each kind in the order asked; a user asked
+// both ways is served as known.
+func TestLoginsFetchedAFewAVisitAfterTheKnownOnes(t *testing.T) {
+	fs := &fakeSessions{sessions: map[int64]*fakeSession{}, ready: map[int64]bool{}}
+	for id := int64(1); id <= 12; id++ {
+		fs.sessions[id], fs.ready[id] = &fakeSession{user: id, room: 100}, true
+	}
+	q, err := New(testConfig(t, 1), fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	q.v.lastFetch = now // no fetch of everyone is due
+	for id := int64(8); id >= 1; id-- {
+		q.LoggedIn(id)
+	}
+	q.FetchFor(11)
+	q.LoggedIn(12)
+	q.FetchFor(12) // room again after its login: known
+	q.LoggedIn(11) // stays known
+	q.committed(now, &visitWork{waiting: []store.Waiting{{Node: 1, Users: []int64{9}}}})
+
+	w := q.collect(now, token.Token{}, false, []int64{10})
+	want := []int64{11, 12, 9, 10, 8, 7, 6, 5}
+	if w.fetchAll || !slices.Equal(w.users, want) {
+		t.Fatalf("first visit after the logins: fetch of everyone %v, users %v; want %v", w.fetchAll, w.users, want)
+	}
+	w.fetch = true
+	q.committed(now, w)
+	w = q.collect(now, token.Token{}, false, nil)
+	if want := []int64{4, 3, 2, 1}; !slices.Equal(w.users, want) {
+		t.Fatalf("second visit: users %v; want %v", w.users, want)
+	}
+	w.fetch = true
+	q.committed(now, w)
+	if len(q.fetchFor) != 0 {
+		t.Errorf("after both visits still asked: %v", q.fetchFor)
+	}
+}
+
 // A visit without a fetch that made messages wait for users here (rows
 // made pending again for a user whose queue was full) has the next fetch
 // read those users alone; only a hint that could not name them has it
@@ -22,7 +64,10 @@ func TestWaitingWithoutFetchAsksForItsUsers(t *testing.T) {
 		t.Fatal(err)
 	}
 	q.committed(time.Now(), &visitWork{waiting: []store.Waiting{{Node: 1, Users: []int64{7, 9}}, {Node: 2, All: true}}})
-	if q.more || !q.fetchFor[7] || q.fetchFor[8] || q.fetchFor[9] {
+	_, asked7 := q.fetchFor[7]
+	_, asked8 := q.fetchFor[8]
+	_, asked9 := q.fetchFor[9]
+	if q.more || !asked7 || q.fetchFor[7].login || asked8 || asked9 {
 		t.Errorf("after rows made to wait for user 7 here: fetch of everyone %v, asked %v; want user 7 alone (9 is not logged in here)", q.more, q.fetchFor)
 	}
 	q.committed(time.Now(), &visitWork{waiting: []store.Waiting{{Node: 1, All: true}}})

@@ -347,7 +347,7 @@ func (q *Queue) askForWaiting(waiting []store.Waiting) {
 func (q *Queue) askLocked(users []int64) {
 	for _, id := range users {
 		if sess, _ := q.sessions.Session(id); sess != nil {
-			q.fetchFor[id] = true
+			q.askFetch(id, false)
 		}
 	}
 }
@@ -363,12 +363,14 @@ func (q *Queue) committed(now time.Time, w *visitWork) {
 	}
 	switch {
 	case w.cut:
-		// Nothing was read: the same users again.
+		// Nothing was read: the same users again, as they were asked.
 		if w.fetchAll {
 			q.more = true
 		} else {
 			for _, id := range w.users {
-				q.fetchFor[id] = true
+				if _, ok := q.fetchFor[id]; !ok {
+					q.askFetch(id, false) // named by the visit's own hint
+				}
 			}
 		}
 	case w.fetch:
@@ -380,7 +382,7 @@ func (q *Queue) committed(now time.Time, w *visitWork) {
 			delete(q.fetchFor, id)
 		}
 		for _, id := range w.moreFor {
-			q.fetchFor[id] = true
+			q.askFetch(id, false)
 		}
 	default:
 		q.askForWaiting(w.waiting)
