@@ -84,8 +84,8 @@ func (s *sqlStore) endFenceBlockersAfter(ctx context.Context, d time.Duration, f
 // endFenceBlockers kills the connection of the transaction holding the
 // fence row's lock, read uncommitted from the row with the stamp it wrote
 // (holder_conn, migration 13), if that stamp is older than f. The row is
-// read again committed: the same row means nobody holds an uncommitted
-// write of it (the wait is only slow: a distant server, or a holder that
+// read again committed: the same row (stamp, connection and the write's
+// time, changed_us) means nobody holds an uncommitted write of it (the wait is only slow: a distant server, or a holder that
 // has just committed), and nobody is killed. It reports whether it killed
 // one; errors (no right to kill that connection: another database user)
 // end the look quietly, and the wait goes on as without it.
@@ -102,11 +102,15 @@ func (s *sqlStore) endFenceBlockers(ctx context.Context, f Fence) bool {
 	return err == nil
 }
 
-// fenceWriter is the fence row as a look reads it: the stamp and the
-// connection of its last writer.
+// fenceWriter is the fence row as a look reads it: the stamp, the
+// connection of its last writer, and when it wrote. The time tells two
+// writes of one stamp on one connection apart: a visit runs a fenced
+// transaction per section, and the last one left behind wrote the stamp
+// its first one committed, on the same connection as often as not.
 type fenceWriter struct {
 	Fence
-	conn int64
+	conn      int64
+	changedUS int64
 }
 
 // fenceRow reads the fence row at isolation level lvl, in a transaction
@@ -118,7 +122,7 @@ func (s *sqlStore) fenceRow(ctx context.Context, lvl sql.IsolationLevel) (fenceW
 		return w, err
 	}
 	defer tx.Rollback() //nolint:errcheck // read only
-	err = tx.QueryRowContext(ctx, "SELECT generation, seq, holder, holder_conn FROM token_fence WHERE id = 1").
-		Scan(&w.Generation, &w.Seq, &w.Holder, &w.conn)
+	err = tx.QueryRowContext(ctx, "SELECT generation, seq, holder, holder_conn, changed_us FROM token_fence WHERE id = 1").
+		Scan(&w.Generation, &w.Seq, &w.Holder, &w.conn, &w.changedUS)
 	return w, err
 }
