@@ -85,8 +85,9 @@ func (s *sqlStore) endFenceBlockersAfter(ctx context.Context, d time.Duration, f
 // fence row's lock, read uncommitted from the row with the stamp it wrote
 // (holder_conn, migration 13), if that stamp is older than f. The row is
 // read again committed: the same row (stamp, connection and the write's
-// time, changed_us) means nobody holds an uncommitted write of it (the wait is only slow: a distant server, or a holder that
-// has just committed), and nobody is killed. It reports whether it killed
+// time, changed_us) means nobody holds an uncommitted write of it (the
+// wait is only slow: a distant server, or a holder that has just
+// committed), and nobody is killed. It reports whether it killed
 // one; errors (no right to kill that connection: another database user)
 // end the look quietly, and the wait goes on as without it.
 func (s *sqlStore) endFenceBlockers(ctx context.Context, f Fence) bool {
