@@ -84,8 +84,10 @@ func (m *Machine) stepBully(msg Msg) {
 	bi := partIndex(Bully)
 	switch msg.Kind {
 	case KindElection:
-		if msg.From > self {
-			return // only lower nodes ask this one
+		if msg.From > self || m.deferring {
+			// Only lower nodes ask this one; a deferring node (Defer) does
+			// not answer: the asker wins once its tries run out.
+			return
 		}
 		m.emit(Msg{Method: Bully, Kind: KindOK, Round: msg.Round, To: msg.From})
 		if m.recentlyClaimed() {

@@ -77,7 +77,9 @@ func (m *Machine) stepCRElection(msg Msg) {
 		m.join(ChangRoberts, msg.Round)
 		m.won(ChangRoberts, msg.Round, nil, nil)
 		return
-	case msg.Cand > self:
+	case msg.Cand > self || m.deferring:
+		// A deferring node (Defer) forwards a lower candidacy too, unchanged:
+		// it does not stand.
 		if rec.fwdCand == msg.Cand {
 			return // this candidacy passed here already (by another path)
 		}

@@ -65,7 +65,8 @@ type Machine struct {
 	peers []int64         // the election ring: the node table and this node, ascending
 	dead  map[int64]int64 // id → tick it was taken for dead (expires after deadTTL)
 
-	resigned bool
+	resigned  bool
+	deferring bool // the host's store link is troubled: no challenge (Defer)
 
 	coord, epoch            int64 // the last coordinator observed and its epoch
 	claimedEpoch, claimedAt int64 // this node's last successful claim
@@ -214,6 +215,14 @@ func (m *Machine) restart(meth Method) {
 	clear(m.dead) // something went wrong: try every node again
 	if meth == Bully {
 		m.bully = bullyState{}
+	}
+	if m.deferring {
+		// Not a candidate (Defer): a new round here would stand for it.
+		// The others' rounds go on without this node's.
+		if !m.Electing() {
+			m.electionOver()
+		}
+		return
 	}
 	m.begin(meth)
 }
@@ -373,10 +382,30 @@ func (m *Machine) Observe(coord, epoch int64) {
 // maybeChallenge arms the challenge timer if this node outranks the
 // observed coordinator and is not electing.
 func (m *Machine) maybeChallenge() {
-	if m.cfg.Method == Lease || m.resigned || m.coord == 0 || m.coord >= m.cfg.ID || m.Electing() || m.challengeAt != 0 {
+	if m.cfg.Method == Lease || m.resigned || m.deferring || m.coord == 0 || m.coord >= m.cfg.ID || m.Electing() || m.challengeAt != 0 {
 		return
 	}
 	m.challengeAt = m.now + int64(m.cfg.ChallengeTicks)
+}
+
+// Defer tells the machine whether its host defers to lower nodes: while it
+// does (its store link is troubled, so the role it would win is one it
+// cannot serve), it does not challenge a lower coordinator, and it does
+// not stand in elections others start: chang-roberts and ring forward
+// the candidacies without it, and bully leaves a lower node's ELECTION
+// unanswered (the asker wins once its tries run out). An election it
+// starts itself (its coordinator died) it still stands in. When it stops
+// deferring, the challenge is armed again.
+func (m *Machine) Defer(d bool) {
+	if m.deferring == d {
+		return
+	}
+	m.deferring = d
+	if d {
+		m.challengeAt = 0
+		return
+	}
+	m.maybeChallenge()
 }
 
 // join records that this node takes part in round of method meth.
@@ -385,6 +414,9 @@ func (m *Machine) join(meth Method, r Round) *part {
 	if !p.active {
 		*p = part{active: true, round: r, deadline: m.now + int64(m.cfg.ResultTicks),
 			best: m.cfg.ID, base: m.epoch}
+		if m.deferring {
+			p.best = 0 // not a candidate: any coordinator elected ends it
+		}
 	}
 	if p.round != r {
 		p.round = r

@@ -176,7 +176,9 @@ func (m *Machine) stepRingElection(msg Msg) {
 	p.best = max(p.best, slices.Max(msg.Cands))
 	rec.fwdCand = m.cfg.ID
 	out := msg
-	out.Cands = append(slices.Clone(msg.Cands), m.cfg.ID)
+	if !m.deferring { // a deferring node (Defer) passes the list on without itself
+		out.Cands = append(slices.Clone(msg.Cands), m.cfg.ID)
+	}
 	out.Hops++
 	m.sendRingElection(out)
 }

@@ -284,6 +284,9 @@ func (n *Node) loop(ctx context.Context) error {
 		case <-statsC:
 			n.logStats()
 		}
+		// The ring hands the coordinator role on, and defers to lower
+		// nodes, while the store serves this node's visits badly.
+		n.rn.SetTroubled(n.trouble.at(time.Now()))
 		n.flush()
 		timer.Reset(SleepUntilTick(start, tick, n.rn.NextDeadline()))
 	}
@@ -523,7 +526,7 @@ func (n *Node) logNote(note ring.Note) {
 	case ring.EventCoordinator, ring.EventCoordinatorDeposed, ring.EventCoordinatorFailed, ring.EventCoordinatorUnresponsive,
 		ring.EventJoined, ring.EventLeft, ring.EventSplicedOut, ring.EventHandoff, ring.EventRejoin, ring.EventNotInStoreRing,
 		ring.EventCoordinatorOrphaned, ring.EventCoordinatorOutside, ring.EventTokenRegenerated, ring.EventLeaveDeadline, ring.EventLeaveUnanswered,
-		ring.EventElectionWon, ring.EventLeaseLost, ring.EventReporterMoved:
+		ring.EventElectionWon, ring.EventLeaseLost, ring.EventReporterMoved, ring.EventTroubled, ring.EventTroubleOver, ring.EventHandoffDeclined:
 		ev = n.log.Info()
 	case ring.EventTokenForged, ring.EventNotPredecessor, ring.EventTokenUnjudged:
 		if now := time.Now(); now.Sub(n.hostileLogged[note.Event]) >= time.Second {

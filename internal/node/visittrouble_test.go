@@ -13,6 +13,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/rs/zerolog"
 
+	"github.com/ringchat/ringchat/internal/ring"
 	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/testutil"
 	"github.com/ringchat/ringchat/internal/token"
@@ -266,16 +267,52 @@ func TestNodeTroubledByVisitsCutAtTheirBudget(t *testing.T) {
 	c.start(1, probe)
 	c.start(2, lossy)
 	c.start(3, probe)
+	var failed uint64
 	testutil.Eventually(t, 10*time.Second, "node 2 says its visits fail", func() bool {
 		st, ok := c.nodes[2].Status(context.Background())
+		failed = st.Stats.SectionFailures
 		return ok && st.VisitsFailing
 	})
-	if visits.Load() < 8 {
-		t.Fatalf("node 2 troubled after %d visits, two of them cut at the budget at most", visits.Load())
+	// One visit cut at its budget is a hiccup; it takes two. (Counted by
+	// the node, not by the visits cut here: on a loaded machine a visit
+	// of the probe's may run out of its budget too, the first one most
+	// often, and counts the same.)
+	if failed < 2 {
+		t.Fatalf("node 2 troubled after %d failed visits (%d visits)", failed, visits.Load())
 	}
 	for _, id := range []int64{1, 3} {
 		if st, ok := c.nodes[id].Status(context.Background()); !ok || st.VisitsFailing {
 			t.Errorf("node %d: status %+v (answered %v): its visits all commit", id, st, ok)
 		}
 	}
+}
+
+// TestTroubledCoordinatorHandsItsRoleOn: the coordinator's visits run out
+// of their budget (one in four), so the node is troubled: it hands the
+// coordinator role to the highest other member and stays in the ring.
+func TestTroubledCoordinatorHandsItsRoleOn(t *testing.T) {
+	c := newCluster(t, 1, 2, 3)
+	probe := MutexProbe(zerolog.Nop())
+	var visits atomic.Int64
+	var lossyOn atomic.Bool
+	lossy := func(ctx context.Context, tok token.Token, fenced Fenced) (json.RawMessage, bool, error) {
+		if lossyOn.Load() && visits.Add(1)%4 == 0 {
+			<-ctx.Done() // a statement waiting on a lost packet
+			return tok.App, false, ctx.Err()
+		}
+		return probe(ctx, tok, fenced)
+	}
+	c.start(1, probe)
+	c.start(2, probe)
+	c.start(3, lossy)
+	testutil.Eventually(t, 10*time.Second, "node 3 coordinator", func() bool {
+		st, ok := c.nodes[3].Status(context.Background())
+		return ok && st.IsCoord && st.Phase == ring.PhaseInRing
+	})
+	lossyOn.Store(true)
+	testutil.Eventually(t, 10*time.Second, "node 2 coordinator, node 3 in the ring", func() bool {
+		s2, ok2 := c.nodes[2].Status(context.Background())
+		s3, ok3 := c.nodes[3].Status(context.Background())
+		return ok2 && ok3 && s2.IsCoord && !s3.IsCoord && s3.Coordinator == 2 && s3.Phase == ring.PhaseInRing
+	})
 }

@@ -53,6 +53,11 @@ type Config struct {
 	// that lease ran out, so an isolated node, or the far side of a split,
 	// never takes it from a ring that works.
 	AliveTicks int
+	// TroubleHoldTicks: a node whose store link was troubled does not
+	// challenge a lower coordinator for this long after the trouble ends
+	// (trouble.go), so that a link that fails on and off does not bring the
+	// role back and forth.
+	TroubleHoldTicks int
 }
 
 // DefaultConfig is tuned for a 20 ms tick on a LAN or loopback: fine enough
@@ -74,6 +79,7 @@ func DefaultConfig(id int64) Config {
 		LeaveRetries:        6,   // ~2 s, then leave anyway
 		SyncTicks:           500, // 10 s: one datagram per node; repairs any assignment lost in a coordinator change
 		AliveTicks:          50,  // 1 s: a coordinator that died (or is cut off) is replaced about a second later; four store writes a second
+		TroubleHoldTicks:    500, // 10 s: a lossy link clears and fails again within a second or two; the role stays away from it meanwhile
 	}
 }
 
@@ -93,6 +99,7 @@ func TestConfig(id int64) Config {
 	c.LeaveRetries = 5
 	c.SyncTicks = 100
 	c.AliveTicks = 12
+	c.TroubleHoldTicks = 100
 	c.Election.TimeoutTicks = 3
 	c.Election.ResultTicks = 40
 	c.Election.ChallengeTicks = 10
@@ -118,7 +125,7 @@ func (c Config) Validate() error {
 		"HeartbeatTicks": c.HeartbeatTicks, "CoordHeartbeatTicks": c.CoordHeartbeatTicks, "FailTicks": c.FailTicks, "PredSilenceTicks": c.PredSilenceTicks,
 		"RetryTicks": c.RetryTicks, "MaxRetryTicks": c.MaxRetryTicks, "StoreCheckRetries": c.StoreCheckRetries,
 		"SuccessorRetries": c.SuccessorRetries, "LeaveRetries": c.LeaveRetries, "SyncTicks": c.SyncTicks,
-		"AliveTicks": c.AliveTicks,
+		"AliveTicks": c.AliveTicks, "TroubleHoldTicks": c.TroubleHoldTicks,
 	} {
 		if v < 1 {
 			return fmt.Errorf("ring: %s %d < 1", name, v)

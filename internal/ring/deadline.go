@@ -29,6 +29,7 @@ func (n *Machine) NextDeadline() int64 {
 	if n.relay && !n.isCoord {
 		at(n.staleRetryAt)
 	}
+	n.troubleDeadlines(at)
 	if n.retryOpAt != 0 {
 		at(n.retryOpAt)
 	}

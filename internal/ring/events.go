@@ -18,7 +18,10 @@ const (
 	EventEpochRefused            Event = "epoch-refused"            // a message of an epoch the store does not confirm was dropped
 	EventEpochUnconfirmed        Event = "epoch-unconfirmed"        // a message of a newer epoch waits until the store confirms it
 	EventHandoff                 Event = "handoff"                  // the coordinator hands its role to the node named
+	EventHandoffDeclined         Event = "handoff-declined"         // a troubled coordinator's HANDOFF came to a node troubled too: not taken
 	EventJoined                  Event = "joined"                   // this node joined the ring
+	EventTroubled                Event = "store-troubled"           // this node's store link is troubled: it defers the coordinator role to others
+	EventTroubleOver             Event = "store-trouble-over"       // no longer troubled: it challenges a lower coordinator again after TroubleHoldTicks
 	EventLeaseLost               Event = "lease-lost"               // the coordinator's store lease ran out
 	EventLeaveDeadline           Event = "leave-deadline"           // leaving took too long: the node left anyway
 	EventLeaveUnanswered         Event = "leave-unanswered"         // a leave got no answer from the coordinator in its tries

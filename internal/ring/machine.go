@@ -171,9 +171,15 @@ type Machine struct {
 	pendingSucc map[int64]*pending
 	handoff     *pending
 	handedOver  int64 // epoch of a HANDOFF that came while joining: take over once in the ring
-	members     []int64
-	leaveOK     bool
-	nextSync    int64
+	// The store link's trouble (trouble.go): as the runtime last said;
+	// the tick the deferral to a lower coordinator ends once it is over;
+	// a troubled coordinator's next hand-off.
+	troubled         bool
+	deferUntil       int64
+	troubleHandoffAt int64
+	members          []int64
+	leaveOK          bool
+	nextSync         int64
 	// A member's own check against the store (non-coordinators): the next
 	// one, and the joins counted when it was asked for (a join since makes
 	// its answer stale).
@@ -483,6 +489,7 @@ func (n *Machine) Tick() {
 	n.tickAlive()
 	n.tickRelay()
 	n.tickMember()
+	n.tickTrouble()
 	if n.retryOpAt != 0 && n.now >= n.retryOpAt {
 		n.retryOpAt = 0
 		n.pump()
@@ -700,6 +707,11 @@ func (n *Machine) tickCoordinator() {
 		if p.tries > n.cfg.SuccessorRetries || !n.isCoord {
 			n.handoff = nil
 			return
+		}
+		if p.msg.Troubled {
+			// Lost, or declined: another member may take it.
+			p.msg.To = n.handoffTarget(p.msg.To)
+			n.note(EventHandoff, p.msg.To)
 		}
 		n.send(p.msg)
 		p.nextAt = n.now + int64(min(n.cfg.RetryTicks<<p.tries, n.cfg.MaxRetryTicks))
@@ -921,6 +933,9 @@ func (n *Machine) adopt(coord, epoch int64) {
 		return
 	}
 	if n.isCoord && (epoch > n.epoch || coord != n.id) {
+		if coord != 0 && coord < n.id {
+			n.deferAfterFault() // a lower node took the role: it found this one failed (or was handed it)
+		}
 		n.stepDown()
 	}
 	changed := coord != n.coord || epoch != n.epoch

@@ -73,6 +73,9 @@ type Msg struct {
 	Token *token.Token `json:"token,omitempty"`
 	Stamp *token.Stamp `json:"stamp,omitempty"`
 	Stale bool         `json:"stale,omitempty"`
+	// Troubled (a HANDOFF): the coordinator hands the role on because its
+	// store link is troubled; a node troubled too declines it.
+	Troubled bool `json:"troubled,omitempty"`
 	// Proof (a PING): token.ProveLink of Stamp under the generation's
 	// secret, which shows the sender read it from the store.
 	Proof string `json:"proof,omitempty"`
@@ -106,6 +109,9 @@ func (m Msg) String() string {
 	}
 	if m.Stale {
 		s += " stale"
+	}
+	if m.Troubled {
+		s += " troubled"
 	}
 	if e := m.Election; e != nil {
 		s += fmt.Sprintf(" %s/%s round=%s", e.Method, e.Kind, e.Round)

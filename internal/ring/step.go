@@ -287,6 +287,9 @@ func (n *Machine) settleAssign(readID uint64, succ int64, failed bool) {
 func (n *Machine) stepHandoff(m Msg) {
 	switch {
 	case n.isCoord:
+	case m.Troubled && (n.troubled || n.deferUntil > n.now):
+		// Troubled too, or lately: the role would be no better served here.
+		n.note(EventHandoffDeclined, m.From)
 	case n.phase == PhaseInRing:
 		n.adopt(n.coord, m.Epoch)
 		n.handoffClaim = n.claimQueue // a take-over claim is out: claim at once if it loses

@@ -3,6 +3,8 @@ package ringsim
 import (
 	"fmt"
 	"slices"
+
+	"github.com/ringchat/ringchat/internal/ring"
 )
 
 // Network faults beyond Isolate: links cut one way, nodes cut from the
@@ -113,4 +115,83 @@ func (s *Sim) storeCutFor(id int64) bool { return s.nf.storeCut[id] }
 // String describes the faults in force.
 func (f netFaults) String() string {
 	return fmt.Sprintf("cuts %v, store cut %v, loss %v", f.cut, f.storeCut, f.loss)
+}
+
+// Trouble tells node id whether its store link is troubled, as the
+// runtime judges it from its visits (internal/node: visits that fail or
+// run out of their budget while the store works). judgeTrouble calls it
+// for a node whose visits run out of their budget under Lose; a test may
+// call it itself.
+func (s *Sim) Trouble(id int64, t bool) {
+	p := s.Procs[id]
+	if p == nil || p.State != Running {
+		return
+	}
+	s.tracef("node %d troubled=%v", id, t)
+	if s.Lazy {
+		p.Node.AdvanceTo(p.clock(s.Now))
+		s.flush(p)
+	}
+	p.Node.SetTroubled(t)
+	s.flush(p)
+}
+
+// storeRoundTrips is how many round trips to the store one operation or
+// visit makes (a statement or two, the COMMIT).
+const storeRoundTrips = 3
+
+// visitBudgetTicks is a visit's time budget: a visit whose store lag is
+// longer fails at it. 300 ms: two lost packets fail a visit, so that at
+// 20 % loss about two in five of a lossy node's visits fail, as about a
+// third did in the chaos suite's network runs.
+const visitBudgetTicks = 15
+
+// troubleTicks is the runtime's trouble window (2 s): two visits over
+// budget within it make a node troubled, and a window without one clears
+// it (internal/node's visitTrouble).
+const troubleTicks = 100
+
+// storeLag is what loss on node id's packets adds to one exchange with
+// the store: each of its packets lost costs a retransmission.
+func (s *Sim) storeLag(id int64) int64 {
+	if !s.StoreLoss || s.nf.loss[id] == 0 {
+		return 0
+	}
+	var d int64
+	for range 2 * storeRoundTrips {
+		d += s.tcpDelay(id, 0) - 1
+	}
+	return d
+}
+
+// judgeTrouble judges p's store link as the runtime does, after a visit
+// over its budget (over) or at the end of its visits' step, and tells the
+// node when the verdict changes.
+func (s *Sim) judgeTrouble(p *Proc, over bool) {
+	if over {
+		p.overBudget = append(p.overBudget, s.Now)
+	}
+	for len(p.overBudget) > 0 && s.Now-p.overBudget[0] > troubleTicks {
+		p.overBudget = p.overBudget[1:]
+	}
+	switch {
+	case !p.troubled && len(p.overBudget) >= 2:
+		p.troubled = true
+		s.Trouble(p.ID, true)
+	case p.troubled && len(p.overBudget) == 0:
+		p.troubled = false
+		s.Trouble(p.ID, false)
+	}
+}
+
+// opTimeoutTicks is how long a store operation of a lossy node takes at
+// most before it fails: internal/node's CheckTimeout (200 ms) for a read
+// a token waits on; for the rest, as a cut (storeTimeoutTicks): the
+// node's sockets to the database server give up what stays
+// unacknowledged for a second (TCP_USER_TIMEOUT).
+func opTimeoutTicks(op ring.Op) int64 {
+	if op.Kind == ring.OpCheckMember || op.Kind == ring.OpReadFence {
+		return 10
+	}
+	return storeTimeoutTicks
 }

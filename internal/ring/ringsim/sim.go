@@ -48,6 +48,10 @@ type Proc struct {
 	inc       int   // incarnation: bumped at every start
 	base      int64 // sim time at which the node's clock read 0 (lazy mode)
 	stalledAt int64
+	// overBudget: when this node's visits last ran out of their budget
+	// (store lag, below); troubled: as the runtime judged it from them.
+	overBudget []int64
+	troubled   bool
 }
 
 // clock is the node's own time at sim time now.
@@ -57,6 +61,7 @@ type visit struct {
 	tok  token.Token
 	done int64
 	work bool // this critical section does the work that waited
+	over bool // it ran out of its time budget (store lag): it fails
 }
 
 type envelope struct {
@@ -95,6 +100,11 @@ type Sim struct {
 	// store, as the chat service's (it passes the token on at once). By
 	// default every visit commits in the store.
 	IdleVisits bool
+	// StoreLoss: Lose slows the node's store link too, as it does on a
+	// real network (netfault.go: storeLag): its operations and visits
+	// lag, a visit over its budget fails, an operation over its timeout
+	// fails, and the node is judged troubled as the runtime judges it.
+	StoreLoss bool
 
 	queue   []envelope
 	seq     int64
@@ -346,6 +356,11 @@ func (s *Sim) finishVisits(p *Proc) {
 		switch {
 		case s.IdleVisits && !v.work:
 			p.Node.VisitDone(v.tok, false)
+		case v.over:
+			p.Failed++
+			p.work = p.work || v.work
+			p.Node.VisitFailed(v.tok)
+			s.judgeTrouble(p, true)
 		case s.Store.Down || s.storeCutFor(p.ID):
 			p.Failed++
 			p.work = p.work || v.work
@@ -364,6 +379,7 @@ func (s *Sim) finishVisits(p *Proc) {
 		}
 	}
 	p.visits = keep
+	s.judgeTrouble(p, false)
 	s.flush(p)
 }
 
@@ -445,6 +461,17 @@ func (s *Sim) apply(p *Proc, r ring.Ready) {
 			})
 			continue
 		}
+		if lag, limit := s.storeLag(p.ID), opTimeoutTicks(op); lag > limit {
+			s.deliverIn(p, limit, "store timeout "+op.String(), func(p *Proc) {
+				p.Node.StoreDone(ring.Result{Op: op, Outcome: ring.Failed})
+			})
+			continue
+		} else if lag > 0 {
+			s.deliverIn(p, lag, "store lag "+op.String(), func(p *Proc) {
+				p.Node.StoreDone(s.Store.Do(p.ID, op))
+			})
+			continue
+		}
 		s.deliverIn(p, 1, "store "+op.String(), func(p *Proc) {
 			res := s.Store.Do(p.ID, op)
 			if s.OpDelay <= 0 {
@@ -455,7 +482,13 @@ func (s *Sim) apply(p *Proc, r ring.Ready) {
 		})
 	}
 	for _, t := range r.Visits {
-		p.visits = append(p.visits, visit{tok: t, done: s.Now + s.HoldTicks, work: p.work})
+		v := visit{tok: t, done: s.Now + s.HoldTicks, work: p.work}
+		if lag := s.storeLag(p.ID); lag > visitBudgetTicks {
+			v.done, v.over = s.Now+visitBudgetTicks, true
+		} else {
+			v.done += lag
+		}
+		p.visits = append(p.visits, v)
 		p.work = false
 	}
 	if p.Node.Phase() == ring.PhaseLeft && !p.Exited {
