@@ -209,6 +209,7 @@ type Stats struct {
 	OutboxLen    int    // messages waiting for the token
 	PendingAcks  int    // acknowledgements waiting for the token: rows and ids
 	StrayAcks    int    // of them, the ids to look up in the store
+	FetchAsked   int    // users whose pending messages a visit is to read (asked at login, or known to have some)
 }
 
 // New checks cfg and builds a queue whose results go to sessions.
@@ -386,7 +387,7 @@ func (q *Queue) Drain(limit time.Duration) int {
 // Stats returns a snapshot of the counters.
 func (q *Queue) Stats() Stats {
 	q.mu.Lock()
-	st := Stats{OutboxLen: len(q.outbox), PendingAcks: len(q.acks) + q.ackCount, StrayAcks: q.ackCount}
+	st := Stats{OutboxLen: len(q.outbox), PendingAcks: len(q.acks) + q.ackCount, StrayAcks: q.ackCount, FetchAsked: len(q.fetchFor)}
 	q.mu.Unlock()
 	st.Queued, st.Stored, st.Delivered = q.stats.queued.Load(), q.stats.stored.Load(), q.stats.delivered.Load()
 	st.Visits, st.StoreVisits, st.FailedVisits = q.stats.visits.Load(), q.stats.storeVisits.Load(), q.stats.failedVisits.Load()
