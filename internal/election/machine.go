@@ -66,7 +66,7 @@ type Machine struct {
 	dead  map[int64]int64 // id → tick it was taken for dead (expires after deadTTL)
 
 	resigned  bool
-	deferring bool // the host's store link is troubled: no challenge (Defer)
+	deferring bool // the host defers to lower nodes: no challenge, no candidacy in others' elections (Defer)
 
 	coord, epoch            int64 // the last coordinator observed and its epoch
 	claimedEpoch, claimedAt int64 // this node's last successful claim
@@ -389,13 +389,14 @@ func (m *Machine) maybeChallenge() {
 }
 
 // Defer tells the machine whether its host defers to lower nodes: while it
-// does (its store link is troubled, so the role it would win is one it
-// cannot serve), it does not challenge a lower coordinator, and it does
-// not stand in elections others start: chang-roberts and ring forward
-// the candidacies without it, and bully leaves a lower node's ELECTION
-// unanswered (the asker wins once its tries run out). An election it
-// starts itself (its coordinator died) it still stands in. When it stops
-// deferring, the challenge is armed again.
+// does (its store link is troubled, or the others lately could not reach
+// it, so the role it would win is one it cannot serve), it does not
+// challenge a lower coordinator, and it does not stand in elections
+// others start: chang-roberts and ring forward the candidacies without
+// it, and bully leaves a lower node's ELECTION unanswered (the asker wins
+// once its tries run out). An election it starts itself (its coordinator
+// died) it still stands in. When it stops deferring, the challenge is
+// armed again.
 func (m *Machine) Defer(d bool) {
 	if m.deferring == d {
 		return

@@ -257,15 +257,10 @@ func TestNodeTroubledByVisitsCutAtTheirBudget(t *testing.T) {
 	c := newCluster(t, 1, 2, 3)
 	probe := MutexProbe(zerolog.Nop())
 	var visits atomic.Int64
-	lossy := func(ctx context.Context, tok token.Token, fenced Fenced) (json.RawMessage, bool, error) {
-		if visits.Add(1)%4 == 0 {
-			<-ctx.Done() // a statement waiting on a lost packet
-			return tok.App, false, ctx.Err()
-		}
-		return probe(ctx, tok, fenced)
-	}
+	var on atomic.Bool
+	on.Store(true)
 	c.start(1, probe)
-	c.start(2, lossy)
+	c.start(2, cutOneInFour(probe, &on, &visits))
 	c.start(3, probe)
 	var failed uint64
 	testutil.Eventually(t, 10*time.Second, "node 2 says its visits fail", func() bool {
@@ -295,16 +290,9 @@ func TestTroubledCoordinatorHandsItsRoleOn(t *testing.T) {
 	probe := MutexProbe(zerolog.Nop())
 	var visits atomic.Int64
 	var lossyOn atomic.Bool
-	lossy := func(ctx context.Context, tok token.Token, fenced Fenced) (json.RawMessage, bool, error) {
-		if lossyOn.Load() && visits.Add(1)%4 == 0 {
-			<-ctx.Done() // a statement waiting on a lost packet
-			return tok.App, false, ctx.Err()
-		}
-		return probe(ctx, tok, fenced)
-	}
 	c.start(1, probe)
 	c.start(2, probe)
-	c.start(3, lossy)
+	c.start(3, cutOneInFour(probe, &lossyOn, &visits))
 	testutil.Eventually(t, 10*time.Second, "node 3 coordinator", func() bool {
 		st, ok := c.nodes[3].Status(context.Background())
 		return ok && st.IsCoord && st.Phase == ring.PhaseInRing
@@ -315,4 +303,18 @@ func TestTroubledCoordinatorHandsItsRoleOn(t *testing.T) {
 		s3, ok3 := c.nodes[3].Status(context.Background())
 		return ok2 && ok3 && s2.IsCoord && !s3.IsCoord && s3.Coordinator == 2 && s3.Phase == ring.PhaseInRing
 	})
+}
+
+// cutOneInFour is section with every fourth visit made while on holds
+// waiting on its context, as a statement waiting on a lost packet does,
+// so that it runs out of its time budget; visits counts the visits made
+// while on.
+func cutOneInFour(section Section, on *atomic.Bool, visits *atomic.Int64) Section {
+	return func(ctx context.Context, tok token.Token, fenced Fenced) (json.RawMessage, bool, error) {
+		if on.Load() && visits.Add(1)%4 == 0 {
+			<-ctx.Done()
+			return tok.App, false, ctx.Err()
+		}
+		return section(ctx, tok, fenced)
+	}
 }

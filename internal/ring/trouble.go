@@ -7,12 +7,13 @@ import "slices"
 // and tells the machine with SetTroubled) is a poor coordinator: the lease,
 // every repair and every new token go through that link. In the chaos
 // suite's network runs, 20 % packet loss on the coordinator cost the ring
-// 2.1-3.9 s without delivery in three of four runs, and under 1 s on any
-// other node. So:
+// 2.1-3.9 s without delivery in three of four such faults, and under 1 s
+// on any other node. So:
 //
 //   - A troubled coordinator of a voting method hands its role to another
 //     member (HANDOFF, Msg.Troubled set), the highest first and the next
-//     one down at each retry; a member that is troubled itself declines.
+//     one down at each retry; a member that is troubled itself, or defers
+//     (below), declines.
 //     The member claims the role in the store over the coordinator's
 //     epoch, as for a leaving coordinator's hand-off, and the old one
 //     steps down when it sees the new epoch.

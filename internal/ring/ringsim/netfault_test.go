@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ringchat/ringchat/internal/election"
 	"github.com/ringchat/ringchat/internal/ring"
 )
 
@@ -17,8 +18,18 @@ import (
 // service's).
 func netSim(t *testing.T, seed uint64) *Sim {
 	t.Helper()
+	return methodNetSim(t, seed, election.Default)
+}
+
+// methodNetSim is netSim with the nodes on election method meth.
+func methodNetSim(t *testing.T, seed uint64, meth election.Method) *Sim {
+	t.Helper()
 	s := newSim(t, seed, 1, 2, 3, 4, 5)
-	s.Cfg = ring.DefaultConfig
+	s.Cfg = func(id int64) ring.Config {
+		c := ring.DefaultConfig(id)
+		c.Election.Method = meth
+		return c
+	}
 	s.IdleVisits = true
 	for _, id := range s.IDs() {
 		s.Start(id)

@@ -10,26 +10,6 @@ import (
 	"github.com/ringchat/ringchat/internal/ring"
 )
 
-// methodNetSim is netSim with the nodes on election method meth.
-func methodNetSim(t *testing.T, seed uint64, meth election.Method) *Sim {
-	t.Helper()
-	s := newSim(t, seed, 1, 2, 3, 4, 5)
-	s.Cfg = func(id int64) ring.Config {
-		c := ring.DefaultConfig(id)
-		c.Election.Method = meth
-		return c
-	}
-	s.IdleVisits = true
-	for _, id := range s.IDs() {
-		s.Start(id)
-	}
-	if !s.RunUntil(3000, func() bool { return s.Healthy() == nil && s.Store.Gen > 0 && s.Store.Coord == 5 }) {
-		t.Fatalf("no ring: %v (coordinator %d)", s.Healthy(), s.Store.Coord)
-	}
-	s.Run(100)
-	return s
-}
-
 // coordinators records every coordinator the store names, in turn.
 func coordinators(s *Sim) (*[]int64, func()) {
 	seen := []int64{s.Store.Coord}
