@@ -172,8 +172,9 @@ type Machine struct {
 	handoff     *pending
 	handedOver  int64 // epoch of a HANDOFF that came while joining: take over once in the ring
 	// The store link's trouble (trouble.go): as the runtime last said;
-	// the tick the deferral to a lower coordinator ends once it is over;
-	// a troubled coordinator's next hand-off.
+	// the tick this node stops deferring to lower nodes (TroubleHoldTicks
+	// after its trouble, or after a lower node deposed it); a troubled
+	// coordinator's next hand-off.
 	troubled         bool
 	deferUntil       int64
 	troubleHandoffAt int64

@@ -483,7 +483,11 @@ func (s *Sim) apply(p *Proc, r ring.Ready) {
 	}
 	for _, t := range r.Visits {
 		v := visit{tok: t, done: s.Now + s.HoldTicks, work: p.work}
-		if lag := s.storeLag(p.ID); lag > visitBudgetTicks {
+		var lag int64
+		if !s.IdleVisits || v.work { // an idle visit does not touch the store
+			lag = s.storeLag(p.ID)
+		}
+		if lag > visitBudgetTicks {
 			v.done, v.over = s.Now+visitBudgetTicks, true
 		} else {
 			v.done += lag
