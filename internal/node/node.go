@@ -284,13 +284,20 @@ func (n *Node) loop(ctx context.Context) error {
 		case <-statsC:
 			n.logStats()
 		}
-		// The ring hands the coordinator role on, and defers to lower
-		// nodes, while the store serves this node's visits badly.
-		n.rn.SetTroubled(n.trouble.at(time.Now()))
+		n.clearTrouble()
 		n.flush()
 		timer.Reset(SleepUntilTick(start, tick, n.rn.NextDeadline()))
 	}
 	return nil
+}
+
+// clearTrouble tells the ring when its store link's trouble is over: only
+// time clears it (a window without a failed visit); visitDone tells it
+// the verdicts that visits make.
+func (n *Node) clearTrouble() {
+	if n.rn.Troubled() {
+		n.rn.SetTroubled(n.trouble.at(time.Now()))
+	}
 }
 
 // storeDone counts and logs the result of a store operation and hands it
@@ -553,12 +560,14 @@ func (n *Node) visitDone(v visitResult) {
 		n.rn.VisitFenced(v.tok, v.fence)
 	case v.err != nil:
 		n.logSection(v)
-		n.trouble.failedWith(time.Now(), v.err, v.over)
+		troubled := n.trouble.failedWith(time.Now(), v.err, v.over)
 		n.rn.VisitFailed(v.tok)
+		n.rn.SetTroubled(troubled)
 	default:
 		n.logSection(v)
-		n.trouble.observe(time.Now(), true)
+		troubled := n.trouble.observe(time.Now(), true)
 		n.rn.VisitDone(v.tok, v.worked)
+		n.rn.SetTroubled(troubled)
 	}
 }
 

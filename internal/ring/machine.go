@@ -1143,8 +1143,13 @@ func (n *Machine) startHandoff() {
 	if h == n.id {
 		return
 	}
-	n.note(EventHandoff, h)
-	m := Msg{Type: MsgHandoff, Via: ViaUDP, To: h}
+	n.sendHandoff(Msg{Type: MsgHandoff, Via: ViaUDP, To: h})
+}
+
+// sendHandoff sends HANDOFF m and keeps it to resend until the role is
+// taken (tickCoordinator).
+func (n *Machine) sendHandoff(m Msg) {
+	n.note(EventHandoff, m.To)
 	n.send(m)
 	m.From, m.Epoch = n.id, n.epoch
 	n.handoff = &pending{msg: m, nextAt: n.now + int64(n.cfg.RetryTicks)}

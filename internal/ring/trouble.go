@@ -99,12 +99,7 @@ func (n *Machine) handOffTroubled() {
 		return
 	}
 	n.troubleHandoffAt = n.now + int64(n.cfg.AliveTicks)
-	h := n.handoffTarget(0)
-	n.note(EventHandoff, h)
-	m := Msg{Type: MsgHandoff, Via: ViaUDP, To: h, Troubled: true}
-	n.send(m)
-	m.From, m.Epoch = n.id, n.epoch
-	n.handoff = &pending{msg: m, nextAt: n.now + int64(n.cfg.RetryTicks)}
+	n.sendHandoff(Msg{Type: MsgHandoff, Via: ViaUDP, To: n.handoffTarget(0), Troubled: true})
 }
 
 // handoffTarget is the member a troubled coordinator asks after prev: the

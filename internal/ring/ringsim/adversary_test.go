@@ -144,6 +144,8 @@ func forge(rt *rapid.T, s *Sim, ids []int64, types []ring.MsgType) bool {
 		m.Ver = around(rt, 1, "ver")
 	case ring.MsgSuccessorRequest:
 		m.Failed = rapid.SampledFrom(append(names, 0)).Draw(rt, "failed")
+	case ring.MsgHandoff:
+		m.Troubled = rapid.Bool().Draw(rt, "troubled")
 	case ring.MsgElection:
 		m.Election = &election.Msg{
 			Method: rapid.SampledFrom([]election.Method{election.Ring, election.ChangRoberts, election.Bully}).Draw(rt, "method"),

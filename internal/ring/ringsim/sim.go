@@ -455,24 +455,24 @@ func (s *Sim) apply(p *Proc, r ring.Ready) {
 	}
 	for _, op := range r.Ops {
 		op := op
+		// A node cut from the store, or whose lossy link makes the
+		// operation outlast its timeout, gets a failure; a lossy link
+		// otherwise delays it.
+		failAt, delay, desc := int64(0), int64(1), "store "
 		if s.storeCutFor(p.ID) {
-			s.deliverIn(p, storeTimeoutTicks, "store unreachable "+op.String(), func(p *Proc) {
-				p.Node.StoreDone(ring.Result{Op: op, Outcome: ring.Failed})
-			})
-			continue
-		}
-		if lag, limit := s.storeLag(p.ID), opTimeoutTicks(op); lag > limit {
-			s.deliverIn(p, limit, "store timeout "+op.String(), func(p *Proc) {
-				p.Node.StoreDone(ring.Result{Op: op, Outcome: ring.Failed})
-			})
-			continue
+			failAt, desc = storeTimeoutTicks, "store unreachable "
+		} else if lag := s.storeLag(p.ID); lag > opTimeoutTicks(op) {
+			failAt, desc = opTimeoutTicks(op), "store timeout "
 		} else if lag > 0 {
-			s.deliverIn(p, lag, "store lag "+op.String(), func(p *Proc) {
-				p.Node.StoreDone(s.Store.Do(p.ID, op))
+			delay, desc = lag, "store lag "
+		}
+		if failAt > 0 {
+			s.deliverIn(p, failAt, desc+op.String(), func(p *Proc) {
+				p.Node.StoreDone(ring.Result{Op: op, Outcome: ring.Failed})
 			})
 			continue
 		}
-		s.deliverIn(p, 1, "store "+op.String(), func(p *Proc) {
+		s.deliverIn(p, delay, desc+op.String(), func(p *Proc) {
 			res := s.Store.Do(p.ID, op)
 			if s.OpDelay <= 0 {
 				p.Node.StoreDone(res)
