@@ -122,7 +122,7 @@ func (s *sqlStore) fenceRow(ctx context.Context, lvl sql.IsolationLevel) (fenceW
 	if err != nil {
 		return w, err
 	}
-	defer tx.Rollback() //nolint:errcheck // read only
+	defer s.rollback(ctx, tx) // read only; on a lossy link its answer is not waited for
 	err = tx.QueryRowContext(ctx, "SELECT generation, seq, holder, holder_conn, changed_us FROM token_fence WHERE id = 1").
 		Scan(&w.Generation, &w.Seq, &w.Holder, &w.conn, &w.changedUS)
 	return w, err
