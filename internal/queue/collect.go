@@ -184,17 +184,18 @@ func (q *Queue) askedUsers(ready map[int64]Sink) []int64 {
 const loginFetchUsers = 4
 
 // shrinkKeep is how long a node's visits stay shrunk after the last one
-// that failed over its budget for a reason not about its data: as long as
-// the node keeps the visit's budget stretched after such a failure
-// (stretchKeep in internal/node), and for the same reason. On a link that
-// loses packets a light visit commits now and then between loaded ones
-// that lose a packet; back to full visits after each light one that
-// commits, the node failed every other visit (each taking its whole
-// budget), and the kinds of work the light ones never reached waited for
-// as long as the loss lasted (seen at 5 % loss: a user at the lossy node
-// got nothing for 3.8 s while the node's senders were served). The cost:
-// for shrinkKeep after a single such failure, a busy node needs a visit
-// for each kind of work it has.
+// that failed over its budget for a reason not about its data, once two
+// did so within shrinkKeep: as long as the node keeps the visit's budget
+// stretched after such a failure (stretchKeep in internal/node), and for
+// the same reason. On a link that loses packets a light visit commits now
+// and then between loaded ones that lose a packet; back to full visits
+// after each light one that commits, the node failed every other visit
+// (each taking its whole budget), and the kinds of work the light ones
+// never reached waited for as long as the loss lasted (seen at 5 % loss:
+// a user at the lossy node got nothing for 3.8 s while the node's senders
+// were served). The cost: for shrinkKeep after such failures, a busy node
+// needs a visit for each kind of work it has, so a single failure (a
+// hiccup) does not start it.
 const shrinkKeep = 2 * time.Second
 
 // shrinkKinds are the kinds of work shrunk visits take turns at, in this

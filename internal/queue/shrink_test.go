@@ -73,12 +73,12 @@ func (r *ring) failHeavyVisits(id int64) *atomic.Int64 {
 // While node 1's visits that do more than one kind of work fail at their
 // budget, and its client sends all the time, its user with messages
 // waiting gets them within a few visits, and its acknowledgements are
-// applied: after a failure each kind of work takes its turn, and a light
-// visit that commits does not send the node back to full visits (which
-// would fail again) until shrinkKeep has passed without a failure. With
-// the kind kept always the first there is of (messages to store), and a
-// full visit after every light one that committed, the user got nothing
-// and half the visits failed.
+// applied: after a second failure within shrinkKeep each kind of work
+// takes its turn, and a light visit that commits does not send the node
+// back to full visits (which would fail again) until shrinkKeep has
+// passed without a failure. With the kind kept always the first there is
+// of (messages to store), and a full visit after every light one that
+// committed, the user got nothing and half the visits failed.
 func TestShrunkVisitsTakeTurns(t *testing.T) {
 	forStores(t, 2, func(t *testing.T, st store.Store) {
 		r := newTestRing(t, st, 2, nil)
@@ -120,10 +120,12 @@ func TestShrunkVisitsTakeTurns(t *testing.T) {
 			}
 		}
 		t.Logf("b got its first delivery at node 1's visit %d; %d visits failed", firstAt, failed.Load())
-		// The failure, two visits undoing its marks (halved after a
-		// failure), then one of each kind (store, ack, fetch) at most.
-		if firstAt == 0 || firstAt > 6 {
-			t.Fatalf("b's first delivery came at node 1's visit %d (0: never), want within 6; %d visits failed", firstAt, failed.Load())
+		// The failure, a visit undoing half its marks, a full one that
+		// fails as well (one failure alone is a hiccup), two visits
+		// undoing its marks (halved after a failure), then one of each
+		// kind (store, ack, fetch) at most.
+		if firstAt == 0 || firstAt > 8 {
+			t.Fatalf("b's first delivery came at node 1's visit %d (0: never), want within 8; %d visits failed", firstAt, failed.Load())
 		}
 		var want []string
 		for k := range waiting {
@@ -136,9 +138,9 @@ func TestShrunkVisitsTakeTurns(t *testing.T) {
 		if len(a.takeReceipts()) == 0 {
 			t.Fatal("a's messages were never stored")
 		}
-		// A failure keeps the node's visits light for shrinkKeep: one more
-		// can fail only after that.
-		if f, most := failed.Load(), 1+int64(time.Since(began)/shrinkKeep); f > most {
+		// A second failure keeps the node's visits light for shrinkKeep:
+		// one more can fail only after that.
+		if f, most := failed.Load(), 2+int64(time.Since(began)/shrinkKeep); f > most {
 			t.Fatalf("%d of node 1's visits failed in %v, want at most %d", f, time.Since(began).Round(time.Millisecond), most)
 		}
 	})
@@ -177,5 +179,74 @@ func TestShrunkVisitUndoesEveryMark(t *testing.T) {
 			t.Fatal("no commit was lost: the test tested nothing")
 		}
 		wantContents(t, "b's new session", b2, []string{"one", "two"})
+	})
+}
+
+// One visit over its budget is a hiccup (a COMMIT a busy server answered
+// late): the node's visits are light until one commits, and the next does
+// all its work again. Kept light for shrinkKeep after it, a node with work
+// of every kind took one kind a visit, and one lap in five fetched (a
+// chaos run: a node that lost nothing, its lap slowed by a lossy node,
+// fetched nothing for 2.3 s after one such failure). A second failure
+// over budget within shrinkKeep keeps them light (TestShrunkVisitsTakeTurns).
+func TestOneVisitOverItsBudgetIsAHiccup(t *testing.T) {
+	forStores(t, 2, func(t *testing.T, st store.Store) {
+		r := newTestRing(t, st, 2, nil)
+		a := r.login(1, "a", protocol.V2)
+		b := r.login(1, "b", protocol.V2)
+		far := r.login(2, "far", protocol.V2)
+		r.rotate(1, false)
+		var failed atomic.Int64
+		var kinds []map[string]bool // of node 1's visits that committed
+		r.fenced = func(node int64, f store.Fence, fn func(store.Tx) error) error {
+			return r.st.Fenced(context.Background(), f, func(tx store.Tx) error {
+				if node != 1 {
+					return fn(tx)
+				}
+				k := &kindsTx{Tx: tx, kinds: map[string]bool{}}
+				if err := fn(k); err != nil {
+					return err
+				}
+				if len(k.kinds) > 1 && failed.Add(1) == 1 { // the first heavy visit only
+					return fmt.Errorf("store: mark delivered: %w", context.DeadlineExceeded)
+				}
+				kinds = append(kinds, k.kinds)
+				return nil
+			})
+		}
+		for v := 1; v <= 4; v++ {
+			// Work of every kind waits at node 1 at each of its visits: a
+			// message of a's to store, one of far's for b to fetch, and
+			// b's acknowledgement of what it got.
+			r.send(1, a, Recipient{Name: "far"}, fmt.Sprint("s", v))
+			r.send(2, far, Recipient{Name: "b"}, fmt.Sprint("w", v))
+			if _, err := r.visit(2); err != nil {
+				t.Fatalf("node 2: %v", err)
+			}
+			b.mu.Lock()
+			var rows []store.RecipientSeq
+			for _, d := range b.got {
+				rows = append(rows, d.Row())
+			}
+			b.mu.Unlock()
+			if len(rows) > 0 {
+				r.nodes[0].q.Ack(b.user, rows, nil)
+			}
+			_, err := r.visit(1)
+			if (err != nil) != (v == 1) {
+				t.Fatalf("node 1's visit %d: %v; want only the first to fail", v, err)
+			}
+		}
+		if len(kinds) != 3 {
+			t.Fatalf("%d of node 1's visits committed, want 3", len(kinds))
+		}
+		// The visit after the failure is light (it undoes the failed
+		// visit's marks); the two after it do every kind of work there
+		// is: b has something to acknowledge from the third on.
+		for i, k := range kinds[1:] {
+			if !k["store"] || !k["fetch"] || (i == 1 && !k["ack"]) {
+				t.Errorf("node 1's visit %d after the one that failed did %v; want every kind of work in one visit", i+2, k)
+			}
+		}
 	})
 }

@@ -37,8 +37,11 @@ type visitState struct {
 	// last commit; shrunk visits narrow that work down (shrink).
 	dataFail bool
 	// shrinkUntil: visits stay shrunk until then (shrinkKeep after the
-	// last one that failed over its budget); zero: not past a failure.
+	// last one that failed over its budget, another having done so
+	// shrinkKeep before it at most); zero: not past such failures.
 	shrinkUntil time.Time
+	// lastOver: when a visit last failed over its budget.
+	lastOver time.Time
 	// kept is the kind of work (of shrinkKinds) the last shrunk visit
 	// that took turns kept.
 	kept string
