@@ -70,6 +70,17 @@ func (r *ring) failHeavyVisits(id int64) *atomic.Int64 {
 	return failed
 }
 
+// twoNodesThreeUsers makes a ring of two nodes with users a and b logged
+// in at node 1 and far at node 2, their logins' fetches done.
+func twoNodesThreeUsers(t *testing.T, st store.Store) (r *ring, a, b, far *fakeSession) {
+	r = newTestRing(t, st, 2, nil)
+	a = r.login(1, "a", protocol.V2)
+	b = r.login(1, "b", protocol.V2)
+	far = r.login(2, "far", protocol.V2)
+	r.rotate(1, false)
+	return r, a, b, far
+}
+
 // While node 1's visits that do more than one kind of work fail at their
 // budget, and its client sends all the time, its user with messages
 // waiting gets them within a few visits, and its acknowledgements are
@@ -81,11 +92,7 @@ func (r *ring) failHeavyVisits(id int64) *atomic.Int64 {
 // committed, the user got nothing and half the visits failed.
 func TestShrunkVisitsTakeTurns(t *testing.T) {
 	forStores(t, 2, func(t *testing.T, st store.Store) {
-		r := newTestRing(t, st, 2, nil)
-		a := r.login(1, "a", protocol.V2)
-		b := r.login(1, "b", protocol.V2)
-		far := r.login(2, "far", protocol.V2)
-		r.rotate(1, false)
+		r, a, b, far := twoNodesThreeUsers(t, st)
 		const waiting = 20
 		for k := range waiting {
 			r.send(2, far, Recipient{Name: "b"}, fmt.Sprint("w", k))
@@ -191,11 +198,7 @@ func TestShrunkVisitUndoesEveryMark(t *testing.T) {
 // over budget within shrinkKeep keeps them light (TestShrunkVisitsTakeTurns).
 func TestOneVisitOverItsBudgetIsAHiccup(t *testing.T) {
 	forStores(t, 2, func(t *testing.T, st store.Store) {
-		r := newTestRing(t, st, 2, nil)
-		a := r.login(1, "a", protocol.V2)
-		b := r.login(1, "b", protocol.V2)
-		far := r.login(2, "far", protocol.V2)
-		r.rotate(1, false)
+		r, a, b, far := twoNodesThreeUsers(t, st)
 		var failed atomic.Int64
 		var kinds []map[string]bool // of node 1's visits that committed
 		r.fenced = func(node int64, f store.Fence, fn func(store.Tx) error) error {

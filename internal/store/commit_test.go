@@ -86,29 +86,53 @@ func (p *muteProxy) kill() {
 	}
 }
 
+// openBehindMuteProxy opens a store on the test's MariaDB through a
+// muteProxy, and another (migrated) straight to it to check what
+// committed.
+func openBehindMuteProxy(t *testing.T) (st, check store.Store, p *muteProxy) {
+	t.Helper()
+	dsn := testutil.MySQLDSN(t)
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check = storetest.Open(t, dsn) // migrated
+	p = newMuteProxy(t, cfg.Addr)
+	cfg.Addr = p.ln.Addr().String()
+	st, err = store.Open(context.Background(), cfg.FormatDSN(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, check, p
+}
+
+// closeAfterKill ends the proxy's connections, and with them the
+// statement (what) a goroutine of st still waits an answer for, and
+// checks that st's Close, which waits for that goroutine, returns.
+func closeAfterKill(t *testing.T, st store.Store, p *muteProxy, what string) {
+	t.Helper()
+	p.kill()
+	closed := make(chan error, 1)
+	go func() { closed <- st.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(testutil.WaitLimit):
+		t.Fatalf("Close did not return after the connection of the %s it waits for closed", what)
+	}
+}
+
 // A COMMIT whose answer is lost ends at the caller's deadline with
 // ErrCommitUnknown, not when the server sends its answer again (200 ms at
 // the least, doubling, after a lost packet; never, here). The server got
 // the COMMIT, so the transaction committed: the outcome was indeed
 // unknown, not a failure. Close waits for the COMMIT left running.
 func TestMariaDBCommitWithoutAnswerStopsAtTheDeadline(t *testing.T) {
-	dsn := testutil.MySQLDSN(t)
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check := storetest.Open(t, dsn) // migrated
-	p := newMuteProxy(t, cfg.Addr)
-	cfg.Addr = p.ln.Addr().String()
-	st, err := store.Open(context.Background(), cfg.FormatDSN(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, check, p := openBehindMuteProxy(t)
 	const budget = 300 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	start := time.Now()
-	err = st.Update(ctx, func(tx store.Tx) error {
+	err := st.Update(ctx, func(tx store.Tx) error {
 		if _, _, err := tx.EnsureUser("committed-unanswered"); err != nil {
 			return err
 		}
@@ -122,14 +146,7 @@ func TestMariaDBCommitWithoutAnswerStopsAtTheDeadline(t *testing.T) {
 	if took > budget+time.Second {
 		t.Errorf("the COMMIT without an answer returned after %v; want about the deadline (%v)", took, budget)
 	}
-	p.kill() // the connection ends: the COMMIT's goroutine with it
-	closed := make(chan error, 1)
-	go func() { closed <- st.Close() }()
-	select {
-	case <-closed:
-	case <-time.After(testutil.WaitLimit):
-		t.Fatal("Close did not return after the connection of the COMMIT it waits for closed")
-	}
+	closeAfterKill(t, st, p, "COMMIT")
 	err = check.Update(context.Background(), func(tx store.Tx) error {
 		_, err := tx.UserByName("committed-unanswered")
 		return err
@@ -147,18 +164,7 @@ func TestMariaDBCommitWithoutAnswerStopsAtTheDeadline(t *testing.T) {
 // nothing committed, and its lock is free for the next transaction. Close
 // waits for the ROLLBACK left running.
 func TestMariaDBRollbackWithoutAnswerDoesNotHoldTheCaller(t *testing.T) {
-	dsn := testutil.MySQLDSN(t)
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check := storetest.Open(t, dsn) // migrated
-	p := newMuteProxy(t, cfg.Addr)
-	cfg.Addr = p.ln.Addr().String()
-	st, err := store.Open(context.Background(), cfg.FormatDSN(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, check, p := openBehindMuteProxy(t)
 	const budget = 2 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
@@ -174,6 +180,7 @@ func TestMariaDBRollbackWithoutAnswerDoesNotHoldTheCaller(t *testing.T) {
 			return refused
 		})
 	}()
+	var err error
 	select {
 	case err = <-done:
 	case <-time.After(budget / 2):
@@ -186,14 +193,7 @@ func TestMariaDBRollbackWithoutAnswerDoesNotHoldTheCaller(t *testing.T) {
 		t.Errorf("the failed transaction returned %v, want its own error", err)
 	}
 	t.Logf("returned after %v", took.Round(time.Millisecond))
-	p.kill() // the connection ends: the ROLLBACK's goroutine with it
-	closed := make(chan error, 1)
-	go func() { closed <- st.Close() }()
-	select {
-	case <-closed:
-	case <-time.After(testutil.WaitLimit):
-		t.Fatal("Close did not return after the connection of the ROLLBACK it waits for closed")
-	}
+	closeAfterKill(t, st, p, "ROLLBACK")
 	err = check.Update(context.Background(), func(tx store.Tx) error {
 		_, err := tx.UserByName("rolled-back-unanswered")
 		return err
