@@ -123,10 +123,10 @@ type sqlStore struct {
 	// of this process saw exist or made (cursors are never deleted):
 	// storing a direct message to one of them writes no cursor statement.
 	inboxes sync.Map // int64 → struct{}
-	// commits are COMMITs and ROLLBACKs still waiting for the server's
-	// answer after their caller stopped waiting (commit, rollback); Close
-	// waits for them.
-	commits sync.WaitGroup
+	// ends are COMMITs and ROLLBACKs still waiting for the server's
+	// answer after their caller stopped waiting (awaitEnd); Close waits
+	// for them.
+	ends sync.WaitGroup
 }
 
 // boundStatement prefixes q, on a server that can, with the time left
@@ -190,7 +190,7 @@ func (s *sqlStore) Ping(ctx context.Context) error {
 // timeout, or TCP_USER_TIMEOUT on a cut link).
 func (s *sqlStore) Close() error {
 	err := s.db.Close()
-	s.commits.Wait()
+	s.ends.Wait()
 	return err
 }
 
@@ -273,19 +273,7 @@ func (s *sqlStore) rollback(ctx context.Context, tx *sql.Tx) {
 		_ = tx.Rollback()
 		return
 	}
-	done := make(chan struct{})
-	s.commits.Add(1)
-	go func() {
-		defer s.commits.Done()
-		defer close(done)
-		_ = tx.Rollback()
-	}()
-	t := time.NewTimer(rollbackGrace)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	}
+	s.awaitEnd(tx.Rollback, rollbackGrace)
 }
 
 // rollbackGrace is the longest a failed transaction's caller waits for
@@ -318,19 +306,31 @@ func (s *sqlStore) commit(ctx context.Context, tx *sql.Tx) error {
 	if d, ok := ctx.Deadline(); ok {
 		wait = max(time.Until(d), commitGrace)
 	}
+	if answered, err := s.awaitEnd(tx.Commit, wait); answered {
+		return s.commitErr(ctx, err)
+	}
+	return fmt.Errorf("%w: no answer in %s, by the caller's deadline or after: %w", ErrCommitUnknown, wait.Round(time.Millisecond), context.DeadlineExceeded)
+}
+
+// awaitEnd runs end (a transaction's COMMIT or ROLLBACK, which
+// database/sql sends without a context) on a goroutine of its own and
+// waits for it wait at most: answered tells whether it returned by then,
+// with err. The goroutine ends with the server's answer or with the
+// connection; Close waits for it (s.ends).
+func (s *sqlStore) awaitEnd(end func() error, wait time.Duration) (answered bool, err error) {
 	done := make(chan error, 1)
-	s.commits.Add(1)
+	s.ends.Add(1)
 	go func() {
-		defer s.commits.Done()
-		done <- tx.Commit()
+		defer s.ends.Done()
+		done <- end()
 	}()
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case err := <-done:
-		return s.commitErr(ctx, err)
+		return true, err
 	case <-t.C:
-		return fmt.Errorf("%w: no answer in %s, by the caller's deadline or after: %w", ErrCommitUnknown, wait.Round(time.Millisecond), context.DeadlineExceeded)
+		return false, nil
 	}
 }
 
