@@ -51,8 +51,8 @@ func execOpErr(ctx context.Context, st store.Control, clearNode presenceClearer,
 	coord := store.Coordinator{NodeID: id, Epoch: op.Epoch}
 	switch op.Kind {
 	case ring.OpReadCoordinator:
-		c, err := st.Coordinator(ctx)
-		res.Coord, res.Epoch = c.NodeID, c.Epoch
+		l, err := st.CoordinatorLease(ctx)
+		res.Coord, res.Epoch, res.LeaseRemaining, res.LeaseKnown = l.Holder, l.Epoch, l.Remaining, err == nil
 		return res, err
 	case ring.OpCheckMember:
 		nodes, err := st.Nodes(ctx)

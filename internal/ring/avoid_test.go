@@ -38,11 +38,13 @@ func TestAvoidedLinksOrderIsFullyDetermined(t *testing.T) {
 
 // TestBlameReporter: the coordinator blames the node reporting a failed
 // successor only when that reporter's links failed with another node
-// lately and the accused's with nobody but the reporter. Two nodes that
-// both have a record (each lost a link elsewhere) leave the report
-// believed, as does a record older than blameTicks.
+// that is still a member lately and the accused's with nobody but the
+// reporter. Two nodes that both have a record (each lost a link
+// elsewhere) leave the report believed, as does a record older than
+// blameTicks, or one with a node taken out that has not come back.
 func TestBlameReporter(t *testing.T) {
 	n := NewMachine(TestConfig(9))
+	n.members = []int64{1, 2, 3, 4, 9}
 	n.now = 1000
 	if n.blameReporter(2, 3) {
 		t.Fatal("no record at all: the reporter is believed")
@@ -65,5 +67,28 @@ func TestBlameReporter(t *testing.T) {
 	n.now += blameTicks + 1
 	if n.blameReporter(2, 3) {
 		t.Fatal("the records are older than blameTicks: the reporter is believed")
+	}
+}
+
+// TestReporterBelievedAcrossASplit: a split puts the reporter's successor
+// and the next node both across it. The reporter reports the first, which
+// is taken out and does not come back, then the second, which the
+// coordinator linked it to: it is believed (the second is taken out too),
+// not moved as if it lost packets on every link. Before, it was moved,
+// and the node across the split stayed in the ring until the
+// coordinator's own watchdog took it out (a chaos run: 2.04 s without a
+// delivery on the side with the store).
+func TestReporterBelievedAcrossASplit(t *testing.T) {
+	n := NewMachine(TestConfig(9))
+	n.now = 1000
+	n.members = []int64{1, 2, 4, 9} // 3 was taken out at 2's first report
+	n.linkFailed(2, 3)
+	n.now += 20
+	if n.blameReporter(2, 1) {
+		t.Fatal("the reporter's other failed link is with a node taken out since: the reporter is believed")
+	}
+	n.members = append(n.members, 3) // 3 came back: it was healthy after all
+	if !n.blameReporter(2, 1) {
+		t.Fatal("the reporter's other failed link is with a member: the reporter is blamed")
 	}
 }

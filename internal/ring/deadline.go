@@ -29,6 +29,9 @@ func (n *Machine) NextDeadline() int64 {
 	if n.relay && !n.isCoord {
 		at(n.staleRetryAt)
 	}
+	if n.leaseCheck != 0 {
+		at(n.leaseCheckAt)
+	}
 	n.troubleDeadlines(at)
 	if n.retryOpAt != 0 {
 		at(n.retryOpAt)

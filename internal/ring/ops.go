@@ -150,4 +150,7 @@ type Result struct {
 	// (Coord and Epoch hold its holder and epoch).
 	LeaseOK        bool
 	LeaseRemaining time.Duration
+	// LeaseKnown (read-coordinator): LeaseRemaining is the coordinator's
+	// lease as the store measured it at the read (0: it ran out).
+	LeaseKnown bool
 }

@@ -479,7 +479,24 @@ func (n *Machine) readDone(r Result) {
 		if n.req != nil && n.phase != PhaseLeaving && (r.Coord == 0 || r.Coord == n.id) {
 			n.takeOver(false)
 		}
-	case n.req != nil && !n.isCoord && n.phase != PhaseLeaving && suspect == [2]int64{r.Coord, r.Epoch}:
+	default:
+		n.stillAsking(r, failed, suspect)
+	}
+}
+
+// stillAsking follows up a store read that names the coordinator this
+// node knows, while a request to it is unanswered: failed is the
+// successor whose replacement the request asks for (the read followed
+// its failure), suspect the coordinator that left requests unanswered
+// (the read followed those).
+func (n *Machine) stillAsking(r Result, failed int64, suspect [2]int64) {
+	if n.req == nil || n.isCoord {
+		return
+	}
+	switch {
+	case failed != 0 && r.LeaseKnown && n.phase == PhaseInRing && r.Coord == n.coord:
+		n.awaitLeaseEnd(failed, r.LeaseRemaining)
+	case n.phase != PhaseLeaving && suspect == [2]int64{r.Coord, r.Epoch}:
 		// The coordinator we keep asking is still the one recorded: it is
 		// dead or cut off. Take the role (compare-and-set on its epoch).
 		n.note(EventCoordinatorUnresponsive, n.coord)

@@ -530,6 +530,22 @@ func (s *sqlStore) Coordinator(ctx context.Context) (Coordinator, error) {
 	return c, nil
 }
 
+func (s *sqlStore) CoordinatorLease(ctx context.Context) (Lease, error) {
+	var (
+		node              sql.NullInt64
+		epoch, until, now int64
+		args              []any
+	)
+	if s.d.clockUS == "?" {
+		args = append(args, s.nowUS())
+	}
+	q := "SELECT node_id, epoch, lease_until_us, " + s.d.clockUS + " FROM ring_coordinator WHERE id = 1"
+	if err := s.db.QueryRowContext(ctx, q, args...).Scan(&node, &epoch, &until, &now); err != nil {
+		return Lease{}, wrapOp("read coordinator lease", err)
+	}
+	return leaseOf(node.Int64, epoch, until, now), nil
+}
+
 func (s *sqlStore) ClaimCoordinator(ctx context.Context, nodeID, prevEpoch int64, ttl time.Duration) (int64, error) {
 	if nodeID < 1 || ttl < 0 {
 		return 0, wrapOp("claim coordinator", fmt.Errorf("%w: node id %d, ttl %v", ErrInvalid, nodeID, ttl))

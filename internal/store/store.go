@@ -306,6 +306,10 @@ type Control interface {
 
 	// Coordinator returns the coordinator row.
 	Coordinator(ctx context.Context) (Coordinator, error)
+	// CoordinatorLease returns the coordinator row with its lease as the
+	// store's clock has it now: Remaining 0 means the lease ran out (or
+	// the coordinator holds none), so that a claim-if-stale would win.
+	CoordinatorLease(ctx context.Context) (Lease, error)
 	// ClaimCoordinator makes nodeID the coordinator with epoch prevEpoch+1
 	// if the current epoch is still prevEpoch (compare-and-set), and records
 	// the term in the history. With ttl > 0 the new coordinator holds the

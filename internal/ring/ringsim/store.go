@@ -72,7 +72,7 @@ func (s *Store) Do(from int64, op ring.Op) ring.Result {
 	}
 	switch op.Kind {
 	case ring.OpReadCoordinator:
-		return ring.Result{Op: op, Coord: s.Coord, Epoch: s.Epoch}
+		return ring.Result{Op: op, Coord: s.Coord, Epoch: s.Epoch, LeaseRemaining: time.Duration(max(s.LeaseUntil-s.Now(), 0)) * s.Tick, LeaseKnown: true}
 	case ring.OpCheckMember:
 		return ring.Result{Op: op, Coord: s.Coord, Epoch: s.Epoch, Members: s.Topo.Members(), Pred: s.Topo.Predecessor(from), Succ: s.Topo[from], Gen: s.Gen, Secret: Secret(s.Gen)}
 	case ring.OpReadFence:

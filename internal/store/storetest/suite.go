@@ -348,6 +348,11 @@ func testLease(t *testing.T, newDSN NewDSN) {
 	if ok, l, err := st.RenewLease(ctx, 2, 1, long); err != nil || !ok || l.Epoch != 1 {
 		t.Fatalf("renew by the holder = %v, %+v, %v", ok, l, err)
 	}
+	// The read sees the lease as the store's clock has it, and changes
+	// nothing.
+	if l, err := st.CoordinatorLease(ctx); err != nil || l.Holder != 2 || l.Epoch != 1 || l.Remaining <= long-time.Minute || l.Remaining > long {
+		t.Fatalf("lease read = %+v, %v; want node 2 at epoch 1, about an hour", l, err)
+	}
 	if ok, _, err := st.RenewLease(ctx, 5, 1, long); err != nil || ok {
 		t.Fatalf("renew by another node = %v, %v", ok, err)
 	}
@@ -374,6 +379,24 @@ func testLease(t *testing.T, newDSN NewDSN) {
 	}
 	if !won || l.Holder != 4 || l.Epoch != 3 {
 		t.Fatalf("take-over after expiry = %v, %+v", won, l)
+	}
+	if ok, _, err := st.RenewLease(ctx, 4, 3, time.Millisecond); err != nil || !ok {
+		t.Fatalf("shorten = %v, %v", ok, err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		l, err := st.CoordinatorLease(ctx)
+		if err != nil || l.Holder != 4 || l.Epoch != 3 {
+			t.Fatalf("lease read = %+v, %v; want node 4 at epoch 3", l, err)
+		}
+		if l.Remaining == 0 {
+			break // run out: a claim-if-stale would win
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lease read %+v: still running 5 s after it was shortened to 1 ms", l)
+		}
+	}
+	if ok, _, err := st.RenewLease(ctx, 4, 3, long); err != nil || !ok {
+		t.Fatalf("renew after the read = %v, %v", ok, err)
 	}
 	if ok, _, _ := st.RenewLease(ctx, 2, 2, long); ok {
 		t.Fatal("the old holder renewed a lease taken over")
