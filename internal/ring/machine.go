@@ -142,7 +142,8 @@ type Machine struct {
 	// carried out since).
 	storeFailing bool
 	// lastFailed failed as this node's successor at lastFailedAt (kept
-	// when a new successor is applied, unlike failedSucc).
+	// when a new successor is applied, unlike failedSucc; cleared once a
+	// link to it comes up).
 	lastFailed, lastFailedAt int64
 	// staleRetryAt: while relaying, the next try to take the role over
 	// (it succeeds once the coordinator's lease has run out).
@@ -378,6 +379,9 @@ func (n *Machine) SuccessorUp(peer int64) {
 	n.succUp = true
 	n.pingOut = false
 	n.lastSent = n.now
+	if peer == n.lastFailed {
+		n.lastFailed = 0 // up again: no longer the successor that failed last
+	}
 	n.tok.LinkUp()
 	n.drainToken()
 }
@@ -1070,12 +1074,30 @@ func (n *Machine) becomeCoordinator(epoch int64, noToken bool) {
 	case PhaseInRing:
 		if n.failedSucc != 0 || !n.succUp || n.req != nil {
 			n.req = nil
-			n.enqueue(Op{Kind: OpRepair, Node: n.id, Failed: n.failedSucc})
+			n.enqueue(Op{Kind: OpRepair, Node: n.id, Failed: n.downSuccessor()})
 		}
 	case PhaseLeaving:
 		n.req = nil
 		n.enqueue(Op{Kind: OpLeave, Node: n.id})
 	}
+}
+
+// downSuccessor names the successor to take out of the ring, if any: the
+// one whose failure is being repaired, or else the successor whose link
+// failed last and has not come up since. A node relaying its requests
+// (its coordinator out of reach) dials the successor the store still
+// names, the failed one, again at the relay's pace (placeFromStore),
+// which clears failedSucc; a node that took the role then kept that
+// successor, across a split, until its watchdog took it out 1.2 s later
+// (a chaos run: 2.08 s without a delivery on the side with the store).
+func (n *Machine) downSuccessor() int64 {
+	if n.failedSucc != 0 {
+		return n.failedSucc
+	}
+	if !n.succUp && n.succ != 0 && n.succ == n.lastFailed {
+		return n.succ
+	}
+	return 0
 }
 
 // broadcastCoordinator tells every other node that this node holds the
