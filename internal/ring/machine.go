@@ -59,6 +59,7 @@ type request struct {
 	tries   int
 	backoff int
 	nextAt  int64
+	direct  int64 // the epoch of the coordinator it was last sent to straight (not relayed)
 }
 
 type pending struct {
@@ -382,6 +383,9 @@ func (n *Machine) SuccessorUp(peer int64) {
 	if peer == n.lastFailed {
 		n.lastFailed = 0 // up again: no longer the successor that failed last
 	}
+	if r := n.req; r != nil && r.typ == MsgSuccessorRequest && r.failed == peer && n.failedSucc == peer {
+		n.req, n.failedSucc = nil, 0 // the report stood while the link was dialled: it works
+	}
 	n.tok.LinkUp()
 	n.drainToken()
 }
@@ -587,6 +591,7 @@ func (n *Machine) sendRequest() {
 		n.sendRelayed()
 		return
 	}
+	n.req.direct = n.epoch
 	n.send(Msg{Type: n.req.typ, Via: ViaUDP, To: n.coord, Failed: n.req.failed})
 }
 
@@ -1113,9 +1118,24 @@ func (n *Machine) broadcastCoordinator() {
 // applySuccessor links to a new successor assigned at (epoch, ver).
 func (n *Machine) applySuccessor(s, epoch, ver int64) {
 	n.succVer = [2]int64{epoch, ver}
-	n.failedSucc = 0
-	if n.req != nil && (n.req.typ == MsgJoin || n.req.typ == MsgSuccessorRequest) {
-		n.req = nil
+	if n.reportStands(s, epoch) {
+		// The coordinator names the successor this node asked it to
+		// replace, and has not had the report straight: a new
+		// coordinator's sync re-asserts the ring (the report went to the
+		// old one, or through a relay that lost it), or the store's ring
+		// read while relaying names it still. The report goes again at
+		// once; the node dials meanwhile, and withdraws the report if the
+		// link comes up (SuccessorUp). Dropped, the report
+		// waited for the watchdog, 0.6 s, and the new coordinator of a
+		// split with the store on its side took the failed node out only
+		// then (ringsim: 2.5 s without a visit).
+		n.sendRequest()
+		n.req.nextAt = n.now + int64(n.req.backoff)
+	} else {
+		n.failedSucc = 0
+		if n.req != nil && (n.req.typ == MsgJoin || n.req.typ == MsgSuccessorRequest) {
+			n.req = nil
+		}
 	}
 	if n.phase == PhaseStarting || n.phase == PhaseJoining {
 		n.phase = PhaseInRing
@@ -1178,6 +1198,20 @@ func (n *Machine) relink(s int64) {
 	n.tok.LinkDown()
 	n.drainToken()
 	n.connect(s)
+}
+
+// reportStands reports whether an assignment of successor s at epoch
+// leaves this node's report of s's failure standing: s is the successor
+// it asked to have replaced, and no coordinator of that epoch was sent
+// the report straight (it went through a relay, or to an older one), so
+// the assignment cannot be the answer to it. An answer ends the report
+// as before (a coordinator that judged the reporter the lossy one places
+// it again, and the report is not made twice). An assignment from the
+// failed node itself proves it alive.
+func (n *Machine) reportStands(s, epoch int64) bool {
+	r := n.req
+	return r != nil && r.typ == MsgSuccessorRequest && s != 0 && r.failed == s && n.failedSucc == s &&
+		s != n.coord && !n.isCoord && epoch > r.direct
 }
 
 // relinkDeferred applies a successor assignment held back for an ack.
