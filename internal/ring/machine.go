@@ -1125,10 +1125,10 @@ func (n *Machine) applySuccessor(s, epoch, ver int64) {
 		// old one, or through a relay that lost it), or the store's ring
 		// read while relaying names it still. The report goes again at
 		// once; the node dials meanwhile, and withdraws the report if the
-		// link comes up (SuccessorUp). Dropped, the report
-		// waited for the watchdog, 0.6 s, and the new coordinator of a
-		// split with the store on its side took the failed node out only
-		// then (ringsim: 2.5 s without a visit).
+		// link comes up (SuccessorUp). Dropped, the report waited for the
+		// watchdog, 0.6 s, and the new coordinator of a split with the
+		// store on its side took the failed node out only then (ringsim:
+		// 2.5 s without a visit).
 		n.sendRequest()
 		n.req.nextAt = n.now + int64(n.req.backoff)
 	} else {

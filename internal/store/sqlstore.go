@@ -531,19 +531,11 @@ func (s *sqlStore) Coordinator(ctx context.Context) (Coordinator, error) {
 }
 
 func (s *sqlStore) CoordinatorLease(ctx context.Context) (Lease, error) {
-	var (
-		node              sql.NullInt64
-		epoch, until, now int64
-		args              []any
-	)
-	if s.d.clockUS == "?" {
-		args = append(args, s.nowUS())
-	}
-	q := "SELECT node_id, epoch, lease_until_us, " + s.d.clockUS + " FROM ring_coordinator WHERE id = 1"
-	if err := s.db.QueryRowContext(ctx, q, args...).Scan(&node, &epoch, &until, &now); err != nil {
+	holder, epoch, until, now, err := s.readLease(ctx, s.db, "")
+	if err != nil {
 		return Lease{}, wrapOp("read coordinator lease", err)
 	}
-	return leaseOf(node.Int64, epoch, until, now), nil
+	return leaseOf(holder, epoch, until, now), nil
 }
 
 func (s *sqlStore) ClaimCoordinator(ctx context.Context, nodeID, prevEpoch int64, ttl time.Duration) (int64, error) {
@@ -588,13 +580,22 @@ func (s *sqlStore) ClaimCoordinator(ctx context.Context, nodeID, prevEpoch int64
 // leaseRow reads the coordinator row and the store's clock (the database
 // server's on MariaDB) inside tx, locking the row.
 func (s *sqlStore) leaseRow(ctx context.Context, tx *sql.Tx) (holder, epoch, until, now int64, err error) {
+	return s.readLease(ctx, tx, s.d.forUpdate)
+}
+
+// readLease reads the coordinator row's holder, epoch and lease end with
+// the store's clock, through q (the pool, or a transaction that locks the
+// row with lock).
+func (s *sqlStore) readLease(ctx context.Context, q interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}, lock string) (holder, epoch, until, now int64, err error) {
 	var node sql.NullInt64
-	q := "SELECT node_id, epoch, lease_until_us, " + s.d.clockUS + " FROM ring_coordinator WHERE id = 1" + s.d.forUpdate
+	query := "SELECT node_id, epoch, lease_until_us, " + s.d.clockUS + " FROM ring_coordinator WHERE id = 1" + lock
 	var args []any
 	if s.d.clockUS == "?" {
 		args = append(args, s.nowUS())
 	}
-	err = tx.QueryRowContext(ctx, q, args...).Scan(&node, &epoch, &until, &now)
+	err = q.QueryRowContext(ctx, query, args...).Scan(&node, &epoch, &until, &now)
 	return node.Int64, epoch, until, now, err
 }
 

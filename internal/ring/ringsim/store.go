@@ -72,7 +72,7 @@ func (s *Store) Do(from int64, op ring.Op) ring.Result {
 	}
 	switch op.Kind {
 	case ring.OpReadCoordinator:
-		return ring.Result{Op: op, Coord: s.Coord, Epoch: s.Epoch, LeaseRemaining: time.Duration(max(s.LeaseUntil-s.Now(), 0)) * s.Tick, LeaseKnown: true}
+		return ring.Result{Op: op, Coord: s.Coord, Epoch: s.Epoch, LeaseRemaining: s.leaseRemaining(s.Now()), LeaseKnown: true}
 	case ring.OpCheckMember:
 		return ring.Result{Op: op, Coord: s.Coord, Epoch: s.Epoch, Members: s.Topo.Members(), Pred: s.Topo.Predecessor(from), Succ: s.Topo[from], Gen: s.Gen, Secret: Secret(s.Gen)}
 	case ring.OpReadFence:
@@ -156,12 +156,18 @@ func (s *Store) claim(from int64) {
 	s.History[s.Epoch] = from
 }
 
+// leaseRemaining is how long the coordinator's lease still runs at tick
+// now (0: it ran out).
+func (s *Store) leaseRemaining(now int64) time.Duration {
+	return time.Duration(max(s.LeaseUntil-now, 0)) * s.Tick
+}
+
 // lease models store.AcquireLease and store.RenewLease.
 func (s *Store) lease(from int64, op ring.Op) ring.Result {
 	now, ttl := s.Now(), int64(op.LeaseTTL/s.Tick)
 	res := func(ok bool) ring.Result {
 		return ring.Result{Op: op, LeaseOK: ok, Coord: s.Coord, Epoch: s.Epoch, Gen: s.Gen, Secret: Secret(s.Gen),
-			LeaseRemaining: time.Duration(max(s.LeaseUntil-now, 0)) * s.Tick}
+			LeaseRemaining: s.leaseRemaining(now)}
 	}
 	switch op.Lease.Kind {
 	case election.LeaseAcquire:
