@@ -110,10 +110,12 @@ func (p *pauseWatch) result() (pauses []span, polls, failed int) {
 	return append([]span(nil), p.pauses...), p.polls, p.failed
 }
 
-// longestPause returns the longest of pauses that lies within window
-// (clipped to it) and overlaps none of excused, and the longest overall
-// within window; ok is false when there is none.
-func longestPause(pauses, excused []span, window span) (unexcused, longest span, ok bool) {
+// longestPause returns the pause within window (clipped to it) that
+// overlaps none of excused and has the most of it outside the stalls (the
+// store committing nothing for anyone, stallWatch), with that part (own),
+// and the longest pause overall within window; ok is false when no pause
+// is free of excused.
+func longestPause(pauses, excused, stalls []span, window span) (unexcused span, own time.Duration, longest span, ok bool) {
 	for _, p := range pauses {
 		if p.from.Before(window.from) {
 			p.from = window.from
@@ -134,11 +136,11 @@ func longestPause(pauses, excused []span, window span) (unexcused, longest span,
 				break
 			}
 		}
-		if free && p.dur() > unexcused.dur() {
-			unexcused, ok = p, true
+		if o := p.dur() - stalled(p, stalls); free && (!ok || o > own) {
+			unexcused, own, ok = p, o, true
 		}
 	}
-	return unexcused, longest, ok
+	return unexcused, own, longest, ok
 }
 
 // storeAftermath is how long after a database server's restart has
