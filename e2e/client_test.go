@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -213,6 +214,10 @@ func (c *clientRing) run(t *testing.T, args ...string) (int, string, string) {
 // MariaDB: two line-mode clients talking directly and in a group, offline
 // delivery through the one-shot commands and their exit codes, the
 // terminal UI under tmux, and a client whose node is killed.
+// alreadyIn is the server's refusal of a second login of uma, at another
+// node than hers or at hers.
+var alreadyIn = regexp.MustCompile(`user "uma" is already logged in (at node 1|\(at node 2\))`)
+
 func TestClient(t *testing.T) {
 	bin, err := testutil.Build("./cmd/ringchat", t.TempDir())
 	if err != nil {
@@ -428,8 +433,10 @@ func tmuxSmoke(t *testing.T, c *clientRing) {
 		dup, _ = os.ReadFile(dupStatus)
 		return len(dup) > 0
 	})
+	// At node 1, unless a slow store there made it tell its clients to
+	// move (then the first client is at node 2, where this one asks).
 	if took := time.Since(connecting); strings.TrimSpace(string(dup)) != "1" || took > 2*time.Second ||
-		!strings.Contains(dupScreen(), `user "uma" is already logged in at node 1`) {
+		!alreadyIn.MatchString(dupScreen()) {
 		t.Errorf("the same user again: status %q after %v, want 1 within 2 s:\n%s", dup, took, dupScreen())
 	}
 

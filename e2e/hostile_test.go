@@ -427,6 +427,32 @@ func TestHostilePeer(t *testing.T) {
 		h.recovered(at, coord, true, live...)
 	})
 
+	// A SUCCESSOR_REQUEST naming a working node failed, in its
+	// predecessor's name, and a LEAVE in its own, without the proof the
+	// node makes under a store secret: the coordinator drops both and
+	// counts them. Before, each took the node out of the ring until it
+	// noticed and joined again.
+	t.Run("RequestsInAnotherNodesName", func(t *testing.T) {
+		h.t = t
+		coord, order, _ := h.state()
+		var victim, pred int64
+		for _, id := range others(order, coord.NodeID) {
+			if p := predOf(order, id); p != coord.NodeID {
+				victim, pred = id, p
+				break
+			}
+		}
+		before := h.rejected(coord.NodeID, "unproven_request")
+		p, _ := json.Marshal(map[string]int64{"failed": victim})
+		at := time.Now()
+		h.udp(coord.NodeID, wire.Frame{Type: "SUCCESSOR_REQUEST", Src: pred, Dst: coord.NodeID, Epoch: coord.Epoch, Payload: p})
+		h.udp(coord.NodeID, wire.Frame{Type: "LEAVE", Src: victim, Dst: coord.NodeID, Epoch: coord.Epoch})
+		if !testutil.WaitFor(recoverWithin, 10*time.Millisecond, func() bool { return h.rejected(coord.NodeID, "unproven_request") >= before+2 }) {
+			t.Fatalf("the coordinator did not count both forged requests as unproven (%v before, %v now)", before, h.rejected(coord.NodeID, "unproven_request"))
+		}
+		h.recovered(at, coord, true, live...)
+	})
+
 	t.Run("TokenByDatagramWithSpoofedSource", func(t *testing.T) {
 		h.t = t
 		coord, order, _ := h.state()

@@ -598,7 +598,7 @@ func (n *Machine) sendRequest() {
 		return
 	}
 	n.req.direct = n.epoch
-	n.send(Msg{Type: n.req.typ, Via: ViaUDP, To: n.coord, Failed: n.req.failed})
+	n.send(n.proveRequest(Msg{Type: n.req.typ, Via: ViaUDP, To: n.coord, Failed: n.req.failed}))
 }
 
 // sendRelayed sends the pending request through another node (a
@@ -613,11 +613,11 @@ func (n *Machine) sendRelayed() {
 		}
 	}
 	if len(others) == 0 {
-		n.send(Msg{Type: n.req.typ, Via: ViaUDP, To: n.coord, Failed: n.req.failed})
+		n.send(n.proveRequest(Msg{Type: n.req.typ, Via: ViaUDP, To: n.coord, Failed: n.req.failed}))
 		return
 	}
 	to := others[n.req.tries%len(others)]
-	n.send(Msg{Type: n.req.typ, Via: ViaUDP, To: to, Failed: n.req.failed, Relay: true})
+	n.send(n.proveRequest(Msg{Type: n.req.typ, Via: ViaUDP, To: to, Failed: n.req.failed, Relay: true}))
 	n.checkJoins = n.joins
 	n.enqueue(Op{Kind: OpCheckMember})
 }

@@ -430,3 +430,68 @@ func TestHostileTokensFromTwoStrangersInARow(t *testing.T) {
 	workEverywhere(s)
 	recovered(t, s, at, "TOKENs from two strangers in a row")
 }
+
+// proven gives request m the proof its node makes under the store's
+// current generation (a relayed one: the node it is for, through a relay).
+func proven(s *Sim, m ring.Msg) ring.Msg {
+	who, relay := m.From, false
+	if m.For != 0 {
+		who, relay = m.For, true
+	}
+	m.Gen = s.Store.Gen
+	m.Proof = token.ProveRequest(Secret(s.Store.Gen), m.Gen, string(m.Type), who, m.Failed, relay)
+	return m
+}
+
+// A SUCCESSOR_REQUEST naming a working successor failed, and a LEAVE, in
+// another node's name, directly and through a relay, without a proof, with
+// one under a guessed secret, and with a real proof of another request
+// (copied off the wire): the coordinator takes nobody out; the store's ring
+// keeps every node. Before, each took a working node out of the ring until
+// it noticed and joined again. A proof of the same request made under the
+// store's secret is taken (the control).
+func TestHostileRequestsInAnotherNodesName(t *testing.T) {
+	s := hostileSim(t, 131)
+	coord := s.Store.Coord
+	victim := notCoordinator(s, s.Store.Topo[coord]) // its predecessor is not the coordinator either
+	pred := s.Store.Topo.Predecessor(victim)
+	relay := notCoordinator(s, victim, pred)
+	gen := s.Store.Gen
+	guess := func(m ring.Msg, who int64, relay bool) ring.Msg {
+		m.Gen, m.Proof = gen, token.ProveRequest("guess", gen, string(m.Type), who, m.Failed, relay)
+		return m
+	}
+	copied := func(m ring.Msg) ring.Msg { // a real proof of the victim's LEAVE
+		m.Gen, m.Proof = gen, token.ProveRequest(Secret(gen), gen, string(ring.MsgLeave), victim, 0, false)
+		return m
+	}
+	report := ring.Msg{Type: ring.MsgSuccessorRequest, Via: ring.ViaUDP, To: coord, From: pred, Failed: victim, Epoch: s.Store.Epoch}
+	leave := ring.Msg{Type: ring.MsgLeave, Via: ring.ViaUDP, To: coord, From: victim, Epoch: s.Store.Epoch}
+	relayed := ring.Msg{Type: ring.MsgLeave, Via: ring.ViaUDP, To: coord, From: relay, For: victim, Epoch: s.Store.Epoch}
+	at := s.Now
+	for _, m := range []ring.Msg{
+		report, guess(report, pred, false), copied(report),
+		leave, guess(leave, victim, false), copied(ring.Msg{Type: ring.MsgLeave, Via: ring.ViaUDP, To: coord, From: victim, Epoch: s.Store.Epoch, Failed: pred}),
+		relayed, guess(relayed, victim, true), copied(relayed),
+	} {
+		s.Inject(coord, m)
+	}
+	s.Run(5)
+	if got := s.Store.Topo.Members(); len(got) != 5 {
+		t.Fatalf("forged requests took nodes out: the store's ring is %v", got)
+	}
+	recovered(t, s, at, "SUCCESSOR_REQUEST and LEAVE in another node's name")
+	if got := s.Store.Topo.Members(); len(got) != 5 {
+		t.Fatalf("forged requests took nodes out: the store's ring is %v", got)
+	}
+
+	before := len(s.Store.Changes)
+	s.Inject(coord, proven(s, ring.Msg{Type: ring.MsgSuccessorRequest, Via: ring.ViaUDP, To: coord, From: pred, Failed: victim, Epoch: s.Store.Epoch}))
+	if !s.RunUntil(within2s(s), func() bool {
+		return slices.ContainsFunc(s.Store.Changes[before:], func(op ring.Op) bool {
+			return op.Kind == ring.OpRepair && op.Node == pred && op.Failed == victim
+		})
+	}) {
+		t.Fatalf("a proven report was not acted on: %v", s.Store.Changes[before:])
+	}
+}
