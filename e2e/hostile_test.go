@@ -392,6 +392,17 @@ func predOf(order []int64, id int64) int64 {
 // TestHostilePeer: real processes over MariaDB, attacked by a peer holding
 // the cluster key. After each attack the ring has a store-confirmed
 // coordinator and commits again within 2 s, and no message is lost.
+// withPredecessor returns a node of the ring order and its predecessor,
+// neither of them the coordinator.
+func withPredecessor(order []int64, coord int64) (id, pred int64) {
+	for _, id := range others(order, coord) {
+		if p := predOf(order, id); p != coord {
+			return id, p
+		}
+	}
+	return 0, 0
+}
+
 func TestHostilePeer(t *testing.T) {
 	h := startHostileRing(t)
 	live := h.r.Running()
@@ -411,13 +422,7 @@ func TestHostilePeer(t *testing.T) {
 		h.t = t
 		coord, order, _ := h.state()
 		// A, not the coordinator, and its predecessor B, not either.
-		var a, b int64
-		for _, id := range others(order, coord.NodeID) {
-			if p := predOf(order, id); p != coord.NodeID {
-				a, b = id, p
-				break
-			}
-		}
+		a, b := withPredecessor(order, coord.NodeID)
 		succA := order[(slices.Index(order, a)+1)%len(order)]
 		p, _ := json.Marshal(map[string]int64{"succ": succA, "ver": 1 << 40})
 		at := time.Now()
@@ -435,13 +440,7 @@ func TestHostilePeer(t *testing.T) {
 	t.Run("RequestsInAnotherNodesName", func(t *testing.T) {
 		h.t = t
 		coord, order, _ := h.state()
-		var victim, pred int64
-		for _, id := range others(order, coord.NodeID) {
-			if p := predOf(order, id); p != coord.NodeID {
-				victim, pred = id, p
-				break
-			}
-		}
+		victim, pred := withPredecessor(order, coord.NodeID)
 		before := h.rejected(coord.NodeID, "unproven_request")
 		p, _ := json.Marshal(map[string]int64{"failed": victim})
 		at := time.Now()

@@ -973,6 +973,9 @@ func (r *runner) checkPauses(records []faultRecord, phase span) (c Check, fig st
 	}
 	if ok {
 		detail = append(detail, "longest pause outside the repairs: "+r.describe(free)+r.stalledPart(free, own))
+		if r.stall != nil {
+			detail = append(detail, fmt.Sprintf("the harness's slowest commit during it: %s (under %s: none slower)", ms(r.stall.slowest(free)), ms(slowMin)))
+		}
 	} else {
 		detail = append(detail, fmt.Sprintf("no pause of %s or more outside the repairs", ms(keep)))
 	}

@@ -52,17 +52,25 @@ func newPauseWatch(st store.Store, every time.Duration) *pauseWatch {
 }
 
 func (p *pauseWatch) run(ctx context.Context) {
-	t := time.NewTicker(p.every)
-	defer t.Stop()
-	for {
+	pollEvery(ctx, p.every, func() {
 		start := time.Now()
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
 		f, err := p.st.Fence(rctx)
 		cancel()
 		p.observe(start, time.Now(), f, err == nil)
+	})
+	p.close()
+}
+
+// pollEvery calls poll at once, then at every tick of every until ctx
+// ends; a slow poll delays the next one, never overlaps it.
+func pollEvery(ctx context.Context, every time.Duration, poll func()) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		poll()
 		select {
 		case <-ctx.Done():
-			p.close()
 			return
 		case <-t.C:
 		}

@@ -22,32 +22,31 @@ type stallWatch struct {
 
 	mu      sync.Mutex
 	stalls  []span
+	slow    []span // commits of slowMin or more, stalls included (for the report)
 	commits int
 	failed  int
 	ready   bool // the probe's table exists
 }
 
-// stallMin is the shortest commit counted as a stall: ten polls of the
-// fence; a commit on an idle server takes a few milliseconds.
-const stallMin = 200 * time.Millisecond
+// stallMin is the shortest commit counted as a stall: a visit's budget
+// (its COMMIT is given up after about 100 ms), so a store that takes
+// longer to commit one row commits no visit meanwhile. A commit on an idle
+// server takes a few milliseconds.
+const stallMin = 100 * time.Millisecond
+
+// slowMin is the shortest commit the report names (slowest).
+const slowMin = 20 * time.Millisecond
 
 func newStallWatch(db *sql.DB, every time.Duration) *stallWatch {
 	return &stallWatch{db: db, every: every}
 }
 
 func (w *stallWatch) run(ctx context.Context) {
-	t := time.NewTicker(w.every)
-	defer t.Stop()
-	for {
+	pollEvery(ctx, w.every, func() {
 		start := time.Now()
 		err := w.commit(ctx)
 		w.observe(start, time.Now(), err == nil)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	})
 }
 
 // commit makes the probe's table once, then commits one row change (in
@@ -78,9 +77,27 @@ func (w *stallWatch) observe(start, end time.Time, ok bool) {
 		w.failed++
 		return
 	}
-	if s := (span{start, end}); s.dur() >= stallMin {
+	s := span{start, end}
+	if s.dur() >= slowMin {
+		w.slow = append(w.slow, s)
+	}
+	if s.dur() >= stallMin {
 		w.stalls = append(w.stalls, s)
 	}
+}
+
+// slowest returns the longest of the harness's commits that overlap p (0
+// if none took slowMin): what the store took to commit one row then.
+func (w *stallWatch) slowest(p span) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var d time.Duration
+	for _, s := range w.slow {
+		if s.overlaps(p) {
+			d = max(d, s.dur())
+		}
+	}
+	return d
 }
 
 // result returns the stalls and the commit counts.

@@ -179,9 +179,12 @@ type Machine struct {
 	// unheard (coordinator): a node sent an assignment of this term and
 	// heard from in no frame since, with the tick of that first send
 	// (silence.go).
-	unheard    map[int64]int64
-	handoff    *pending
-	handedOver int64 // epoch of a HANDOFF that came while joining: take over once in the ring
+	unheard map[int64]int64
+	// requestReadAt (coordinator): a request proven under a newer
+	// generation makes it read the store's only from this tick (proof.go).
+	requestReadAt int64
+	handoff       *pending
+	handedOver    int64 // epoch of a HANDOFF that came while joining: take over once in the ring
 	// The store link's trouble (trouble.go): as the runtime last said;
 	// the tick this node stops deferring to lower nodes (TroubleHoldTicks
 	// after its trouble, or after a lower node deposed it); a troubled

@@ -53,7 +53,11 @@ func (n *Machine) requestProven(m Msg) bool {
 		return true
 	}
 	n.note(EventRequestUnproven, who)
-	if m.Gen > known {
+	if m.Gen > known && n.now >= n.requestReadAt {
+		// At most one read per RetryTicks: a flood of forged requests at
+		// a high generation costs the store no more than a requester's
+		// retries do.
+		n.requestReadAt = n.now + int64(n.cfg.RetryTicks)
 		n.enqueue(Op{Kind: OpReadFence})
 	}
 	return false

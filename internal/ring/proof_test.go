@@ -115,6 +115,27 @@ func TestCoordinatorActsOnProvenRequestsOnly(t *testing.T) {
 		t.Errorf("a proof under a newer generation: %v, want no repair and a read of the store's generation", r.Ops)
 	}
 
+	// A flood of them: one read per RetryTicks (3 here), however many.
+	n = coordinatorWith(8, "s8")
+	reads := 0
+	for i := range 9 {
+		if i%3 == 0 && i > 0 {
+			for range 3 {
+				n.Tick()
+			}
+		}
+		n.Step(report(9+int64(i), "forged"))
+		for _, op := range n.Ready().Ops {
+			if op.Kind == OpReadFence {
+				reads++
+			}
+			n.StoreDone(Result{Op: op, Gen: 8, Secret: "s8"}) // every operation answers at once
+		}
+	}
+	if reads != 3 {
+		t.Errorf("%d store reads for 9 requests over 9 ticks, want 3", reads)
+	}
+
 	n = coordinatorWith(0, "")
 	n.Step(report(0, ""))
 	if !hasRepair(n.Ready().Ops, 3, 4) {
