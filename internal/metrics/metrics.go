@@ -170,7 +170,6 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			c.emit(ch, "ringchat_frames_rejected_total", float64(s.NotPredecessor), "not_predecessor")
 			c.emit(ch, "ringchat_frames_rejected_total", float64(s.TokensUnjudged), "unjudged_token")
 			c.emit(ch, "ringchat_frames_rejected_total", float64(s.OffLink), "off_link")
-			c.emit(ch, "ringchat_frames_rejected_total", float64(s.RequestsUnproven), "unproven_request")
 			e := st.Elections
 			c.emit(ch, "ringchat_elections_started_total", float64(e.Started))
 			c.emit(ch, "ringchat_elections_won_total", float64(e.Won))

@@ -101,14 +101,12 @@ type Stats struct {
 	// never takes or a datagram in this node's own name (OffLink). A token
 	// waiting for the store's word on its sender that was dropped before
 	// it came (its link closed, or a later one replaced it) is
-	// TokensUnjudged: never taken. A SUCCESSOR_REQUEST or LEAVE at the
-	// coordinator without its node's proof is RequestsUnproven.
-	TokensForged     uint64
-	NotPredecessor   uint64
-	TokensUnjudged   uint64
-	OffLink          uint64
-	RequestsUnproven uint64
-	SuccessorFails   uint64
+	// TokensUnjudged: never taken.
+	TokensForged   uint64
+	NotPredecessor uint64
+	TokensUnjudged uint64
+	OffLink        uint64
+	SuccessorFails uint64
 }
 
 // Status is a snapshot of a node.
@@ -529,8 +527,6 @@ func (n *Node) logNote(note ring.Note) {
 		n.stats.TokensUnjudged++
 	case ring.EventOffLink:
 		n.stats.OffLink++
-	case ring.EventRequestUnproven:
-		n.stats.RequestsUnproven++
 	}
 	ev := n.log.Debug()
 	switch note.Event {
@@ -539,7 +535,7 @@ func (n *Node) logNote(note ring.Note) {
 		ring.EventCoordinatorOrphaned, ring.EventCoordinatorOutside, ring.EventTokenRegenerated, ring.EventLeaveDeadline, ring.EventLeaveUnanswered,
 		ring.EventElectionWon, ring.EventLeaseLost, ring.EventReporterMoved, ring.EventTroubled, ring.EventTroubleOver, ring.EventHandoffDeclined:
 		ev = n.log.Info()
-	case ring.EventTokenForged, ring.EventNotPredecessor, ring.EventTokenUnjudged, ring.EventRequestUnproven:
+	case ring.EventTokenForged, ring.EventNotPredecessor, ring.EventTokenUnjudged:
 		if now := time.Now(); now.Sub(n.hostileLogged[note.Event]) >= time.Second {
 			if n.hostileLogged == nil {
 				n.hostileLogged = map[ring.Event]time.Time{}

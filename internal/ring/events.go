@@ -31,7 +31,6 @@ const (
 	EventOffLink                 Event = "off-link"                 // a message came by another link than its sender's (dropped)
 	EventPredecessorSilent       Event = "predecessor-silent"       // the inbound link was silent too long
 	EventRejoin                  Event = "rejoin"                   // a node asked to join again
-	EventRequestUnproven         Event = "request-unproven"         // a SUCCESSOR_REQUEST or LEAVE without the proof of its node under a generation's secret was dropped (peer: the node named)
 	EventSplicedOut              Event = "spliced-out"              // the coordinator took this node out of the ring
 	EventReporterMoved           Event = "reporter-moved"           // the coordinator placed a node again that reported its successor failed, its own links failing with others too (peer: the node)
 	EventStaleCommand            Event = "stale-command"            // a coordinator command of an old epoch was ignored

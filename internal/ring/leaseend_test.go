@@ -15,7 +15,6 @@ func memberAsking(t *testing.T) (*Machine, Op) {
 	n.SetPeers([]int64{1, 3, 4, 5})
 	n.phase, n.coord, n.epoch, n.members = PhaseInRing, 5, 2, []int64{1, 3, 4, 5}
 	n.succ, n.succUp, n.ringPred = 4, true, 1
-	n.tok.Confirm(1, "secret") // a member of a ring with a token: it proves its requests
 	n.SuccessorDown(4)
 	r := n.Ready()
 	asked := false

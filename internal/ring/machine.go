@@ -179,12 +179,9 @@ type Machine struct {
 	// unheard (coordinator): a node sent an assignment of this term and
 	// heard from in no frame since, with the tick of that first send
 	// (silence.go).
-	unheard map[int64]int64
-	// requestReadAt (coordinator): a request proven under a newer
-	// generation makes it read the store's only from this tick (proof.go).
-	requestReadAt int64
-	handoff       *pending
-	handedOver    int64 // epoch of a HANDOFF that came while joining: take over once in the ring
+	unheard    map[int64]int64
+	handoff    *pending
+	handedOver int64 // epoch of a HANDOFF that came while joining: take over once in the ring
 	// The store link's trouble (trouble.go): as the runtime last said;
 	// the tick this node stops deferring to lower nodes (TroubleHoldTicks
 	// after its trouble, or after a lower node deposed it); a troubled
@@ -601,7 +598,7 @@ func (n *Machine) sendRequest() {
 		return
 	}
 	n.req.direct = n.epoch
-	n.send(n.proveRequest(Msg{Type: n.req.typ, Via: ViaUDP, To: n.coord, Failed: n.req.failed}))
+	n.send(Msg{Type: n.req.typ, Via: ViaUDP, To: n.coord, Failed: n.req.failed})
 }
 
 // sendRelayed sends the pending request through another node (a
@@ -616,11 +613,11 @@ func (n *Machine) sendRelayed() {
 		}
 	}
 	if len(others) == 0 {
-		n.send(n.proveRequest(Msg{Type: n.req.typ, Via: ViaUDP, To: n.coord, Failed: n.req.failed}))
+		n.send(Msg{Type: n.req.typ, Via: ViaUDP, To: n.coord, Failed: n.req.failed})
 		return
 	}
 	to := others[n.req.tries%len(others)]
-	n.send(n.proveRequest(Msg{Type: n.req.typ, Via: ViaUDP, To: to, Failed: n.req.failed, Relay: true}))
+	n.send(Msg{Type: n.req.typ, Via: ViaUDP, To: to, Failed: n.req.failed, Relay: true})
 	n.checkJoins = n.joins
 	n.enqueue(Op{Kind: OpCheckMember})
 }

@@ -77,11 +77,8 @@ type Msg struct {
 	// store link is troubled; a node troubled too declines it.
 	Troubled bool `json:"troubled,omitempty"`
 	// Proof (a PING): token.ProveLink of Stamp under the generation's
-	// secret, which shows the sender read it from the store. (A
-	// SUCCESSOR_REQUEST or LEAVE): token.ProveRequest under the secret of
-	// generation Gen, made by the node the request is for.
+	// secret, which shows the sender read it from the store.
 	Proof string `json:"proof,omitempty"`
-	Gen   int64  `json:"gen,omitempty"`
 
 	Election *election.Msg `json:"election,omitempty"`
 }
@@ -109,9 +106,6 @@ func (m Msg) String() string {
 	}
 	if m.Stamp != nil {
 		s += " stamp=" + m.Stamp.String()
-	}
-	if m.Gen != 0 {
-		s += fmt.Sprintf(" proof=%d/%s", m.Gen, m.Proof)
 	}
 	if m.Stale {
 		s += " stale"
@@ -196,11 +190,11 @@ func (m Msg) check(typ string) error {
 	return nil
 }
 
-// checkRanges reports a negative id, version or proof generation, a token with a
+// checkRanges reports a negative id or version, a token with a
 // generation below 1 or a negative counter, or a stamp likewise.
 func (m Msg) checkRanges(typ string) error {
 	switch {
-	case m.Succ < 0 || m.Ver < 0 || m.Failed < 0 || m.For < 0 || m.Gen < 0:
+	case m.Succ < 0 || m.Ver < 0 || m.Failed < 0 || m.For < 0:
 		return fmt.Errorf("ring: %s with negative ids", typ)
 	case m.Token != nil && (m.Token.Gen < 1 || m.Token.Seq < 0 || m.Token.Coord < 0 || m.Token.Epoch < 0 ||
 		m.Token.Busy < 0 || m.Token.Quiet < 0):

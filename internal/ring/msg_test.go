@@ -12,8 +12,6 @@ func TestMsgRoundTrip(t *testing.T) {
 		{Type: MsgJoin},
 		{Type: MsgSuccessor, Succ: 4, Ver: 9},
 		{Type: MsgSuccessorRequest, Failed: 3},
-		{Type: MsgSuccessorRequest, Failed: 3, Gen: 4, Proof: "9c493a83b4d9d318"},
-		{Type: MsgLeave, Gen: 4, Proof: "9c493a83b4d9d318"},
 		{Type: MsgToken, Token: &token.Token{Stamp: token.Stamp{Gen: 2, Seq: 40}, Busy: 3, Coord: 5, Epoch: 7}},
 		{Type: MsgTokenAck, Stamp: &token.Stamp{Gen: 2, Seq: 40}, Stale: true},
 		{Type: MsgWake},
@@ -41,7 +39,6 @@ func TestParseMsgRefuses(t *testing.T) {
 		{"TOKEN_ACK", `{}`},
 		{"SUCCESSOR", `{"succ":0}`},
 		{"SUCCESSOR_REQUEST", `{"failed":-1}`},
-		{"LEAVE", `{"gen":-1,"proof":"x"}`},
 		{"JOIN", `{"succ":"x"}`},
 	} {
 		if _, err := ParseMsg(c.typ, 1, 1, json.RawMessage(c.payload), ViaUDP); err == nil {

@@ -105,15 +105,12 @@ func (n *Machine) stepRequest(m Msg) {
 	if m.Relay && !n.isCoord {
 		// Its sender cannot reach the coordinator: pass it on.
 		if n.coord != 0 && n.coord != n.id && n.coord != m.From && n.phase == PhaseInRing {
-			n.send(Msg{Type: m.Type, Via: ViaUDP, To: n.coord, Failed: m.Failed, For: m.From, Gen: m.Gen, Proof: m.Proof})
+			n.send(Msg{Type: m.Type, Via: ViaUDP, To: n.coord, Failed: m.Failed, For: m.From})
 		}
 		return
 	}
 	if !n.isCoord || n.phase == PhaseLeaving {
 		return // the sender finds the coordinator in the store after a few retries
-	}
-	if !n.requestProven(m) {
-		return
 	}
 	if m.For != 0 && m.For != n.id {
 		n.stepRelayed(m)

@@ -142,23 +142,8 @@ func forge(rt *rapid.T, s *Sim, ids []int64, types []ring.MsgType) bool {
 	case ring.MsgSuccessor, ring.MsgSuccessorAck:
 		m.Succ = rapid.SampledFrom(names).Draw(rt, "succ")
 		m.Ver = around(rt, 1, "ver")
-	case ring.MsgSuccessorRequest, ring.MsgLeave:
-		if m.Type == ring.MsgSuccessorRequest {
-			m.Failed = rapid.SampledFrom(append(names, 0)).Draw(rt, "failed")
-		}
-		// The request proof the adversary can make: none, or one under a
-		// secret it guessed, or a real one of another request (seen on
-		// the wire: another node's, or this node's of another successor).
-		if rapid.Bool().Draw(rt, "request proof") {
-			m.Gen = around(rt, s.Store.Gen, "gen")
-			who := rapid.SampledFrom(names).Draw(rt, "proof of")
-			failed := rapid.SampledFrom(append(names, 0)).Draw(rt, "proof failed")
-			secret := rapid.SampledFrom([]string{"", "guess", Secret(m.Gen)}).Draw(rt, "proof secret")
-			if secret == Secret(m.Gen) && who == m.From && failed == m.Failed {
-				failed = -1 // the real proof of this very request is the node's alone
-			}
-			m.Proof = token.ProveRequest(secret, m.Gen, string(m.Type), who, failed, false)
-		}
+	case ring.MsgSuccessorRequest:
+		m.Failed = rapid.SampledFrom(append(names, 0)).Draw(rt, "failed")
 	case ring.MsgHandoff:
 		m.Troubled = rapid.Bool().Draw(rt, "troubled")
 	case ring.MsgElection:

@@ -315,7 +315,7 @@ func TestMoveAlwaysJoinsAfterItsLeave(t *testing.T) {
 			s.OpDelay = 20
 			coord := s.Store.Coord
 			const who, via = 2, 3
-			req := proven(s, ring.Msg{Type: ring.MsgSuccessorRequest, Via: ring.ViaUDP, To: coord, From: via, For: who, Failed: coord, Epoch: s.Store.Epoch})
+			req := ring.Msg{Type: ring.MsgSuccessorRequest, Via: ring.ViaUDP, To: coord, From: via, For: who, Failed: coord, Epoch: s.Store.Epoch}
 			start := len(s.Store.Changes)
 			s.Inject(coord, req)
 			s.Run(gap)
@@ -354,7 +354,7 @@ func TestMoveJoinsAfterItsLeaveBehindAQueuedJoin(t *testing.T) {
 	start := len(s.Store.Changes)
 	s.Inject(coord, ring.Msg{Type: ring.MsgJoin, Via: ring.ViaUDP, To: coord, From: other, Epoch: s.Store.Epoch})
 	s.Inject(coord, ring.Msg{Type: ring.MsgJoin, Via: ring.ViaUDP, To: coord, From: via, For: who, Epoch: s.Store.Epoch})
-	s.Inject(coord, proven(s, ring.Msg{Type: ring.MsgSuccessorRequest, Via: ring.ViaUDP, To: coord, From: via, For: who, Failed: coord, Epoch: s.Store.Epoch}))
+	s.Inject(coord, ring.Msg{Type: ring.MsgSuccessorRequest, Via: ring.ViaUDP, To: coord, From: via, For: who, Failed: coord, Epoch: s.Store.Epoch})
 	s.Run(200)
 	var about []ring.Op
 	for _, op := range s.Store.Changes[start:] {

@@ -456,7 +456,7 @@ func TestDeposedWhileChangeRuns(t *testing.T) {
 	if coord == 1 {
 		other = 2
 	}
-	n.Step(proven(s, ring.Msg{Type: ring.MsgSuccessorRequest, From: other, To: coord, Epoch: epoch, Failed: 6 - coord - other}))
+	n.Step(ring.Msg{Type: ring.MsgSuccessorRequest, From: other, To: coord, Epoch: epoch, Failed: 6 - coord - other})
 	r := n.Ready()
 	var op *ring.Op
 	for i := range r.Ops {
