@@ -955,46 +955,23 @@ func (r *runner) checkPauses(records []faultRecord, phase span) (c Check, fig st
 		return Check{Name: name, OK: false, Detail: []string{"the store's fence was not watched"}}, ""
 	}
 	pauses, polls, failed := r.pause.result()
-	var stalls []span
-	var stallNote string
-	if r.stall != nil {
-		var commits, cfailed int
-		stalls, commits, cfailed = r.stall.result()
-		stallNote = fmt.Sprintf("the harness's own commit every %s: %d commits, %d failed, %d of %s or more (the store committing nothing)",
-			ms(r.stall.every), commits, cfailed, len(stalls), ms(stallMin))
-	}
-	free, own, longest, ok := longestPause(pauses, repairWindows(records, phase.to), stalls, phase)
+	free, longest, ok := longestPause(pauses, repairWindows(records, phase.to), phase)
 	detail := []string{fmt.Sprintf("fence row polled every %s: %d polls, %d failed (the database down)", ms(r.pause.every), polls, failed)}
-	if stallNote != "" {
-		detail = append(detail, stallNote)
-	}
 	if longest.dur() > 0 {
 		detail = append(detail, "longest pause, repairs included: "+r.describe(longest))
 	}
 	if ok {
-		detail = append(detail, "longest pause outside the repairs: "+r.describe(free)+r.stalledPart(free, own))
-		if r.stall != nil {
-			detail = append(detail, fmt.Sprintf("the harness's slowest commit during it: %s (under %s: none slower)", ms(r.stall.slowest(free)), ms(slowMin)))
-		}
+		detail = append(detail, "longest pause outside the repairs: "+r.describe(free))
 	} else {
 		detail = append(detail, fmt.Sprintf("no pause of %s or more outside the repairs", ms(keep)))
 	}
-	c = Check{Name: name, OK: polls-failed > 0 && (!ok || own <= MaxPause), Detail: detail}
+	c = Check{Name: name, OK: polls-failed > 0 && (!ok || free.dur() <= MaxPause), Detail: detail}
 	if ok {
-		fig = fmt.Sprintf("longest ring-wide pause (no node committed a visit) outside the repairs: %s%s (target <= %s)", r.describe(free), r.stalledPart(free, own), ms(MaxPause))
+		fig = fmt.Sprintf("longest ring-wide pause (no node committed a visit) outside the repairs: %s (target <= %s)", r.describe(free), ms(MaxPause))
 	} else {
 		fig = fmt.Sprintf("longest ring-wide pause (no node committed a visit) outside the repairs: under %s (target <= %s)", ms(keep), ms(MaxPause))
 	}
 	return c, fig
-}
-
-// stalledPart says how much of pause p the store's stalls took, if any:
-// own is the rest, what the check judges.
-func (r *runner) stalledPart(p span, own time.Duration) string {
-	if own >= p.dur() {
-		return ""
-	}
-	return fmt.Sprintf(", %s of it with the store committing nothing for anyone; the ring's own part %s", ms(p.dur()-own), ms(own))
 }
 
 // storeTrouble reports whether at falls in or near a fault that can keep

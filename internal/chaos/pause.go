@@ -52,25 +52,17 @@ func newPauseWatch(st store.Store, every time.Duration) *pauseWatch {
 }
 
 func (p *pauseWatch) run(ctx context.Context) {
-	pollEvery(ctx, p.every, func() {
+	t := time.NewTicker(p.every)
+	defer t.Stop()
+	for {
 		start := time.Now()
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
 		f, err := p.st.Fence(rctx)
 		cancel()
 		p.observe(start, time.Now(), f, err == nil)
-	})
-	p.close()
-}
-
-// pollEvery calls poll at once, then at every tick of every until ctx
-// ends; a slow poll delays the next one, never overlaps it.
-func pollEvery(ctx context.Context, every time.Duration, poll func()) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		poll()
 		select {
 		case <-ctx.Done():
+			p.close()
 			return
 		case <-t.C:
 		}
@@ -118,12 +110,10 @@ func (p *pauseWatch) result() (pauses []span, polls, failed int) {
 	return append([]span(nil), p.pauses...), p.polls, p.failed
 }
 
-// longestPause returns the pause within window (clipped to it) that
-// overlaps none of excused and has the most of it outside the stalls (the
-// store committing nothing for anyone, stallWatch), with that part (own),
-// and the longest pause overall within window; ok is false when no pause
-// is free of excused.
-func longestPause(pauses, excused, stalls []span, window span) (unexcused span, own time.Duration, longest span, ok bool) {
+// longestPause returns the longest of pauses that lies within window
+// (clipped to it) and overlaps none of excused, and the longest overall
+// within window; ok is false when there is none.
+func longestPause(pauses, excused []span, window span) (unexcused, longest span, ok bool) {
 	for _, p := range pauses {
 		if p.from.Before(window.from) {
 			p.from = window.from
@@ -144,11 +134,11 @@ func longestPause(pauses, excused, stalls []span, window span) (unexcused span, 
 				break
 			}
 		}
-		if o := p.dur() - stalled(p, stalls); free && (!ok || o > own) {
-			unexcused, own, ok = p, o, true
+		if free && p.dur() > unexcused.dur() {
+			unexcused, ok = p, true
 		}
 	}
-	return unexcused, own, longest, ok
+	return unexcused, longest, ok
 }
 
 // storeAftermath is how long after a database server's restart has

@@ -58,7 +58,7 @@ func TestLongestPauseExcusesRepairs(t *testing.T) {
 		{Kind: DBRestart, At: at(5800), Settle: 200 * time.Millisecond}, // settled at 6 s; its aftermath to 9 s
 	}
 	window := span{at(0), at(10000)}
-	free, _, longest, ok := longestPause(pauses, repairWindows(records, window.to), nil, window)
+	free, longest, ok := longestPause(pauses, repairWindows(records, window.to), window)
 	if !ok || !free.from.Equal(at(5000)) || free.dur() != 700*time.Millisecond {
 		t.Errorf("free = %v..%v (ok %v), want the 700 ms pause at 5 s", free.from.Sub(t0), free.to.Sub(t0), ok)
 	}
@@ -66,14 +66,14 @@ func TestLongestPauseExcusesRepairs(t *testing.T) {
 		t.Errorf("longest = %v, want 2s", longest.dur())
 	}
 	// Without the faults, the 2 s pause is the free one.
-	if free, _, _, _ := longestPause(pauses, nil, nil, window); free.dur() != 2*time.Second {
+	if free, _, _ := longestPause(pauses, nil, window); free.dur() != 2*time.Second {
 		t.Errorf("free without faults = %v, want 2s", free.dur())
 	}
 	// Nothing but excused pauses: none free.
-	if _, _, _, ok := longestPause(pauses[1:2], repairWindows(records, window.to), nil, window); ok {
+	if _, _, ok := longestPause(pauses[1:2], repairWindows(records, window.to), window); ok {
 		t.Error("a pause inside a repair counted")
 	}
-	if _, _, _, ok := longestPause(pauses[4:5], repairWindows(records, window.to), nil, window); ok {
+	if _, _, ok := longestPause(pauses[4:5], repairWindows(records, window.to), window); ok {
 		t.Error("a pause in a database restart's aftermath counted")
 	}
 }
@@ -98,44 +98,3 @@ func TestBigGroupMembership(t *testing.T) {
 }
 
 func newTestRand() *rand.Rand { return rand.New(rand.NewPCG(1, 2)) }
-
-// TestStoreStallsAreNotTheRings: a pause is judged by the part of it
-// outside the harness's commits that took a visit's budget (100 ms) or
-// more: the 879-ms pause of run AG, with the store answering no commit for
-// 800 ms of it, is the ring's for 79 ms; a pause that a short stall only
-// touches stays the ring's. The free pause chosen is the one with the most
-// of its own. A commit of 30 ms is slow (the report names the slowest in
-// the pause) but no stall.
-func TestStoreStallsAreNotTheRings(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	w := newStallWatch(nil, 20*time.Millisecond)
-	w.observe(at(990), at(995), true)    // a quick commit: no stall
-	w.observe(at(1000), at(1800), true)  // 800 ms: the store stalled
-	w.observe(at(1800), at(3800), false) // failed: proves nothing
-	w.observe(at(5100), at(5130), true)  // 30 ms: slow, no stall
-	w.observe(at(5150), at(5250), true)  // 100 ms: a stall at the bound
-	stalls, commits, failed := w.result()
-	if commits != 5 || failed != 1 || len(stalls) != 2 {
-		t.Fatalf("stalls %v, commits %d, failed %d; want 2, 5, 1", stalls, commits, failed)
-	}
-	if d := w.slowest(span{at(5000), at(5140)}); d != 30*time.Millisecond {
-		t.Errorf("slowest commit in 5.00-5.14 s: %v, want 30ms", d)
-	}
-	window := span{at(0), at(10000)}
-	pauses := []span{
-		{at(1000), at(1879)}, // 879 ms, 800 of it stalled
-		{at(5000), at(5600)}, // 600 ms, 100 of it stalled: 500 ms its own
-	}
-	free, own, _, ok := longestPause(pauses, nil, stalls, window)
-	if !ok || !free.from.Equal(at(5000)) || own != 500*time.Millisecond {
-		t.Errorf("free %v..%v, own %v; want the pause at 5 s, 500ms", free.from.Sub(t0), free.to.Sub(t0), own)
-	}
-	free, own, _, _ = longestPause(pauses[:1], nil, stalls, window)
-	if !free.from.Equal(at(1000)) || own != 79*time.Millisecond {
-		t.Errorf("AG's pause: own %v, want 79ms", own)
-	}
-	if _, own, _, _ := longestPause(pauses[:1], nil, nil, window); own != 879*time.Millisecond {
-		t.Errorf("without stalls: own %v, want 879ms", own)
-	}
-}

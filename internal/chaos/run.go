@@ -51,7 +51,6 @@ type runner struct {
 	host    *hostile
 	samp    *sampler
 	pause   *pauseWatch
-	stall   *stallWatch
 	sched   *scheduler
 	metrics bool
 	netemOK bool
@@ -305,10 +304,6 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	bgWG.Go(func() { r.samp.run(bg) })
 	r.pause = newPauseWatch(r.st, 20*time.Millisecond)
 	bgWG.Go(func() { r.pause.run(bg) })
-	if r.sqlDB != nil {
-		r.stall = newStallWatch(r.sqlDB, 20*time.Millisecond)
-		bgWG.Go(func() { r.stall.run(bg) })
-	}
 	keyBytes, _, err := wire.LoadKey("", key)
 	if err != nil {
 		return nil, err
