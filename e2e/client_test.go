@@ -214,10 +214,6 @@ func (c *clientRing) run(t *testing.T, args ...string) (int, string, string) {
 // MariaDB: two line-mode clients talking directly and in a group, offline
 // delivery through the one-shot commands and their exit codes, the
 // terminal UI under tmux, and a client whose node is killed.
-// alreadyIn is the server's refusal of a second login of uma, at another
-// node than hers or at hers.
-var alreadyIn = regexp.MustCompile(`user "uma" is already logged in (at node 1|\(at node 2\))`)
-
 func TestClient(t *testing.T) {
 	bin, err := testutil.Build("./cmd/ringchat", t.TempDir())
 	if err != nil {
@@ -306,6 +302,10 @@ func TestClient(t *testing.T) {
 		}
 	})
 }
+
+// alreadyIn is the server's refusal of a second login of uma, at another
+// node than hers or at hers.
+var alreadyIn = regexp.MustCompile(`user "uma" is already logged in (at node 1|\(at node 2\))`)
 
 // tmuxSmoke runs the real terminal UI in tmux: a conversation with a user
 // of another node, receipts, a refusal shown at once, Tab completion,
