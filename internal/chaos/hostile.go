@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ringchat/ringchat/internal/protocol"
 	"github.com/ringchat/ringchat/internal/ring"
 	"github.com/ringchat/ringchat/internal/store"
 	"github.com/ringchat/ringchat/internal/wire"
@@ -491,15 +492,11 @@ func clientProbe(ctx context.Context, addr string, payload []byte, expect int, w
 	for expect <= 0 || seen < expect {
 		line, err := br.ReadBytes('\n')
 		if len(line) > 0 {
-			var m struct {
-				Type string `json:"messageType"`
-				Code string `json:"code"`
-				Msg  string `json:"errorMessage"`
-			}
-			if json.Unmarshal(line, &m) == nil && m.Type == "ERROR" {
-				k := m.Code
+			var m protocol.ErrorV2 // a protocol-1 ERROR has no code
+			if json.Unmarshal(line, &m) == nil && m.MessageType == protocol.TypeError {
+				k := string(m.Code)
 				if k == "" {
-					k = "v1:" + firstWords(m.Msg, 3)
+					k = "v1:" + firstWords(m.ErrorMessage, 3)
 				}
 				codes[k]++
 				seen++

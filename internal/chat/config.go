@@ -119,6 +119,12 @@ type Config struct {
 	// After a failure the check comes sooner: 250 ms (at most this
 	// interval), doubling back up to it.
 	ReconcileInterval time.Duration
+	// Joined, if set, signals that the node has (re)joined the ring: if it
+	// was spliced out meanwhile (it stalled), the coordinator removed its
+	// presence rows, and the presence check restores them at once instead
+	// of at its next round. The node writes it (node.Config.Joined); the
+	// presence check's goroutine reads it.
+	Joined <-chan struct{}
 	// HashWorkers bounds concurrent password hashes (each costs CPU and
 	// memory). A login waits for a slot at most as long as its store
 	// operations may take (StoreTimeout), then gets BUSY.

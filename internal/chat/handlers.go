@@ -1035,8 +1035,9 @@ func chatV2Of(m store.Message) protocol.ChatV2 {
 // without a session (a failed clear) are removed; sessions whose row is
 // gone (the coordinator spliced this node out while it was stalled) get it
 // back, or are closed if the user has logged in elsewhere meanwhile. It runs
-// every ReconcileInterval, and after a failure (a presence row of ours may
-// be stale, and would keep its user from logging in elsewhere) soon, then
+// every ReconcileInterval, soon after the node (re)joined the ring
+// (Config.Joined), and after a failure (a presence row of ours may be
+// stale, and would keep its user from logging in elsewhere) soon, then
 // less and less often until it succeeds.
 func (s *Server) reconcileLoop(ctx context.Context) {
 	first := min(s.cfg.ReconcileInterval, 250*time.Millisecond)
@@ -1048,6 +1049,11 @@ func (s *Server) reconcileLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.cfg.Joined: // nil unless set, then never ready
+			s.mu.Lock()
+			s.markDirtyLocked() // wakes this loop again through retry, below
+			s.mu.Unlock()
+			continue
 		case <-s.retry:
 			if time.Until(due) > backoff { // not later than that
 				due = time.Now().Add(backoff)
@@ -1079,16 +1085,6 @@ func (s *Server) reconcileLoop(ctx context.Context) {
 		due = time.Now().Add(next)
 		t.Reset(next)
 	}
-}
-
-// CheckPresence asks for a presence check soon: the node has (re)joined
-// the ring, and if it was spliced out meanwhile (stalled), the coordinator
-// removed its presence rows, so that its users get nothing until they are
-// restored. Safe to call from any goroutine; it does not block.
-func (s *Server) CheckPresence() {
-	s.mu.Lock()
-	s.markDirtyLocked()
-	s.mu.Unlock()
 }
 
 // markDirtyLocked notes that a presence row of ours may be stale, and wakes

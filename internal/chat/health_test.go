@@ -80,7 +80,12 @@ func TestHealthNotices(t *testing.T) {
 // the store cannot clear the presence); the node left closes the old
 // session once it sees the presence elsewhere.
 func TestLoginLeaving(t *testing.T) {
-	r := newRing(t, 2, nil)
+	joined := make(chan struct{}, 1)
+	r := newRing(t, 2, func(c *Config) {
+		if c.NodeID == 1 {
+			c.Joined = joined
+		}
+	})
 	a := dialRaw(t, r.addr(1))
 	a.send(loginFailover)
 	a.obj()
@@ -96,6 +101,6 @@ func TestLoginLeaving(t *testing.T) {
 	if m := b.obj(); m["messageType"] != "LOGIN" || m["node"] != float64(2) {
 		t.Fatalf("login at node 2: %v", m)
 	}
-	r.servers[0].CheckPresence()
+	joined <- struct{}{} // node 1's presence check runs now, not in 10 s
 	a.expectError(protocol.CodeUserOnline, "logged in at another node")
 }

@@ -64,11 +64,17 @@ func TestPresenceClearedSoonAfterStoreReturns(t *testing.T) {
 }
 
 // A node spliced out of the ring (it stalled) loses its presence rows to
-// the coordinator; when it has joined again, CheckPresence restores them
-// at once, not at the next periodic check, and its users get what came
-// meanwhile.
-func TestCheckPresenceRestoresRows(t *testing.T) {
-	r := newRing(t, 2, func(c *Config) { c.ReconcileInterval = time.Hour })
+// the coordinator; when it has joined again (Config.Joined), the presence
+// check restores them at once, not at the next periodic check, and its
+// users get what came meanwhile.
+func TestPresenceRestoredWhenTheNodeJoinedAgain(t *testing.T) {
+	joined := make(chan struct{}, 1)
+	r := newRing(t, 2, func(c *Config) {
+		c.ReconcileInterval = time.Hour
+		if c.NodeID == 2 {
+			c.Joined = joined
+		}
+	})
 	ctx := ctxT(t)
 	a := dialV2(t, r.addr(1), "a", "", client.Options{AutoAck: true})
 	u := dialV2(t, r.addr(2), "u", "", client.Options{AutoAck: true})
@@ -81,7 +87,7 @@ func TestCheckPresenceRestoresRows(t *testing.T) {
 	if _, err := a.SendWait(ctx, client.ToUser("u"), "while away"); err != nil {
 		t.Fatal(err)
 	}
-	r.servers[1].CheckPresence()
+	joined <- struct{}{} // as the node does when it has joined again
 	if m := nextChat(t, u); m.Content != "while away" {
 		t.Fatalf("u got %q", m.Content)
 	}

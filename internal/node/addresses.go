@@ -1,5 +1,8 @@
 package node
 
+// runs on: any goroutine. Addresses is set by the run loop and read by the
+// transport's goroutines, under its own RWMutex.
+
 import (
 	"slices"
 	"sync"

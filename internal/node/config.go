@@ -79,11 +79,13 @@ type Config struct {
 	// send-to-acknowledgement time (the hop time).
 	RotationObserver Observer
 	HopObserver      Observer
-	// OnJoin, if set, is called each time the node has joined the ring: at
-	// start and after every rejoin (a stalled node that was spliced out,
-	// whose presence rows the coordinator cleared). It runs on the node's
-	// goroutine and must not block.
-	OnJoin func()
+	// Joined, if set, is signalled each time the node has joined the ring:
+	// at start and after every rejoin (a stalled node that was spliced out,
+	// whose presence rows the coordinator cleared). The node never blocks
+	// on it: a signal not yet taken stands for the next; give it a buffer
+	// of one. The reader runs on its own goroutine (the chat service's
+	// presence check); nothing of its code runs on the node's.
+	Joined chan<- struct{}
 }
 
 // DefaultConfig returns defaults for node id; Store and Transport must be

@@ -1,5 +1,9 @@
 package node
 
+// runs on: the peer worker's goroutine (peerWorker): it alone writes the
+// health line and owns its healthRecord; the status it writes comes from
+// the run loop (Status asks it through statusCh).
+
 import (
 	"context"
 	"fmt"

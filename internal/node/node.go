@@ -503,8 +503,11 @@ func (n *Node) send(m ring.Msg) {
 }
 
 func (n *Node) logNote(note ring.Note) {
-	if note.Event == ring.EventJoined && n.cfg.OnJoin != nil {
-		n.cfg.OnJoin()
+	if note.Event == ring.EventJoined && n.cfg.Joined != nil {
+		select {
+		case n.cfg.Joined <- struct{}{}:
+		default: // one already waits to be taken
+		}
 	}
 	if r := note.Election; r != nil {
 		role := "learned"

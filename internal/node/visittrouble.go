@@ -1,5 +1,9 @@
 package node
 
+// runs on: the run loop's goroutine (node.go) alone: visitTrouble is a
+// field of Node, fed from visitDone and read when the loop passes its
+// verdict to the ring machine and answers Status.
+
 import (
 	"time"
 

@@ -1,5 +1,9 @@
 package server
 
+// runs on: the health watch's goroutine (watchHealth, started by Run): it
+// owns ringWatch and the verdicts (healthWatch.run); its prober runs on a
+// goroutine of its own and hands each ping's result over a channel.
+
 import (
 	"context"
 	"sync"

@@ -47,11 +47,11 @@ type Config struct {
 	ListenAddr string
 	// Node configures the ring runtime (from node.DefaultConfig); its
 	// Store, Transport, Addresses, Log, observers, Wants, ClearPresence
-	// and OnJoin are set here, and the queue's Visit is appended to its
+	// and Joined are set here, and the queue's Visit is appended to its
 	// Sections.
 	Node node.Config
 	// Chat configures the client port (from chat.DefaultConfig); its
-	// Store, Log and DeliveryLatency are set here.
+	// Store, Log, DeliveryLatency and Joined are set here.
 	Chat chat.Config
 	// MetricsAddr, if set, serves metrics and health (and pprof, with
 	// Pprof) there.
@@ -150,8 +150,13 @@ func (s *Server) assemble(cfg Config, addrs *node.Addresses) (err error) {
 		s.mx.Pprof = cfg.Pprof
 		ncfg.RotationObserver, ncfg.HopObserver, delivery = s.mx.Rotation, s.mx.Hop, s.mx.Delivery
 	}
+	// The node signals each (re)join, the chat service's presence check
+	// restores what the coordinator cleared: a channel, so that no chat
+	// code runs on the node's goroutine.
+	joined := make(chan struct{}, 1)
+	ncfg.Joined = joined
 	ccfg := cfg.Chat
-	ccfg.Store, ccfg.Log, ccfg.DeliveryLatency = cfg.Store, s.log, delivery
+	ccfg.Store, ccfg.Log, ccfg.DeliveryLatency, ccfg.Joined = cfg.Store, s.log, delivery, joined
 	if s.chat, err = chat.New(ccfg); err != nil {
 		return err
 	}
@@ -160,7 +165,6 @@ func (s *Server) assemble(cfg Config, addrs *node.Addresses) (err error) {
 	ncfg.Sections = append(ncfg.Sections, q.Visit)
 	ncfg.Wants = q.Wants()
 	ncfg.ClearPresence = s.clearNodePresence
-	ncfg.OnJoin = s.chat.CheckPresence // after a rejoin: restore presence the coordinator cleared
 	s.node, err = node.New(ncfg)
 	return err
 }
