@@ -128,10 +128,25 @@ func (c *cluster) leave(id int64) error {
 	return err
 }
 
+// stopWait bounds how long stopAll waits for one node to leave: the ring
+// machine ends a leave within about 2 s (LeaveRetries).
+const stopWait = 20 * time.Second
+
+// stopAll stops every node cleanly. A node that has not left within
+// stopWait fails the test with its status, and its log is printed with
+// the test's, instead of the package hanging until its timeout.
 func (c *cluster) stopAll() {
-	for id := range c.nodes {
+	for id, n := range c.nodes {
 		c.cancel[id]()
-		<-c.errs[id]
+		select {
+		case <-c.errs[id]:
+		case <-time.After(stopWait):
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			st, ok := n.Status(ctx)
+			cancel()
+			c.t.Errorf("node %d has not left %v after it was told to (status answered: %v): phase %v, coordinator %d epoch %d (is it: %v), successor %d up %v, predecessor %d, holds the token %v",
+				id, stopWait, ok, st.Phase, st.Coordinator, st.Epoch, st.IsCoord, st.Successor, st.SuccessorUp, st.Predecessor, st.HoldsToken)
+		}
 	}
 	c.nodes = map[int64]*Node{}
 }
