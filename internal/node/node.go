@@ -642,20 +642,31 @@ func (n *Node) visitWorker(ctx context.Context) {
 	maxHold := time.Duration(n.cfg.Ring.Token.MaxHoldTicks) * n.cfg.Ring.Tick
 	stretch := 1
 	var lastCut time.Time // when a visit was last cancelled at its budget
+	var reach storeReach
+	answered := make(chan struct{})
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-answered:
+			reach.answered()
+			n.log.Info().Msg("the store answers a ping again: token visits run their critical sections")
 		case tok := <-n.visits:
-			vctx, cancel := context.WithTimeout(ctx, time.Duration(stretch)*maxHold)
-			res := n.runSections(vctx, tok)
-			over := res.err != nil && errors.Is(vctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
-			cancel()
-			if over {
-				lastCut = time.Now()
+			res := visitResult{tok: tok, err: errStoreOutOfReach}
+			if !reach.skip() {
+				vctx, cancel := context.WithTimeout(ctx, time.Duration(stretch)*maxHold)
+				res = n.runSections(vctx, tok)
+				res.over = res.err != nil && errors.Is(vctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+				cancel()
+				if res.over {
+					lastCut = time.Now()
+				}
+				stretch = nextStretch(stretch, res.err == nil, res.over, time.Since(lastCut))
+				if reach.visitEnded(res.err, res.over) {
+					n.log.Warn().Int("visits", reachTrip).Msg("visits ran out of their budget in a row: token visits pass the token on without their critical sections until the store answers a ping")
+					n.goFunc(func() { awaitStore(ctx, n.st, answered) })
+				}
 			}
-			res.over = over
-			stretch = nextStretch(stretch, res.err == nil, over, time.Since(lastCut))
 			if res.fenced {
 				res.fence = n.readFence(ctx)
 			}
