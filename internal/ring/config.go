@@ -58,6 +58,12 @@ type Config struct {
 	// (trouble.go), so that a link that fails on and off does not bring the
 	// role back and forth.
 	TroubleHoldTicks int
+	// UnheardTicks, UnheardLinkTicks: a coordinator gives its successor's
+	// link up before the watchdog (twice FailTicks) once that successor
+	// has answered none of this term's assignments for UnheardTicks and
+	// its link has not come up in UnheardLinkTicks (silence.go).
+	UnheardTicks     int
+	UnheardLinkTicks int
 }
 
 // DefaultConfig is tuned for a 20 ms tick on a LAN or loopback: fine enough
@@ -80,6 +86,8 @@ func DefaultConfig(id int64) Config {
 		SyncTicks:           500, // 10 s: one datagram per node; repairs any assignment lost in a coordinator change
 		AliveTicks:          50,  // 1 s: a coordinator that died (or is cut off) is replaced about a second later; four store writes a second
 		TroubleHoldTicks:    500, // 10 s: a lossy link clears and fails again within a second or two; the role stays away from it meanwhile
+		UnheardTicks:        20,  // 400 ms: three sends (0, 100, 300 ms) unanswered
+		UnheardLinkTicks:    5,   // 100 ms: a dial to a node that answers comes up in a few milliseconds
 	}
 }
 
@@ -100,6 +108,8 @@ func TestConfig(id int64) Config {
 	c.SyncTicks = 100
 	c.AliveTicks = 12
 	c.TroubleHoldTicks = 100
+	c.UnheardTicks = 12
+	c.UnheardLinkTicks = 2
 	c.Election.TimeoutTicks = 3
 	c.Election.ResultTicks = 40
 	c.Election.ChallengeTicks = 10
@@ -126,6 +136,7 @@ func (c Config) Validate() error {
 		"RetryTicks": c.RetryTicks, "MaxRetryTicks": c.MaxRetryTicks, "StoreCheckRetries": c.StoreCheckRetries,
 		"SuccessorRetries": c.SuccessorRetries, "LeaveRetries": c.LeaveRetries, "SyncTicks": c.SyncTicks,
 		"AliveTicks": c.AliveTicks, "TroubleHoldTicks": c.TroubleHoldTicks,
+		"UnheardTicks": c.UnheardTicks, "UnheardLinkTicks": c.UnheardLinkTicks,
 	} {
 		if v < 1 {
 			return fmt.Errorf("ring: %s %d < 1", name, v)

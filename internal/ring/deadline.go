@@ -51,7 +51,7 @@ func (n *Machine) NextDeadline() int64 {
 func (n *Machine) linkDeadlines(at func(int64)) {
 	inRing := n.phase == PhaseInRing || n.phase == PhaseLeaving
 	if inRing && !n.succUp && n.deferred == 0 && n.req == nil {
-		at(n.downSince + int64(2*n.cfg.FailTicks) + 1)
+		at(n.watchdogAt() + 1)
 	}
 	if n.succ != 0 && n.succUp && inRing {
 		if n.pingOut {

@@ -176,8 +176,12 @@ type Machine struct {
 
 	ver         int64
 	pendingSucc map[int64]*pending
-	handoff     *pending
-	handedOver  int64 // epoch of a HANDOFF that came while joining: take over once in the ring
+	// unheard (coordinator): a node sent an assignment of this term and
+	// heard from in no frame since, with the tick of that first send
+	// (silence.go).
+	unheard    map[int64]int64
+	handoff    *pending
+	handedOver int64 // epoch of a HANDOFF that came while joining: take over once in the ring
 	// The store link's trouble (trouble.go): as the runtime last said;
 	// the tick this node stops deferring to lower nodes (TroubleHoldTicks
 	// after its trouble, or after a lower node deposed it); a troubled
@@ -202,7 +206,7 @@ type Machine struct {
 // NewMachine returns a node that has not started.
 func NewMachine(cfg Config) *Machine {
 	return &Machine{cfg: cfg, id: cfg.ID, tok: token.NewMachine(cfg.Token), el: election.New(cfg.Election),
-		pendingSucc: map[int64]*pending{}}
+		pendingSucc: map[int64]*pending{}, unheard: map[int64]int64{}}
 }
 
 // Accessors for the runtime, status and tests.
@@ -380,6 +384,7 @@ func (n *Machine) SuccessorUp(peer int64) {
 	n.succUp = true
 	n.pingOut = false
 	n.lastSent = n.now
+	delete(n.unheard, peer)
 	if peer == n.lastFailed {
 		n.lastFailed = 0 // up again: no longer the successor that failed last
 	}
@@ -522,7 +527,7 @@ func (n *Machine) tickLinks() {
 	// not already getting one asks for its successor again, whatever event
 	// it may have missed.
 	if (n.phase == PhaseInRing || n.phase == PhaseLeaving) && !n.succUp && n.deferred == 0 && n.req == nil &&
-		n.now-n.downSince > int64(2*n.cfg.FailTicks) {
+		n.now > n.watchdogAt() {
 		n.downSince = n.now
 		n.note(EventSuccessorWatchdog, n.succ)
 		// A successor assigned whose link has not come up in all that
@@ -538,6 +543,7 @@ func (n *Machine) tickLinks() {
 		}
 		if n.isCoord {
 			if n.mayTakeOut() {
+				delete(n.unheard, n.succ) // its silence is used up: the next wait is the full one
 				n.enqueue(Op{Kind: OpRepair, Node: n.id, Failed: failed})
 			}
 		} else {
@@ -1016,6 +1022,7 @@ func (n *Machine) stepDown() {
 	n.note(EventCoordinatorDeposed, 0)
 	n.tok.SetCoordinator(false, len(n.peers), false)
 	clear(n.pendingSucc)
+	clear(n.unheard)
 	n.handoff = nil
 	n.electAfter = false
 	q := n.queue[:0]
@@ -1055,6 +1062,7 @@ func (n *Machine) becomeCoordinator(epoch int64, noToken bool) {
 	n.el.Observe(n.id, epoch)
 	n.ver = 0
 	clear(n.pendingSucc)
+	clear(n.unheard)
 	n.note(EventCoordinator, 0)
 	size := max(len(n.members), len(n.peers))
 	n.tok.SetCoordinator(true, size, noToken)
@@ -1231,6 +1239,9 @@ func (n *Machine) sendSuccessor(node, succ int64) {
 	n.send(m)
 	m.From, m.Epoch = n.id, n.epoch
 	n.pendingSucc[node] = &pending{msg: m, nextAt: n.now + int64(n.cfg.RetryTicks)}
+	if _, ok := n.unheard[node]; !ok {
+		n.unheard[node] = n.now
+	}
 }
 
 func (n *Machine) startHandoff() {

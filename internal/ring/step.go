@@ -19,6 +19,7 @@ func (n *Machine) Step(m Msg) {
 	}
 	if m.From != n.id {
 		n.el.Heard(m.From)
+		delete(n.unheard, m.From)
 	}
 	if m.From == n.coord && m.Via == ViaUDP && m.Epoch == n.epoch {
 		n.relay = false // the coordinator reaches this node again
