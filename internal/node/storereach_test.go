@@ -92,8 +92,8 @@ func cutSections(section Section, cut *atomic.Bool, tried, ran *atomic.Int64) Se
 }
 
 // TestNodeCutFromTheStorePassesTheTokenOn: node 2 is cut from the store
-// alone. Its first two visits run out of their budget; after them it
-// passes the token on without trying its sections (the token keeps
+// alone. Its first visits (two at the most) run out of their budget;
+// after them it passes the token on without trying its sections (the token keeps
 // visiting it, and the other nodes commit), until a ping answers; then
 // its visits run again.
 func TestNodeCutFromTheStorePassesTheTokenOn(t *testing.T) {
@@ -118,8 +118,10 @@ func TestNodeCutFromTheStorePassesTheTokenOn(t *testing.T) {
 	testutil.Eventually(t, 10*time.Second, "twenty more token visits at node 2 and at node 1 while node 2 is cut from the store", func() bool {
 		return visits(2) >= from2+20 && visits(1) >= from1+20
 	})
-	if got := tried.Load(); got != reachTrip {
-		t.Fatalf("node 2 tried its sections %d times while cut (in %d visits); want %d, then the token passed on untried", got, visits(2)-from2, reachTrip)
+	// At most reachTrip: a visit cut short by the test's load just before
+	// the cut counts towards the trip too.
+	if got := tried.Load(); got < 1 || got > reachTrip {
+		t.Fatalf("node 2 tried its sections %d times while cut (in %d visits); want 1 to %d, then the token passed on untried", got, visits(2)-from2, reachTrip)
 	}
 	before := ran.Load()
 	cut.Store(false)
